@@ -1,0 +1,222 @@
+"""The command line: parse arguments, call one command function, map errors.
+
+Nothing here decides anything. Each command is a function in
+``evalrun/commands/`` that takes typed arguments and returns an exit code;
+``EvalrunError`` becomes one line on stderr and its exit code, Ctrl-C 130, and
+anything unexpected a short message with the traceback saved to a log.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from evalrun import __version__
+from evalrun.errors import EvalrunError, ExitCode
+
+app = typer.Typer(
+    name="evalrun",
+    help="A gate for eval suites that can fail: tiered manifest, loud skips, scorer subprocesses, baseline diff.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+baseline_app = typer.Typer(help="Write or inspect the committed baseline of check names and assertion counts.")
+app.add_typer(baseline_app, name="baseline")
+
+ManifestOpt = Annotated[Path, typer.Option("--manifest", "-m", help="Path of the manifest.")]
+EvalOpt = Annotated[Optional[list[str]], typer.Option("--eval", "-e", help="Only this eval (repeatable).")]
+TagOpt = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="Only evals with this tag (repeatable).")]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="Scorers run at once (default: the CPU count).", min=0)]
+JsonOpt = Annotated[Optional[Path], typer.Option("--json", help="Results file (default .evalrun/results/<tier>.json).")]
+StrictOpt = Annotated[bool, typer.Option("--strict-baseline", help="A stale baseline is a regression too.")]
+NoSkipsOpt = Annotated[bool, typer.Option("--no-skips", help="Every skip of this run is a failure.")]
+
+DEFAULT_MANIFEST = Path("manifest.toml")
+
+
+def _call(fn: Callable[..., int], *args: object, **kwargs: object) -> None:
+    try:
+        code = fn(*args, **kwargs)
+    except EvalrunError as exc:
+        typer.echo(f"evalrun: error: {exc}", err=True)
+        raise typer.Exit(int(exc.exit_code)) from None
+    raise typer.Exit(code)
+
+
+def _console():  # noqa: ANN202 - imported lazily to keep --version fast
+    from evalrun.console import Console
+
+    return Console()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"evalrun {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """evalrun: run a tier of evals and gate on the result."""
+
+
+def _run(tier: str, manifest: Path, evals, tags, jobs, json_path, strict, no_skips) -> None:  # noqa: ANN001
+    from evalrun.commands.run import RunOptions, run_tier
+
+    _call(
+        run_tier,
+        RunOptions(
+            manifest_path=manifest,
+            tier=tier,
+            evals=list(evals or []),
+            tags=list(tags or []),
+            jobs=jobs,
+            json_path=json_path,
+            strict_baseline=strict,
+            no_skips=no_skips,
+        ),
+        _console(),
+    )
+
+
+def _tier_command(tier: str, summary: str) -> None:
+    def command(
+        manifest: ManifestOpt = DEFAULT_MANIFEST,
+        eval_: EvalOpt = None,
+        tag: TagOpt = None,
+        jobs: JobsOpt = 0,
+        json_path: JsonOpt = None,
+        strict_baseline: StrictOpt = False,
+        no_skips: NoSkipsOpt = False,
+    ) -> None:
+        _run(tier, manifest, eval_, tag, jobs, json_path, strict_baseline, no_skips)
+
+    command.__doc__ = summary
+    app.command(name=tier)(command)
+
+
+_tier_command("t1", "Run tier t1 (static: no services, no database, no model key).")
+_tier_command("t2", "Run tier t2 (replay: local services, recorded model answers).")
+_tier_command("t3", "Run tier t3 (live: real model calls, within a budget).")
+
+
+@app.command()
+def run(
+    tier: Annotated[str, typer.Option("--tier", help="t1, t2 or t3.")],
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    eval_: EvalOpt = None,
+    tag: TagOpt = None,
+    jobs: JobsOpt = 0,
+    json_path: JsonOpt = None,
+    strict_baseline: StrictOpt = False,
+    no_skips: NoSkipsOpt = False,
+) -> None:
+    """Run the evals of one tier."""
+    _run(tier, manifest, eval_, tag, jobs, json_path, strict_baseline, no_skips)
+
+
+@app.command()
+def dry(
+    tier: Annotated[Optional[str], typer.Argument(help="t1, t2 or t3 (default: every tier).")] = None,
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    eval_: EvalOpt = None,
+    tag: TagOpt = None,
+) -> None:
+    """List the planned runs; run no scorer."""
+    from evalrun.commands.dry import dry as dry_command
+
+    _call(dry_command, manifest, tier, list(eval_ or []), list(tag or []), _console())
+
+
+@app.command()
+def schema(name: Annotated[str, typer.Argument(help="report, manifest or results.")]) -> None:
+    """Print a published JSON Schema."""
+    from evalrun.commands.schema import schema as schema_command
+
+    _call(schema_command, name)
+
+
+@baseline_app.callback(invoke_without_command=True)
+def baseline(
+    ctx: typer.Context,
+    update: Annotated[Optional[str], typer.Option("--update", help="Run TIER and write baselines/TIER.toml.")] = None,
+    all_tiers: Annotated[bool, typer.Option("--all", help="With --update: every tier of the manifest.")] = False,
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    eval_: EvalOpt = None,
+    tag: TagOpt = None,
+    jobs: JobsOpt = 0,
+    from_results: Annotated[
+        Optional[Path], typer.Option("--from-results", help="Write from this results file instead of running.")
+    ] = None,
+) -> None:
+    """Write or inspect the committed baseline."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if update is None and not all_tiers:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(int(ExitCode.USAGE))
+    from evalrun.commands.baseline import update_baselines
+
+    tiers = [update] if update else []
+    _call(
+        update_baselines,
+        manifest_path=manifest,
+        tiers=tiers,
+        all_tiers=all_tiers,
+        evals=list(eval_ or []),
+        tags=list(tag or []),
+        jobs=jobs,
+        from_results=from_results,
+        console=_console(),
+    )
+
+
+@baseline_app.command("diff")
+def baseline_diff(
+    tier: Annotated[str, typer.Argument(help="t1, t2 or t3.")],
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    from_results: Annotated[
+        Optional[Path], typer.Option("--from-results", help="Results file (default .evalrun/results/<tier>.json).")
+    ] = None,
+    strict_baseline: StrictOpt = False,
+) -> None:
+    """Compare the last results with the baseline without running scorers."""
+    from evalrun.commands.baseline import diff_baseline
+
+    _call(diff_baseline, manifest_path=manifest, tier=tier, from_results=from_results,
+          strict=strict_baseline, console=_console())
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("evalrun: interrupted", err=True)
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except SystemExit:
+        raise
+    except Exception as exc:  # the one place an unexpected error is caught
+        log = _write_crash_log()
+        typer.echo(f"evalrun: internal error: {type(exc).__name__}: {exc} (traceback in {log})", err=True)
+        sys.exit(70)
+
+
+def _write_crash_log() -> str:
+    import tempfile
+    import traceback
+
+    fd, path = tempfile.mkstemp(prefix="evalrun-crash-", suffix=".log")
+    with open(fd, "w", encoding="utf-8") as fh:
+        fh.write(traceback.format_exc())
+    return path

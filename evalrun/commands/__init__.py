@@ -1,0 +1,1 @@
+"""One module per command; each is a function of typed arguments returning an exit code."""

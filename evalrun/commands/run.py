@@ -1,0 +1,162 @@
+"""``evalrun t1|t2|t3`` and ``evalrun run --tier``: the whole pipeline, in order.
+
+load_manifest -> make_plan -> (guard, probes) -> execute (run + parse each
+scorer) -> compare_to_baseline -> decide_exit_code -> report. Each step lives in
+a module of its own name; this function only strings them together.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from evalrun import __version__
+from evalrun.baseline import baseline_path, compare_to_baseline, format_comparison, load_baseline
+from evalrun.console import Console, closing_line
+from evalrun.execute import ExecuteRequest, execute, scorer_base_env
+from evalrun.manifest import Manifest, load_manifest
+from evalrun.plan import Plan, make_plan
+from evalrun.results import EvalResult, RunResults, write_results
+from evalrun.verdict import VERDICT_WORDS, decide_exit_code
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    manifest_path: Path
+    tier: str
+    evals: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    jobs: int = 0
+    json_path: Path | None = None
+    strict_baseline: bool = False
+    no_skips: bool = False
+    compare: bool = True  # baseline --update runs without the gate
+
+
+def default_jobs() -> int:
+    return os.cpu_count() or 1
+
+
+def results_path(manifest: Manifest, tier: str, json_path: Path | None) -> Path:
+    return json_path if json_path is not None else manifest.root / ".evalrun" / "results" / f"{tier}.json"
+
+
+def update_command(manifest: Manifest, tier: str) -> str:
+    default = Path("manifest.toml")
+    extra = "" if manifest.path == default or manifest.path.resolve() == default.resolve() else f" --manifest {manifest.path}"
+    return f"evalrun baseline --update {tier}{extra}"
+
+
+def run_tier(options: RunOptions, console: Console) -> int:
+    """Run one tier and return its exit code."""
+    manifest = load_manifest(options.manifest_path)
+    plan = make_plan(manifest, options.tier, options.evals, options.tags)
+    baseline_file = baseline_path(manifest, options.tier)
+    baseline = load_baseline(baseline_file) if options.compare else None  # a bad baseline is exit 2, before any scorer
+    results = collect_results(plan, options, console)
+    if options.compare:
+        results.baseline = compare_to_baseline(
+            baseline,
+            results,
+            plan.tier_names(),
+            baseline_file,
+            strict=options.strict_baseline or manifest.baseline.strict,
+            update_command=update_command(manifest, options.tier),
+        )
+    code = decide_exit_code(results.evals, results.baseline, results.interrupted)
+    results.exit_code = int(code)
+    out = results_path(manifest, options.tier, options.json_path)
+    write_results(results, out)
+    report_run(results, plan, console)
+    console.line(f"results: {out}")
+    return int(code)
+
+
+def collect_results(plan: Plan, options: RunOptions, console: Console) -> RunResults:
+    """Execute the plan and return its results (not yet compared or judged)."""
+    tier = options.tier
+    started = _now()
+    if not plan.evals:
+        console.warn(f"nothing selected to run in {tier} ({_describe_filters(plan)})")
+    console.start_progress(len(plan.evals), f"{tier}")
+    try:
+        with _sigterm_as_interrupt():
+            outcome = execute(
+                ExecuteRequest(
+                    evals=plan.evals,
+                    tier=tier,
+                    jobs=options.jobs or default_jobs(),
+                    base_env=scorer_base_env(),
+                    on_finish=console.eval_finished,
+                )
+            )
+    finally:
+        console.stop_progress()
+    return RunResults(
+        evalrun_version=__version__,
+        tier=tier,
+        manifest=str(plan.manifest.path),
+        started_at=started,
+        finished_at=_now(),
+        interrupted=outcome.interrupted,
+        selection={**plan.filters, "filtered_out": plan.filtered_out},
+        evals=outcome.results,
+    )
+
+
+def report_run(results: RunResults, plan: Plan, console: Console) -> None:
+    """Baseline lines, the summary table, the closing line and the verdict."""
+    console.line("")
+    if results.baseline is not None:
+        for text in format_comparison(results.baseline):
+            style = "red" if text.startswith(tuple(f"{r.eval}:" for r in results.baseline.regressions)) else "yellow"
+            console.line(text, style)
+    _print_unchecked(results.evals, console)
+    console.summary(results.evals)
+    console.line(closing_line(results.evals))
+    code = results.exit_code if results.exit_code is not None else 0
+    from evalrun.errors import ExitCode
+
+    words = VERDICT_WORDS.get(ExitCode(code), "")
+    console.line(f"evalrun {results.tier}: {words} (exit {code})", "green" if code == 0 else "bold red")
+
+
+def _print_unchecked(evals: list[EvalResult], console: Console) -> None:
+    unchecked = [r for r in evals if r.status.is_unchecked]
+    if unchecked:
+        console.warn(f"not checked ({len(unchecked)}):")
+        for r in unchecked:
+            console.warn(f"  {r.status.value:<11} {r.name}: {r.message}")
+
+
+def _describe_filters(plan: Plan) -> str:
+    parts = [f"--eval {e}" for e in plan.filters.get("evals", [])]
+    parts += [f"--tag {t}" for t in plan.filters.get("tags", [])]
+    return "filters: " + " ".join(parts) if parts else "the tier has no evals"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """A CI runner's cancel (SIGTERM) stops the run the way Ctrl-C does."""
+
+    def _raise(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,175 @@
+"""What the user sees: progress, one line per finished eval, the summary.
+
+On a terminal: a live progress bar (rich) and coloured status words. In CI or
+when piped: plain lines, no escape codes. ``NO_COLOR`` (any non-empty value)
+turns colour off everywhere. Lines are printed as evals finish, so a CI log
+shows progress on a long run too.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from evalrun.results import EvalResult, Status
+
+_WORDS = {
+    Status.PASSED: ("PASS", "green"),
+    Status.FAILED: ("FAIL", "red"),
+    Status.ERROR: ("ERROR", "red"),
+    Status.TIMEOUT: ("TIMEOUT", "red"),
+    Status.SKIPPED: ("SKIP", "yellow"),
+    Status.INTERRUPTED: ("INTERRUPTED", "magenta"),
+    Status.BUDGET: ("BUDGET", "yellow"),
+}
+
+
+def wants_color(stream: IO[str], env: Mapping[str, str]) -> bool:
+    if env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR"):
+        return True
+    return stream.isatty() and env.get("TERM") != "dumb"
+
+
+class Console:
+    """A thread-safe printer that is rich on a terminal and plain elsewhere."""
+
+    def __init__(self, stream: IO[str] | None = None, env: Mapping[str, str] | None = None) -> None:
+        env = os.environ if env is None else env
+        self.stream = stream or sys.stdout
+        self.color = wants_color(self.stream, env)
+        self.live = self.stream.isatty() and not env.get("CI") and env.get("TERM") != "dumb"
+        self._lock = threading.Lock()
+        self._rich: Any = None
+        self._progress: Any = None
+        self._task: Any = None
+        if self.color or self.live:
+            from rich.console import Console as RichConsole
+
+            self._rich = RichConsole(
+                file=self.stream, no_color=not self.color, highlight=False, soft_wrap=True
+            )
+
+    # -- lines ---------------------------------------------------------------
+    def line(self, text: str, style: str | None = None) -> None:
+        with self._lock:
+            if self._rich is not None:
+                from rich.markup import escape
+
+                markup = f"[{style}]{escape(text)}[/]" if style and self.color else escape(text)
+                target = self._progress.console if self._progress is not None else self._rich
+                target.print(markup)
+            else:
+                self.stream.write(text + "\n")
+                self.stream.flush()
+
+    def note(self, text: str) -> None:
+        self.line(text, "cyan")
+
+    def warn(self, text: str) -> None:
+        self.line(text, "yellow")
+
+    def error(self, text: str) -> None:
+        self.line(text, "bold red")
+
+    def eval_finished(self, result: EvalResult) -> None:
+        word, style = _WORDS[result.status]
+        detail = result.message or _counts(result)
+        text = f"{word:<11} {result.name}  {detail}"
+        if result.status is Status.PASSED:
+            text += f"  ({result.duration_s:.1f} s)"
+        with self._lock:
+            if self._rich is not None:
+                from rich.markup import escape
+
+                w = f"[{style}]{word:<11}[/]" if self.color else f"{word:<11}"
+                body = escape(text[len(f"{word:<11}") :])
+                target = self._progress.console if self._progress is not None else self._rich
+                target.print(w + body)
+                if self._progress is not None:
+                    self._progress.advance(self._task)
+            else:
+                self.stream.write(text + "\n")
+                self.stream.flush()
+
+    # -- progress ------------------------------------------------------------
+    def start_progress(self, total: int, label: str) -> None:
+        if not self.live or self._rich is None or total == 0:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self._rich,
+            transient=True,
+        )
+        self._task = self._progress.add_task(label, total=total)
+        self._progress.start()
+
+    def stop_progress(self) -> None:
+        with self._lock:
+            if self._progress is not None:
+                self._progress.stop()
+                self._progress = None
+
+    # -- summary -------------------------------------------------------------
+    def summary(self, results: Sequence[EvalResult]) -> None:
+        if not results:
+            return
+        rows = [
+            (
+                r.name,
+                _WORDS[r.status][0],
+                str(len(r.checks)),
+                str(sum(c.assertions for c in r.checks)),
+                f"{r.duration_s:.1f} s",
+            )
+            for r in results
+        ]
+        header = ("eval", "status", "checks", "assertions", "time")
+        if self._rich is not None and self.color:
+            from rich.table import Table
+
+            table = Table(*header, title=None, show_lines=False)
+            for row, r in zip(rows, results):
+                table.add_row(row[0], f"[{_WORDS[r.status][1]}]{row[1]}[/]", *row[2:])
+            with self._lock:
+                self._rich.print(table)
+            return
+        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(header, widths)).rstrip()]
+        lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        for ln in lines:
+            self.line(ln)
+
+    def closing_line(self, results: Sequence[EvalResult]) -> str:
+        return closing_line(results)
+
+
+def closing_line(results: Sequence[EvalResult]) -> str:
+    """``N passed, N failed, N skipped`` (plus any interrupted or budget-stopped)."""
+    passed = sum(r.status is Status.PASSED for r in results)
+    failed = sum(r.status.is_failure for r in results)
+    skipped = sum(r.status is Status.SKIPPED for r in results)
+    text = f"{passed} passed, {failed} failed, {skipped} skipped"
+    budget = sum(r.status is Status.BUDGET for r in results)
+    interrupted = sum(r.status is Status.INTERRUPTED for r in results)
+    if budget:
+        text += f", {budget} not checked (budget)"
+    if interrupted:
+        text += f", {interrupted} interrupted"
+    return text
+
+
+def _counts(result: EvalResult) -> str:
+    n = len(result.checks)
+    a = sum(c.assertions for c in result.checks)
+    return f"{n} check{'s' if n != 1 else ''}, {a} assertion{'s' if a != 1 else ''}"

@@ -1,0 +1,257 @@
+"""Running the planned evals: one scorer subprocess each, ``-j`` at a time.
+
+This module owns the scorer environment (``EVALRUN_*``), the per-eval scratch
+folders, turning a process outcome plus a report into an ``EvalResult``, and
+stopping cleanly on Ctrl-C: running scorers' groups are terminated and every
+eval that did not finish is recorded as interrupted.
+
+Preconditions, services and the model proxy are not this module's business: the
+caller passes a ``prepare`` hook that returns extra environment or the reason an
+eval must not run, and a ``finalize`` hook that may amend a result.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalrun.errors import ReportError
+from evalrun.plan import PlannedEval
+from evalrun.process import ProcessOutcome, ProcessRequest, run_process
+from evalrun.report import ParsedReport, judge, read_json_report
+from evalrun.results import EvalResult, Status
+
+OUTPUT_TAIL_CHARS = 4000
+# "python" in a manifest's argv means the interpreter evalrun runs under, as in
+# nox and tox: a scorer gets the venv that has evalrun's SDK, not whatever
+# "python" the PATH happens to find first.
+_PYTHON_NAMES = ("python", "python3")
+
+
+@dataclass(frozen=True)
+class Preparation:
+    """What the caller decided before an eval starts."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    skip: str | None = None  # not checked: the reason (an unmet probe, ...)
+    fail: str | None = None  # failed before it started (a service that is down, skips = "fail")
+    status: Status | None = None  # overrides the status used for ``skip`` (e.g. budget)
+
+
+Prepare = Callable[[PlannedEval], Preparation]
+Finalize = Callable[[PlannedEval, EvalResult], EvalResult]
+
+
+@dataclass(frozen=True)
+class ExecuteRequest:
+    evals: list[PlannedEval]
+    tier: str
+    jobs: int
+    base_env: Mapping[str, str]
+    grace: float = 2.0
+    prepare: Prepare | None = None
+    finalize: Finalize | None = None
+    on_start: Callable[[PlannedEval], None] | None = None
+    on_finish: Callable[[EvalResult], None] | None = None
+
+
+@dataclass
+class ExecuteOutcome:
+    results: list[EvalResult]
+    interrupted: bool
+
+
+def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> ExecuteOutcome:
+    """Run every planned eval; return results in plan order.
+
+    A KeyboardInterrupt in the calling thread sets ``cancel``: running scorers
+    are terminated, those not started are marked interrupted, and the partial
+    results come back with ``interrupted=True`` instead of an exception.
+    """
+    cancel = cancel or threading.Event()
+    done: dict[str, EvalResult] = {}
+    interrupted = False
+    scratch = Path(tempfile.mkdtemp(prefix="evalrun-"))
+    pool = ThreadPoolExecutor(max_workers=max(1, request.jobs), thread_name_prefix="evalrun-eval")
+    futures: dict[Future[EvalResult], PlannedEval] = {}
+    try:
+        for planned in request.evals:
+            futures[pool.submit(_run_one, planned, request, scratch, cancel)] = planned
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                result = fut.result()
+                done[result.name] = result
+                if request.on_finish:
+                    request.on_finish(result)
+    except KeyboardInterrupt:
+        interrupted = True
+        cancel.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        for fut, planned in futures.items():
+            if planned.name in done:
+                continue
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                result = fut.result()
+            else:
+                result = _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted")
+            done[result.name] = result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    ordered = [done[p.name] for p in request.evals if p.name in done]
+    interrupted = interrupted or any(r.status is Status.INTERRUPTED for r in ordered)
+    return ExecuteOutcome(results=ordered, interrupted=interrupted)
+
+
+def _run_one(planned: PlannedEval, request: ExecuteRequest, scratch: Path, cancel: threading.Event) -> EvalResult:
+    if cancel.is_set():
+        return _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted")
+    prep = request.prepare(planned) if request.prepare else Preparation()
+    if prep.fail is not None:
+        result = _unchecked(planned, request.tier, Status.FAILED, prep.fail)
+    elif prep.skip is not None:
+        result = _unchecked(planned, request.tier, prep.status or Status.SKIPPED, prep.skip)
+    else:
+        if request.on_start:
+            request.on_start(planned)
+        result = run_scorer(planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel)
+    if request.finalize:
+        result = request.finalize(planned, result)
+    return result
+
+
+def scorer_argv(argv: list[str]) -> tuple[str, ...]:
+    if argv[0] in _PYTHON_NAMES:
+        return (sys.executable, *argv[1:])
+    return tuple(argv)
+
+
+def run_scorer(
+    planned: PlannedEval,
+    tier: str,
+    base_env: Mapping[str, str],
+    extra_env: Mapping[str, str],
+    scratch: Path,
+    grace: float,
+    cancel: threading.Event,
+) -> EvalResult:
+    """Run one scorer to its end and judge it."""
+    spec = planned.spec
+    own = Path(tempfile.mkdtemp(prefix=f"{spec.name[:40]}-", dir=scratch))
+    workdir = own / "work"
+    workdir.mkdir()
+    report_path = own / "report.json"
+    stdout_path = own / "stdout" if spec.format == "tap" else None
+    env = dict(base_env)
+    env.update(extra_env)
+    env.update(spec.env)
+    env.update(
+        EVALRUN_REPORT=str(report_path),
+        EVALRUN_EVAL=spec.name,
+        EVALRUN_TIER=tier,
+        EVALRUN_WORKDIR=str(workdir),
+    )
+    argv = tuple(spec.run) if spec.shell else scorer_argv(spec.run)
+    started = time.monotonic()
+    try:
+        outcome = run_process(
+            ProcessRequest(
+                argv=argv,
+                cwd=planned.dir,
+                env=env,
+                timeout=spec.timeout,
+                shell=spec.shell,
+                grace=grace,
+                stdout_path=stdout_path,
+            ),
+            cancel,
+        )
+        return _judge_outcome(planned, tier, outcome, report_path, stdout_path, time.monotonic() - started)
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+def _judge_outcome(
+    planned: PlannedEval,
+    tier: str,
+    outcome: ProcessOutcome,
+    report_path: Path,
+    stdout_path: Path | None,
+    duration: float,
+) -> EvalResult:
+    spec = planned.spec
+    tail = outcome.text_tail()
+    base = dict(
+        name=spec.name,
+        tier=tier,
+        dir=spec.dir,
+        duration_s=round(duration, 4),
+        exit_code=outcome.exit_code,
+        output_tail=tail[-OUTPUT_TAIL_CHARS:],
+    )
+    if outcome.not_found:
+        return EvalResult(status=Status.ERROR, message=outcome.not_found, **base)
+    if outcome.cancelled:
+        return EvalResult(status=Status.INTERRUPTED, message="interrupted while running; its process group was stopped", **base)
+    if outcome.timed_out:
+        return EvalResult(
+            status=Status.TIMEOUT,
+            message=f"timed out after {spec.timeout:g} s; its process group was killed",
+            **base,
+        )
+    parsed: ParsedReport | None = None
+    report_error: str | None = None
+    try:
+        parsed = _read_report(planned, report_path, stdout_path)
+    except ReportError as exc:
+        report_error = str(exc)
+    verdict = judge(parsed, report_error, outcome.exit_code, tail)
+    return EvalResult(
+        status=verdict.status,
+        message=verdict.message,
+        checks=verdict.checks,
+        metrics=verdict.metrics,
+        **base,
+    )
+
+
+def _read_report(planned: PlannedEval, report_path: Path, stdout_path: Path | None) -> ParsedReport:
+    spec = planned.spec
+    if spec.format == "tap":
+        from evalrun.formats.tap import parse_tap
+
+        assert stdout_path is not None
+        return _as_parsed(parse_tap(stdout_path))
+    if spec.format == "junit":
+        from evalrun.formats.junit_in import parse_junit
+
+        assert spec.junit is not None
+        return _as_parsed(parse_junit(planned.dir / spec.junit))
+    return read_json_report(report_path)
+
+
+def _as_parsed(other: object) -> ParsedReport:
+    return ParsedReport(
+        checks=list(getattr(other, "checks")),
+        metrics=dict(getattr(other, "metrics", {}) or {}),
+        problem=getattr(other, "problem", None),
+    )
+
+
+def _unchecked(planned: PlannedEval, tier: str, status: Status, message: str) -> EvalResult:
+    return EvalResult(name=planned.name, tier=tier, dir=planned.spec.dir, status=status, message=message)
+
+
+def scorer_base_env() -> dict[str, str]:
+    """The environment scorers start from: evalrun's own, minus its variables."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}

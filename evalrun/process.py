@@ -1,0 +1,459 @@
+"""The one subprocess helper: run a program with a deadline, return a record.
+
+This module owns how evalrun starts a child and makes sure it stops: program
+lookup (so the user reads "program not found: X", never an OSError traceback),
+a new session per child, draining stdout and stderr concurrently into bounded
+tails, and signalling the whole process group — TERM, a grace period, KILL —
+on timeout, on cancel, and after every finish, so no process of an eval
+outlives it.
+
+A call is a value in (``ProcessRequest``) and a value out (``ProcessOutcome``).
+``run_process`` never raises for anything the child does; only programming
+errors (an invalid request) raise.
+
+Known limit: a process that leaves the group on purpose (``setsid``,
+``setpgid``) is beyond reach of group signals and is not tracked.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+CHUNK_BYTES = 64 * 1024
+# After the child exits, a grandchild may still hold the pipes (a server left
+# running, a backgrounded `sleep`). Output the child wrote is normally in the
+# pipe already, so a short window collects it without waiting on the stray.
+DRAIN_WINDOW_S = 0.3
+# How often a set cancel event is noticed while the child is quiet.
+CANCEL_POLL_S = 0.05
+# How often the group is re-checked once nothing is left to wake the selector.
+GROUP_POLL_S = 0.02
+# After SIGKILL, how long to wait for the kernel to tear the group down.
+KILL_WAIT_S = 1.0
+
+
+@dataclass(frozen=True)
+class ProcessRequest:
+    """One program to run.
+
+    ``shell=True`` runs ``["/bin/sh", "-c", " ".join(argv)]``: a one-element
+    argv is the script as written; several elements are joined with single
+    spaces and *not* quoted, so shell syntax in them (``|``, ``&&``, ``$VAR``)
+    keeps its meaning. No program lookup is done for shell commands; a missing
+    command shows as the shell's own exit status 127.
+    """
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str]  # the complete environment for the child
+    timeout: float  # seconds; the deadline for the whole process group
+    shell: bool = False
+    grace: float = 2.0  # seconds between SIGTERM and SIGKILL to the group
+    tail_bytes: int = 64 * 1024  # how much of the end of each stream to keep
+    stdout_path: Path | None = None  # all stdout bytes are also streamed here
+
+    def __post_init__(self) -> None:
+        # Accept lists and str paths from callers, store the declared types.
+        object.__setattr__(self, "argv", tuple(self.argv))
+        object.__setattr__(self, "cwd", Path(self.cwd))
+        if self.stdout_path is not None:
+            object.__setattr__(self, "stdout_path", Path(self.stdout_path))
+        if not self.argv or not all(isinstance(a, str) for a in self.argv):
+            raise ValueError(f"argv must be a non-empty sequence of str, got {self.argv!r}")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0, got {self.timeout!r}")
+        if self.grace < 0:
+            raise ValueError(f"grace must be >= 0, got {self.grace!r}")
+        if self.tail_bytes <= 0:
+            raise ValueError(f"tail_bytes must be > 0, got {self.tail_bytes!r}")
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """What became of one ``ProcessRequest``.
+
+    ``timed_out`` and ``cancelled`` mean the child itself was stopped by us;
+    a stray grandchild terminated after the child exited on its own sets
+    neither. ``not_found`` says why the program could not start (despite the
+    name, it also carries "program not executable", "working directory not
+    found" and OSErrors from starting); when it is set, ``exit_code`` is None.
+    """
+
+    argv: tuple[str, ...]
+    exit_code: int | None  # None: never started; negative: killed by that signal
+    timed_out: bool
+    cancelled: bool
+    not_found: str | None
+    duration_s: float
+    stdout_tail: bytes
+    stderr_tail: bytes
+    stdout_bytes: int  # total bytes seen, not just the tail
+    stderr_bytes: int
+    pid: int | None = None
+    # Set when stdout_path could not be written completely (disk full, ...).
+    stdout_path_error: str | None = None
+
+    def text_tail(self) -> str:
+        """The stdout then stderr tails as text; undecodable bytes are shown escaped."""
+        parts = [
+            _decode_tail(name, tail, total)
+            for name, tail, total in (
+                ("stdout", self.stdout_tail, self.stdout_bytes),
+                ("stderr", self.stderr_tail, self.stderr_bytes),
+            )
+            if tail
+        ]
+        return "\n".join(p.rstrip("\n") for p in parts) + ("\n" if parts else "")
+
+
+def _decode_tail(name: str, tail: bytes, total: int) -> str:
+    dropped = total - len(tail)
+    if not dropped:
+        return tail.decode("utf-8", errors="backslashreplace")
+    # The cut may land inside a UTF-8 sequence; skip its continuation bytes so
+    # the tail does not open with noise.
+    start = 0
+    while start < min(3, len(tail)) and 0x80 <= tail[start] <= 0xBF:
+        start += 1
+    text = tail[start:].decode("utf-8", errors="backslashreplace")
+    return f"[... {dropped + start} earlier bytes of {name} not kept ...]\n{text}"
+
+
+def run_process(request: ProcessRequest, cancel: threading.Event | None = None) -> ProcessOutcome:
+    """Run one program to completion, deadline, or cancel; never raise for the child."""
+    if not os.path.isdir(request.cwd):
+        return _not_started(request, f"working directory not found: {request.cwd}")
+    if request.shell:
+        argv: list[str] = ["/bin/sh", "-c", " ".join(request.argv)]
+        executable = "/bin/sh"
+    else:
+        resolved, problem = _resolve_program(request.argv[0], request.cwd, request.env)
+        if resolved is None:
+            return _not_started(request, problem)
+        argv, executable = list(request.argv), resolved
+    if cancel is not None and cancel.is_set():
+        return _not_started(request, None, cancelled=True)
+
+    sink: BinaryIO | None = None
+    if request.stdout_path is not None:
+        try:
+            sink = open(request.stdout_path, "wb")  # noqa: SIM115 - closed in _supervise
+        except OSError as exc:
+            return _not_started(request, f"cannot write stdout to {request.stdout_path}: {exc.strerror}")
+
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            # argv[0] stays as the user wrote it; the resolved path is executed.
+            executable=executable,
+            cwd=request.cwd,
+            env=dict(request.env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # the child leads its own group: one killpg reaches all
+            bufsize=0,
+        )
+    except OSError as exc:
+        if sink is not None:
+            sink.close()
+        return _not_started(request, f"could not start {request.argv[0]}: {exc.strerror or exc}")
+    return _supervise(proc, request, cancel, sink, started)
+
+
+def terminate_group(pgid: int, grace: float, *, leader: subprocess.Popen[bytes] | None = None) -> None:
+    """Stop every process of group ``pgid``: TERM, wait up to ``grace`` s, KILL.
+
+    Returns once the group has no live member (zombies waiting for a parent
+    that never reaps them count as gone) or KILL_WAIT_S after the KILL.
+    Pass ``leader`` if you own the Popen of the group leader, so it is reaped
+    properly while we wait.
+    """
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    if _wait_group_gone(pgid, time.monotonic() + grace, leader):
+        return
+    if _signal_group(pgid, signal.SIGKILL):
+        _wait_group_gone(pgid, time.monotonic() + KILL_WAIT_S, leader)
+
+
+# --- supervision ----------------------------------------------------------
+
+
+class _Tail:
+    """The last ``limit`` bytes of a stream, with its total size.
+
+    Trimmed only when it grows past twice the limit, so trimming is rare; a
+    bytearray deletes from its front without copying the rest.
+    """
+
+    __slots__ = ("buf", "limit", "total")
+
+    def __init__(self, limit: int) -> None:
+        self.buf = bytearray()
+        self.limit = limit
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.buf += chunk
+        if len(self.buf) > 2 * self.limit:
+            del self.buf[: len(self.buf) - self.limit]
+
+    def tail(self) -> bytes:
+        return bytes(self.buf[-self.limit :])
+
+
+_RUNNING, _TERMINATING, _KILLED = "running", "terminating", "killed"
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    request: ProcessRequest,
+    cancel: threading.Event | None,
+    sink: BinaryIO | None,
+    started: float,
+) -> ProcessOutcome:
+    pgid = proc.pid  # start_new_session: the leader's pid is the group id
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _Tail(request.tail_bytes), _Tail(request.tail_bytes)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout.fileno(), selectors.EVENT_READ, out)
+    sel.register(proc.stderr.fileno(), selectors.EVENT_READ, err)
+    pipes_open = 2
+    # A pidfd wakes the selector the moment the child exits, even when a
+    # grandchild keeps the pipes open, so exit is noticed without polling.
+    pidfd = _open_pidfd(proc.pid)
+    if pidfd is not None:
+        sel.register(pidfd, selectors.EVENT_READ, None)
+
+    deadline = started + request.timeout
+    stage = _RUNNING
+    escalate_at = 0.0  # _TERMINATING: when to KILL; _KILLED: when to give up
+    exited_at: float | None = None
+    timed_out = cancelled = False
+    sink_error: str | None = None
+    finished = False
+    try:
+        while True:
+            if pidfd is None and proc.returncode is None:
+                proc.poll()
+            now = time.monotonic()
+            leader_done = proc.returncode is not None
+            if leader_done and exited_at is None:
+                exited_at = now
+            settled = leader_done and pipes_open == 0
+
+            if stage == _RUNNING:
+                stop = False
+                if not leader_done and now >= deadline:
+                    stop = timed_out = True
+                elif cancel is not None and cancel.is_set():
+                    stop, cancelled = True, not leader_done
+                elif exited_at is not None and (pipes_open == 0 or now >= exited_at + DRAIN_WINDOW_S):
+                    if settled and not _group_alive(pgid, reap=True):
+                        break
+                    stop = True  # a grandchild outlived the child: end it
+                if stop:
+                    _signal_group(pgid, signal.SIGTERM)
+                    stage, escalate_at = _TERMINATING, now + request.grace
+            elif settled and not _group_alive(pgid, reap=True):
+                break
+            elif now >= escalate_at:
+                if stage == _KILLED:
+                    break  # something outside our reach holds on; stop waiting
+                _signal_group(pgid, signal.SIGKILL)
+                stage, escalate_at = _KILLED, now + KILL_WAIT_S
+
+            wake = [escalate_at] if stage != _RUNNING else []
+            if stage == _RUNNING:
+                wake.append(deadline if exited_at is None else exited_at + DRAIN_WINDOW_S)
+                if cancel is not None:
+                    wake.append(now + CANCEL_POLL_S)
+            elif settled:
+                wake.append(now + GROUP_POLL_S)  # nothing left to wake the selector
+            if pidfd is None and not leader_done:
+                wake.append(now + (0.005 if pipes_open == 0 else CANCEL_POLL_S))
+
+            for key, _ in sel.select(max(0.0, min(wake) - now)):
+                if key.data is None:
+                    sel.unregister(key.fd)
+                    proc.wait()  # the pidfd is readable: the child is a zombie, this is instant
+                    continue
+                chunk = os.read(key.fd, CHUNK_BYTES)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    pipes_open -= 1
+                    continue
+                key.data.add(chunk)
+                if key.data is out and sink is not None and sink_error is None:
+                    try:
+                        sink.write(chunk)
+                    except OSError as exc:
+                        sink_error = f"cannot write stdout to {request.stdout_path}: {exc.strerror}"
+        finished = True
+    finally:
+        if not finished:
+            # KeyboardInterrupt or a bug: still leave no process behind.
+            terminate_group(pgid, request.grace, leader=proc)
+        sel.close()
+        if pidfd is not None:
+            os.close(pidfd)
+        proc.stdout.close()
+        proc.stderr.close()
+        if sink is not None:
+            try:
+                sink.close()
+            except OSError as exc:
+                sink_error = sink_error or f"cannot write stdout to {request.stdout_path}: {exc.strerror}"
+    proc.poll()
+    return ProcessOutcome(
+        argv=request.argv,
+        exit_code=proc.returncode,
+        timed_out=timed_out,
+        cancelled=cancelled,
+        not_found=None,
+        duration_s=time.monotonic() - started,
+        stdout_tail=out.tail(),
+        stderr_tail=err.tail(),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        pid=proc.pid,
+        stdout_path_error=sink_error,
+    )
+
+
+def _not_started(request: ProcessRequest, problem: str | None, *, cancelled: bool = False) -> ProcessOutcome:
+    return ProcessOutcome(
+        argv=request.argv,
+        exit_code=None,
+        timed_out=False,
+        cancelled=cancelled,
+        not_found=problem,
+        duration_s=0.0,
+        stdout_tail=b"",
+        stderr_tail=b"",
+        stdout_bytes=0,
+        stderr_bytes=0,
+    )
+
+
+# --- program lookup -------------------------------------------------------
+
+
+def _resolve_program(name: str, cwd: Path, env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The absolute path to execute for ``name``, or None and the reason.
+
+    Resolved as the child would see it: a name with a slash relative to the
+    child's cwd, a bare name on the child's PATH (relative PATH entries, and
+    empty ones, which mean ".", also relative to the child's cwd).
+    """
+    base = os.path.abspath(cwd)
+    if "/" in name:
+        candidate = os.path.join(base, name)  # an absolute name replaces base
+        if not os.path.exists(candidate):
+            return None, f"program not found: {name}"
+        if os.path.isdir(candidate) or not os.access(candidate, os.X_OK):
+            return None, f"program not executable: {name}"
+        return candidate, ""
+    dirs = [os.path.join(base, d) for d in env.get("PATH", os.defpath).split(os.pathsep)]
+    found = shutil.which(name, path=os.pathsep.join(dirs))
+    if found is not None:
+        return os.path.abspath(found), ""
+    if any(os.path.isfile(os.path.join(d, name)) for d in dirs):
+        return None, f"program not executable: {name}"
+    return None, f"program not found: {name}"
+
+
+# --- the process group ----------------------------------------------------
+
+
+def _open_pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)  # Linux >= 5.3
+    except (AttributeError, OSError):
+        return None
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    """Send ``sig`` to the group; False when there is nobody we may signal."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _reap_strays(pgid: int) -> None:
+    """Reap exited members of the group that were re-parented to us.
+
+    Happens when evalrun is PID 1 in a container or a child subreaper. Only
+    called once the leader is reaped, so no Popen's status is taken from it.
+    """
+    while True:
+        try:
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _group_alive(pgid: int, *, reap: bool = False) -> bool:
+    """Whether the group has a member that is not a zombie.
+
+    ``reap`` first reaps members re-parented to us; only pass it once the
+    leader is reaped.
+    """
+    if reap:
+        _reap_strays(pgid)
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    # killpg also reaches zombies, and an init that never reaps (a bare
+    # container, some VMs) keeps them forever; /proc tells them apart.
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc: assume alive, the caller's deadline bounds the wait
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parens.
+        fields = stat.rpartition(b")")[2].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _wait_group_gone(pgid: int, until: float, leader: subprocess.Popen[bytes] | None) -> bool:
+    delay = 0.001
+    while True:
+        reap = leader is not None and leader.poll() is not None
+        if not _group_alive(pgid, reap=reap):
+            return True
+        now = time.monotonic()
+        if now >= until:
+            return False
+        time.sleep(min(delay, until - now))
+        delay = min(delay * 2, GROUP_POLL_S)
+
+
+__all__ = ["ProcessOutcome", "ProcessRequest", "run_process", "terminate_group"]

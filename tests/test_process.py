@@ -1,0 +1,330 @@
+"""evalrun.process against real child processes: the stubs in tests/stubs/."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evalrun.process import ProcessOutcome, ProcessRequest, run_process, terminate_group
+
+STUBS = Path(__file__).parent / "stubs"
+ENV = {"PATH": os.environ.get("PATH", os.defpath)}
+
+
+def request(*args: str, **kwargs: object) -> ProcessRequest:
+    """A request for ``python tests/stubs/<args[0]> <args[1:]>``."""
+    defaults: dict[str, object] = {"cwd": STUBS, "env": ENV, "timeout": 20.0}
+    defaults.update(kwargs)
+    argv = (sys.executable, str(STUBS / args[0]), *args[1:])
+    return ProcessRequest(argv=argv, **defaults)  # type: ignore[arg-type]
+
+
+def pid_gone(pid: int) -> bool:
+    """True when ``pid`` does not exist or is a zombie (this VM's init may never reap it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in (b"Z", b"X")
+
+
+def wait_gone(pid: int, within: float = 2.0) -> bool:
+    # SIGKILL is delivered at once but the teardown is asynchronous.
+    end = time.monotonic() + within
+    while not pid_gone(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def read_pid(path: Path) -> int:
+    return int(path.read_text())
+
+
+@pytest.fixture
+def kill_strays():
+    """Collect grandchild pids; SIGKILL any left when the test ends, pass or fail."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+
+
+# --- exit codes and output -------------------------------------------------
+
+
+@pytest.mark.parametrize(("arg", "code"), [("0", 0), ("1", 1), ("3", 3), ("sig:9", -9)])
+def test_exit_code_is_recorded(arg: str, code: int) -> None:
+    outcome = run_process(request("exit_with.py", arg))
+    assert outcome.exit_code == code
+    assert not (outcome.timed_out or outcome.cancelled or outcome.not_found)
+    assert outcome.stdout_tail == b"to stdout\n"
+    assert outcome.stderr_tail == b"to stderr\n"
+    assert outcome.text_tail() == "to stdout\nto stderr\n"
+    assert outcome.pid is not None and pid_gone(outcome.pid)
+
+
+def test_fast_children_return_fast() -> None:
+    # A sleep-poll before noticing exit would cost >= 50 ms per run here.
+    cancel = threading.Event()
+    req = ProcessRequest(argv=("true",), cwd=STUBS, env=ENV, timeout=10)
+    started = time.monotonic()
+    outcomes = [run_process(req, cancel) for _ in range(20)]
+    elapsed = time.monotonic() - started
+    assert all(o.exit_code == 0 for o in outcomes)
+    assert elapsed < 1.0, f"20 runs of `true` took {elapsed:.2f} s"
+
+
+def test_no_file_descriptors_leak(tmp_path: Path) -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    run_process(request("exit_with.py", "0"))  # warm up lazy imports
+    before = open_fds()
+    for _ in range(5):
+        run_process(request("exit_with.py", "1", stdout_path=tmp_path / "out"))
+        run_process(request("exit_cleanly_on_term.py", timeout=0.2, grace=1))
+        run_process(ProcessRequest(argv=("./missing",), cwd=tmp_path, env=ENV, timeout=1))
+    assert open_fds() == before
+
+
+# --- lookup --------------------------------------------------------------
+
+
+def _write(path: Path, text: str, mode: int) -> Path:
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("argv0", "message"),
+    [
+        ("evalrun-no-such-program-xyz", "program not found: evalrun-no-such-program-xyz"),
+        ("./missing.sh", "program not found: ./missing.sh"),
+        ("./score.sh", "program not executable: ./score.sh"),
+        ("score.sh", "program not executable: score.sh"),  # found on PATH, mode 644
+        ("./subdir", "program not executable: ./subdir"),
+    ],
+)
+def test_program_that_cannot_start_is_an_outcome(tmp_path: Path, argv0: str, message: str) -> None:
+    _write(tmp_path / "score.sh", "#!/bin/sh\necho hi\n", 0o644)
+    (tmp_path / "subdir").mkdir()
+    env = {"PATH": f"{tmp_path}:{ENV['PATH']}"}
+    outcome = run_process(ProcessRequest(argv=(argv0,), cwd=tmp_path, env=env, timeout=5))
+    assert outcome.not_found == message
+    assert outcome.exit_code is None
+    assert not outcome.timed_out and not outcome.cancelled
+
+
+def test_relative_program_resolves_against_cwd_not_ours(tmp_path: Path) -> None:
+    _write(tmp_path / "score.sh", "#!/bin/sh\necho \"scored $1\"\n", 0o755)
+    outcome = run_process(ProcessRequest(argv=("./score.sh", "x"), cwd=tmp_path, env=ENV, timeout=5))
+    assert (outcome.exit_code, outcome.stdout_tail) == (0, b"scored x\n")
+    # A relative PATH entry is relative to the child's cwd too, as execvp sees it.
+    outcome = run_process(ProcessRequest(argv=("score.sh",), cwd=tmp_path, env={"PATH": "."}, timeout=5))
+    assert (outcome.exit_code, outcome.stdout_tail) == (0, b"scored \n")
+
+
+def test_oserror_from_starting_is_an_outcome(tmp_path: Path) -> None:
+    # Executable but no shebang and not a binary: execve fails with ENOEXEC.
+    (tmp_path / "garbage").write_bytes(b"\x00\x01\x02 not a program")
+    (tmp_path / "garbage").chmod(0o755)
+    outcome = run_process(ProcessRequest(argv=("./garbage",), cwd=tmp_path, env=ENV, timeout=5))
+    assert outcome.not_found is not None and outcome.not_found.startswith("could not start ./garbage: ")
+    assert outcome.exit_code is None
+
+
+def test_missing_cwd_is_an_outcome(tmp_path: Path) -> None:
+    outcome = run_process(request("exit_with.py", "0", cwd=tmp_path / "nope"))
+    assert outcome.not_found == f"working directory not found: {tmp_path / 'nope'}"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"argv": ()}, {"timeout": 0}, {"grace": -1}, {"tail_bytes": 0}],
+)
+def test_invalid_request_is_a_programming_error(bad: dict[str, object]) -> None:
+    fields: dict[str, object] = {"argv": ("true",), "cwd": STUBS, "env": ENV, "timeout": 1}
+    with pytest.raises(ValueError):
+        ProcessRequest(**{**fields, **bad})  # type: ignore[arg-type]
+
+
+# --- deadline, cancel and the process group ---------------------------------
+
+
+def test_timeout_kills_the_group_including_a_term_ignoring_grandchild(
+    tmp_path: Path, kill_strays: list[int]
+) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    started = time.monotonic()
+    outcome = run_process(request("hang_with_grandchild.py", str(pid_file), timeout=1.0, grace=0.3))
+    elapsed = time.monotonic() - started
+    grandchild = read_pid(pid_file)
+    kill_strays.append(grandchild)
+    assert outcome.timed_out and not outcome.cancelled
+    assert outcome.exit_code == -15  # the child itself dies of the TERM
+    assert outcome.stdout_tail == b"hanging\n"
+    assert wait_gone(grandchild), "grandchild survived the timeout"
+    assert 1.0 <= elapsed < 3.0
+
+
+def test_timeout_keeps_output_written_during_grace_and_ends_early() -> None:
+    # The group is gone as soon as the child exits on TERM: no waiting out the 5 s grace.
+    started = time.monotonic()
+    outcome = run_process(request("exit_cleanly_on_term.py", timeout=0.5, grace=5.0))
+    elapsed = time.monotonic() - started
+    assert outcome.timed_out and outcome.exit_code == 3
+    assert outcome.stdout_tail == b"ready\ngot TERM, cleaning up\n"
+    assert elapsed < 1.5
+
+
+def test_cancel_from_another_thread_stops_the_group(tmp_path: Path, kill_strays: list[int]) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    outcome = run_process(request("hang_with_grandchild.py", str(pid_file), timeout=30, grace=0.3), cancel)
+    elapsed = time.monotonic() - started
+    grandchild = read_pid(pid_file)
+    kill_strays.append(grandchild)
+    assert outcome.cancelled and not outcome.timed_out
+    assert wait_gone(grandchild)
+    assert elapsed < 2.0  # 0.5 s + a poll + 0.3 s grace, not the 30 s deadline
+
+
+def test_cancel_set_before_start_runs_nothing() -> None:
+    cancel = threading.Event()
+    cancel.set()
+    outcome = run_process(request("exit_with.py", "0"), cancel)
+    assert outcome.cancelled and outcome.exit_code is None and outcome.pid is None
+
+
+@pytest.mark.parametrize("grandchild_mode", ["default", "ignore-term"])
+def test_child_exits_while_grandchild_holds_the_pipes(
+    tmp_path: Path, kill_strays: list[int], grandchild_mode: str
+) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    started = time.monotonic()
+    outcome = run_process(request("exit_leaving_grandchild.py", str(pid_file), grandchild_mode, grace=0.3))
+    elapsed = time.monotonic() - started
+    grandchild = read_pid(pid_file)
+    kill_strays.append(grandchild)
+    assert outcome.exit_code == 0
+    assert not outcome.timed_out and not outcome.cancelled
+    assert outcome.stdout_tail == b"child done\n"
+    assert wait_gone(grandchild), "grandchild outlived the eval"
+    assert elapsed < 2.0  # drain window + grace, not the 20 s deadline
+
+
+def test_terminate_group_term_then_kill(tmp_path: Path, kill_strays: list[int]) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    proc = subprocess.Popen(
+        [sys.executable, str(STUBS / "hang_with_grandchild.py"), str(pid_file)],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+    )
+    while not pid_file.exists():
+        time.sleep(0.01)
+    grandchild = read_pid(pid_file)
+    kill_strays.append(grandchild)
+    terminate_group(proc.pid, grace=0.3, leader=proc)
+    assert proc.poll() == -15
+    assert wait_gone(grandchild)
+    terminate_group(proc.pid, grace=0.3)  # an empty group is fine
+
+
+# --- streams -------------------------------------------------------------
+
+
+def test_stderr_flood_before_stdout_does_not_deadlock() -> None:
+    size = 8 * 1024 * 1024
+    outcome = run_process(request("flood_stderr.py", str(size), timeout=10, tail_bytes=1024))
+    assert outcome.exit_code == 0 and not outcome.timed_out
+    assert outcome.stdout_tail == b"STDOUT-END\n"
+    assert outcome.stderr_bytes == size + len(b"STDERR-END\n")
+    assert outcome.stderr_tail == b"e" * (1024 - 11) + b"STDERR-END\n"
+
+
+def test_one_gib_of_stdout_keeps_memory_bounded() -> None:
+    # The driver runs in its own interpreter so ru_maxrss measures only it.
+    size = 1 << 30
+    driver = subprocess.run(
+        [sys.executable, str(STUBS / "measure_peak_rss.py"), str(size)],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    report = json.loads(driver.stdout)
+    assert report["exit_code"] == 0
+    assert report["stdout_bytes"] == size + len(b"STDOUT-END\n")
+    assert report["tail_len"] == 64 * 1024 and report["tail_end"] == "STDOUT-END\n"
+    assert report["maxrss_kib"] < 200 * 1024, f"peak RSS {report['maxrss_kib']} KiB"
+
+
+def test_stdout_path_receives_every_byte(tmp_path: Path) -> None:
+    size = 5 * 1024 * 1024 + 123
+    out = tmp_path / "stdout.txt"
+    outcome = run_process(request("flood_stdout.py", str(size), stdout_path=out, tail_bytes=4096))
+    data = out.read_bytes()
+    assert len(data) == outcome.stdout_bytes == size + 11
+    assert data[:size] == (bytes(range(256)) * (size // 256 + 1))[:size]
+    assert outcome.stdout_tail == data[-4096:]
+    assert outcome.stdout_path_error is None
+
+
+def test_non_utf8_output_is_shown_escaped() -> None:
+    outcome = run_process(request("write_non_utf8.py"))
+    assert outcome.stdout_tail == b"out \xff\xfe end\n"
+    assert outcome.text_tail() == "out \\xff\\xfe end\nerr \\xc3( end\n"
+
+
+def test_text_tail_says_what_was_dropped() -> None:
+    outcome = ProcessOutcome(
+        argv=("x",), exit_code=0, timed_out=False, cancelled=False, not_found=None, duration_s=0.0,
+        stdout_tail="é tail".encode()[1:], stderr_tail=b"", stdout_bytes=100, stderr_bytes=0,
+    )  # fmt: skip
+    # The cut split "é"; its leftover continuation byte is skipped, not shown.
+    assert outcome.text_tail() == "[... 95 earlier bytes of stdout not kept ...]\n tail\n"
+
+
+# --- shell, cwd, env ---------------------------------------------------------
+
+
+def test_shell_runs_through_bin_sh(tmp_path: Path) -> None:
+    env = {**ENV, "WHO": "world"}
+
+    def shell(*argv: str) -> ProcessOutcome:
+        return run_process(ProcessRequest(argv=argv, cwd=tmp_path, env=env, timeout=5, shell=True))
+
+    one = shell("echo hello $WHO | tr a-z A-Z")
+    assert (one.exit_code, one.stdout_tail) == (0, b"HELLO WORLD\n")
+    # Several elements are joined with spaces, unquoted: `&&` keeps its meaning.
+    assert shell("echo", "a", "&&", "echo", "b").stdout_tail == b"a\nb\n"
+    missing = shell("no-such-cmd-xyz")
+    assert missing.exit_code == 127 and missing.not_found is None
+
+
+def test_cwd_and_env_are_honoured(tmp_path: Path) -> None:
+    env = {"PATH": ENV["PATH"], "EVALRUN_EVAL": "rls-isolation"}
+    outcome = run_process(request("print_cwd_env.py", cwd=tmp_path, env=env))
+    seen = json.loads(outcome.stdout_tail)
+    assert Path(seen["cwd"]).resolve() == tmp_path.resolve()
+    assert seen["env"]["EVALRUN_EVAL"] == "rls-isolation"
+    assert "HOME" not in seen["env"]  # the env is complete, nothing inherited
