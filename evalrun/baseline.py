@@ -1,0 +1,380 @@
+"""The baseline gate: ``baselines/<tier>.toml`` and what a run is compared against.
+
+This module owns the baseline file (its path, its shape, reading and writing
+it) and the two decisions made from it: how a run differs from the baseline
+(``compare_to_baseline``) and what ``evalrun baseline --update`` records
+(``update_baseline``). Everything here is a pure function over plain data; the
+CLI wires it in. No tomllib or tomli_w exception leaves this module: each
+becomes a one-line ``BaselineError`` naming the file, the place and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from evalrun.atomic import write_atomic
+from evalrun.errors import BaselineError, BaselineRefused
+from evalrun.manifest import Manifest
+from evalrun.results import BaselineChange, BaselineComparison, EvalResult, RunResults, Status
+
+Baseline = dict[str, dict[str, int]]
+
+# Only these statuses mean the scorer produced a report whose checks can be
+# compared; everything else was not checked (or crashed) and is listed instead.
+_COMPARED = (Status.PASSED, Status.FAILED)
+# A failing or unfinished state is never recorded as the baseline.
+_REFUSED = (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.INTERRUPTED)
+# Not checked this run, but nothing is wrong with the eval: keep what was recorded.
+_KEPT = (Status.SKIPPED, Status.BUDGET)
+
+_STALE_KINDS = ("new-eval", "new-check", "stronger")
+
+
+def baseline_path(manifest: Manifest, tier: str) -> Path:
+    """Where the baseline of ``tier`` lives: ``<manifest root>/<baseline.dir>/<tier>.toml``."""
+    return manifest.root / manifest.baseline.dir / f"{tier}.toml"
+
+
+def update_command_for(tier: str) -> str:
+    """The command that regenerates a tier's baseline, quoted in every hint."""
+    return f"evalrun baseline --update {tier}"
+
+
+# --- reading -----------------------------------------------------------------
+
+
+def load_baseline(path: Path) -> Baseline | None:
+    """Read a baseline file; ``None`` when it does not exist.
+
+    Raises ``BaselineError`` with one line naming the file and the line (invalid
+    TOML) or the key (wrong shape).
+    """
+    label = _label(path)
+    fix = f"rerun {update_command_for(path.stem)}"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise BaselineError(f"{label}: is a directory, not a baseline file; remove it and {fix}") from None
+    except OSError as exc:
+        raise BaselineError(f"{label}: cannot be read ({exc.strerror}); fix its permissions") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise BaselineError(f"{label}: line {line}: not UTF-8 text (byte {exc.start}); {fix}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BaselineError(f"{label}: {_describe_toml_error(exc)}; fix that line or {fix}") from None
+    return _validate_shape(label, data, fix)
+
+
+def _describe_toml_error(exc: tomllib.TOMLDecodeError) -> str:
+    # Python 3.11's TOMLDecodeError has no lineno attribute; its message ends
+    # with "(at line N, column M)". Put the place first, where readers look.
+    text = str(exc)
+    match = re.search(r"\s*\(at line (\d+), column (\d+)\)$", text)
+    if match is None:
+        match = re.search(r"\s*\(at end of document\)$", text)
+        if match is None:
+            return f"invalid TOML ({text})"
+        return f"end of file: invalid TOML ({text[: match.start()]})"
+    return f"line {match.group(1)}, column {match.group(2)}: invalid TOML ({text[: match.start()]})"
+
+
+def _validate_shape(label: str, data: dict[str, Any], fix: str) -> Baseline:
+    baseline: Baseline = {}
+    for eval_name, table in data.items():
+        if not isinstance(table, dict):
+            raise BaselineError(
+                f"{label}: {_quote(eval_name)}: must be a table [{_table_key(eval_name)}] of "
+                f'"check" = assertion count, got {_describe_value(table)}; {fix}'
+            )
+        counts: dict[str, int] = {}
+        for check, count in table.items():
+            # bool is an int in Python, but `true` is not an assertion count.
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise BaselineError(
+                    f"{label}: [{_table_key(eval_name)}] {_quote(check)}: assertion count must be an "
+                    f"integer >= 0, got {_describe_value(count)}; {fix}"
+                )
+            counts[check] = count
+        baseline[eval_name] = counts
+    return baseline
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return f"a {type(value).__name__}"  # dates and times
+
+
+# --- comparing ---------------------------------------------------------------
+
+
+def compare_to_baseline(
+    baseline: Mapping[str, Mapping[str, int]] | None,
+    results: RunResults,
+    tier_eval_names: set[str],
+    path: Path,
+    strict: bool,
+    update_command: str,
+) -> BaselineComparison:
+    """Diff a run against its tier's baseline.
+
+    ``tier_eval_names`` is every eval of the tier in the manifest, filtered or
+    not: a baselined eval missing from it vanished, whatever the filters.
+    Only evals that produced a report (passed or failed) are compared; the
+    rest of the tier is listed in ``not_compared``. ``strict`` turns a stale
+    baseline into regressions.
+    """
+    compared: dict[str, EvalResult] = {}
+    not_compared: set[str] = set()
+    for result in results.evals:
+        if result.status in _COMPARED:
+            compared[result.name] = result
+        else:
+            not_compared.add(result.name)
+    in_results = {result.name for result in results.evals}
+    not_compared.update(name for name in tier_eval_names if name not in in_results)
+
+    regressions: list[BaselineChange] = []
+    stale: list[BaselineChange] = []
+    known = baseline if baseline is not None else {}
+    for name, counts in known.items():
+        if name not in tier_eval_names:
+            regressions.append(_vanished_eval(name, counts))
+            not_compared.discard(name)
+        elif name in compared:
+            _diff_eval(name, counts, compared[name].check_counts(), regressions, stale)
+    for name, result in compared.items():
+        if name not in known:
+            stale.append(_new_eval(name, result.check_counts()))
+
+    if strict:
+        regressions.extend(stale)
+        stale = []
+    return BaselineComparison(
+        path=_label(path),
+        exists=baseline is not None,
+        regressions=sorted(regressions, key=_order),
+        stale=sorted(stale, key=_order),
+        not_compared=sorted(not_compared),
+        strict=strict,
+        update_command=update_command,
+    )
+
+
+def _diff_eval(
+    name: str,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    regressions: list[BaselineChange],
+    stale: list[BaselineChange],
+) -> None:
+    for check, before in old.items():
+        now = new.get(check)
+        if now is None:
+            regressions.append(
+                _change(name, check, "vanished-check", before, None,
+                        f"{name}: check {_quote(check)} vanished (baseline: {_n(before, 'assertion')})")
+            )
+        elif now < before:
+            regressions.append(
+                _change(name, check, "weakened", before, now,
+                        f"{name}: check {_quote(check)} asserts {now} (baseline: {before})")
+            )
+        elif now > before:
+            stale.append(
+                _change(name, check, "stronger", before, now,
+                        f"{name}: check {_quote(check)} asserts {now} (baseline: {before})")
+            )
+    for check, now in new.items():
+        if check not in old:
+            stale.append(
+                _change(name, check, "new-check", None, now,
+                        f"{name}: new check {_quote(check)} ({_n(now, 'assertion')})")
+            )
+
+
+def _vanished_eval(name: str, counts: Mapping[str, int]) -> BaselineChange:
+    total = sum(counts.values())
+    return _change(
+        name, None, "vanished-eval", total, None,
+        f"{name}: eval vanished from the manifest (baseline: {_n(len(counts), 'check')}, {_n(total, 'assertion')})",
+    )
+
+
+def _new_eval(name: str, counts: Mapping[str, int]) -> BaselineChange:
+    total = sum(counts.values())
+    return _change(
+        name, None, "new-eval", None, total,
+        f"{name}: new eval, not in the baseline ({_n(len(counts), 'check')}, {_n(total, 'assertion')})",
+    )
+
+
+def _change(eval_name: str, check: str | None, kind: str, baseline: int | None, current: int | None,
+            message: str) -> BaselineChange:
+    return BaselineChange(eval=eval_name, check=check, kind=kind, baseline=baseline, current=current,
+                          message=message)
+
+
+def _order(change: BaselineChange) -> tuple[str, int, str]:
+    # Eval-level changes (check None) sort before that eval's checks.
+    return (change.eval, 0 if change.check is None else 1, change.check or "")
+
+
+# --- updating ----------------------------------------------------------------
+
+
+def update_baseline(
+    old: Mapping[str, Mapping[str, int]] | None,
+    results: RunResults,
+    tier_eval_names: set[str],
+    filtered: bool,
+) -> tuple[Baseline, list[str]]:
+    """Compute the baseline that ``baseline --update`` records, with notes for the user.
+
+    Refuses (``BaselineRefused``, exit 1) when the run failed or was
+    interrupted: a failing state is never a baseline. A passed eval's table is
+    rewritten to exactly its checks; a skipped or over-budget eval keeps its
+    previous entry. Without filters, baselined evals gone from the manifest are
+    dropped; with filters they are kept, since the run did not see the whole tier.
+    """
+    _refuse_failing_state(results)
+    new: Baseline = {name: dict(counts) for name, counts in (old or {}).items()}
+    notes: list[str] = []
+    for result in sorted(results.evals, key=lambda r: r.name):
+        if result.status is Status.PASSED:
+            new[result.name] = result.check_counts()
+        elif result.status in _KEPT:
+            reason = "skipped" if result.status is Status.SKIPPED else "stopped by the model budget"
+            if result.name in new:
+                notes.append(f"kept {_quote(result.name)}: {reason}, not checked this run; previous entry unchanged")
+            else:
+                notes.append(f"not added {_quote(result.name)}: {reason}, not checked this run")
+    for name in sorted(new):
+        if name in tier_eval_names:
+            continue
+        if filtered:
+            notes.append(
+                f"kept {_quote(name)}: no longer in the manifest, but this run was filtered; "
+                f"update without filters to drop it"
+            )
+        else:
+            del new[name]
+            notes.append(f"dropped {_quote(name)}: no longer in the manifest")
+    return _sorted_baseline(new), notes
+
+
+def _refuse_failing_state(results: RunResults) -> None:
+    offending = sorted((r for r in results.evals if r.status in _REFUSED), key=lambda r: r.name)
+    if offending:
+        listed = ", ".join(f"{r.name} ({r.status.value})" for r in offending)
+        raise BaselineRefused(
+            f"baseline not updated: {_n(len(offending), 'eval')} did not pass: {listed}; "
+            f"a failing state is never a baseline, fix them and rerun the tier"
+        )
+    if results.interrupted:
+        raise BaselineRefused(
+            "baseline not updated: the run was interrupted; rerun the tier to completion, then update"
+        )
+
+
+# --- writing -----------------------------------------------------------------
+
+
+def write_baseline(path: Path, data: Mapping[str, Mapping[str, int]], command: str) -> None:
+    """Write a baseline atomically, sorted so that a pull request's diff shows exactly what changed."""
+    import tomli_w
+
+    header = "# generated by evalrun; update with: " + " ".join(command.split())
+    try:
+        body = tomli_w.dumps(_sorted_baseline(data)).rstrip("\n")
+        raw = f"{header}\n{body}\n".encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # Lone surrogates can arrive through JSON reports; TOML cannot hold them.
+        bad = exc.object[max(0, exc.start - 20):exc.end + 20] if isinstance(exc.object, str) else ""
+        raise BaselineError(
+            f"{_label(path)}: a check or eval name is not valid Unicode (near {bad!r}); "
+            f"rename it in the scorer, then {command}"
+        ) from None
+    write_atomic(path, raw)
+
+
+def _sorted_baseline(data: Mapping[str, Mapping[str, int]]) -> Baseline:
+    return {name: dict(sorted(data[name].items())) for name in sorted(data)}
+
+
+# --- formatting --------------------------------------------------------------
+
+
+def format_comparison(cmp: BaselineComparison) -> list[str]:
+    """Plain terminal lines: regressions, then the stale note, then what was not compared."""
+    lines = [f"regression: {change.message}" for change in cmp.regressions]
+    if cmp.strict and any(change.kind in _STALE_KINDS for change in cmp.regressions):
+        lines.append(
+            f"baseline is strict: new checks and higher counts must be committed; run: {cmp.update_command}"
+        )
+    if not cmp.exists:
+        lines.append(f"no baseline at {cmp.path}; create it with: {cmp.update_command}")
+    elif cmp.stale:
+        lines.append(f"baseline is stale: {_summarize_stale(cmp.stale)}; run: {cmp.update_command}")
+        lines.extend(f"  {change.message}" for change in cmp.stale)
+    if cmp.not_compared:
+        lines.append(f"not compared: {', '.join(cmp.not_compared)}")
+    return lines
+
+
+def _summarize_stale(stale: Iterable[BaselineChange]) -> str:
+    kinds = [change.kind for change in stale]
+    words = {"new-check": ("new check", "new checks"), "stronger": ("stronger check", "stronger checks"),
+             "new-eval": ("new eval", "new evals")}
+    parts = []
+    for kind in ("new-check", "stronger", "new-eval"):
+        count = kinds.count(kind)
+        if count:
+            singular, plural = words[kind]
+            parts.append(f"{count} {singular if count == 1 else plural}")
+    return ", ".join(parts)
+
+
+# --- words -------------------------------------------------------------------
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _quote(text: str) -> str:
+    # JSON's escaping keeps odd names (quotes, newlines) on one line, readably.
+    return json.dumps(text, ensure_ascii=False)
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _table_key(name: str) -> str:
+    return name if _BARE_KEY.fullmatch(name) else _quote(name)
+
+
+def _label(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
