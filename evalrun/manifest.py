@@ -185,7 +185,7 @@ def _describe_validation_error(label: str, data: Any, exc: ValidationError) -> s
     err = errors[0]
     loc = tuple(p for p in err["loc"] if p not in ("function-after",))
     template = _MESSAGES.get(err["type"])
-    ctx = err.get("ctx") or {}
+    ctx = {k: (f"{v:g}" if isinstance(v, float) else v) for k, v in (err.get("ctx") or {}).items()}
     if template is not None:
         try:
             msg = template.format(**ctx)

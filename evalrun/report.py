@@ -112,7 +112,9 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
     """Apply DESIGN.md's rules to a scorer that ran to its end (not timed out)."""
     if parsed is None:
         why = explain_failure(output)
-        if exit_code == 0:
+        if exit_code == 0 and report_error and report_error.startswith("invalid report"):
+            msg = report_error
+        elif exit_code == 0:
             msg = f"exited 0 but {report_error or 'wrote no valid report'}"
         else:
             msg = f"exited {exit_code}: {why}" if why else f"exited {exit_code} ({report_error})"

@@ -1,0 +1,2 @@
+from _report import write
+write([])

@@ -1,0 +1,131 @@
+"""The runner's rules over a report, and the line that explains a crash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalrun.errors import ReportError
+from evalrun.report import SCHEMA_PATH, ParsedReport, explain_failure, generate_report_schema, judge, read_json_report, render_schema
+from evalrun.results import CheckResult, Status
+
+
+def _parsed(*checks: tuple[str, int, bool], problem: str | None = None) -> ParsedReport:
+    return ParsedReport(checks=[CheckResult(name=n, assertions=a, passed=p) for n, a, p in checks], problem=problem)
+
+
+def test_all_passing_report_with_exit_zero_passes() -> None:
+    v = judge(_parsed(("a", 2, True), ("b", 1, True)), None, 0, "")
+    assert v.status is Status.PASSED and v.message is None
+
+
+def test_zero_assertions_fails_the_check_even_if_it_says_passed() -> None:
+    v = judge(_parsed(("a", 0, True)), None, 0, "")
+    assert v.status is Status.FAILED
+    assert v.checks[0].passed is False and v.checks[0].message == "asserted nothing"
+    assert v.message == 'check "a" failed: asserted nothing'
+
+
+def test_no_checks_fails_the_eval() -> None:
+    v = judge(_parsed(), None, 0, "")
+    assert (v.status, v.message) == (Status.FAILED, "the report has no checks")
+
+
+def test_nonzero_exit_fails_even_when_every_check_passed() -> None:
+    v = judge(_parsed(("a", 1, True)), None, 3, "Traceback (most recent call last):\n  File x\nRuntimeError: late crash\n")
+    assert v.status is Status.ERROR
+    assert v.message == "exited 3 although its report says 1 of 1 checks passed: RuntimeError: late crash"
+
+
+def test_zero_exit_without_report_fails() -> None:
+    v = judge(None, "no report was written to $EVALRUN_REPORT", 0, "")
+    assert v.status is Status.ERROR
+    assert v.message == "exited 0 but no report was written to $EVALRUN_REPORT"
+
+
+def test_duplicate_check_names_are_an_error() -> None:
+    v = judge(_parsed(("a", 1, True), ("a", 1, True)), None, 0, "")
+    assert v.status is Status.ERROR and 'duplicate check name "a"' in v.message
+
+
+def test_format_problem_fails_the_eval() -> None:
+    v = judge(_parsed(("a", 1, True), problem="planned 3, ran 2"), None, 0, "")
+    assert (v.status, v.message) == (Status.FAILED, "planned 3, ran 2")
+
+
+def test_failed_check_message_counts_the_rest() -> None:
+    parsed = ParsedReport(
+        checks=[
+            CheckResult(name="a", assertions=1, passed=False, message="expected 3, got 2"),
+            CheckResult(name="b", assertions=1, passed=False),
+            CheckResult(name="c", assertions=1, passed=False),
+        ]
+    )
+    assert judge(parsed, None, 0, "").message == 'check "a" failed: expected 3, got 2 (and 2 more failed checks)'
+
+
+def test_explain_python_traceback_gives_the_exception_line_not_the_frames() -> None:
+    out = (
+        "starting\n"
+        "Traceback (most recent call last):\n"
+        '  File "score.py", line 3, in <module>\n'
+        "    rows['tenant']\n"
+        "KeyError: 'tenant'\n"
+        "\n"
+    )
+    assert explain_failure(out) == "KeyError: 'tenant'"
+
+
+def test_explain_chained_traceback_gives_the_last_exception() -> None:
+    out = (
+        "Traceback (most recent call last):\n  File \"a\", line 1\nValueError: first\n\n"
+        "During handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n  File \"b\", line 2\n    x()\npsycopg.OperationalError: connection refused\n"
+    )
+    assert explain_failure(out) == "psycopg.OperationalError: connection refused"
+
+
+def test_explain_other_languages_picks_error_looking_lines() -> None:
+    out = "compiling\nok 1\nnode:internal/x:1\nError: Cannot find module 'left-pad'\n    at Function.resolve (node:1:2)\n    at run (node:3:4)\n"
+    assert explain_failure(out) == "Error: Cannot find module 'left-pad'"
+
+
+def test_explain_falls_back_to_last_line() -> None:
+    assert explain_failure("one\ntwo\n\n") == "two"
+    assert explain_failure("") == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"{not json", "invalid report: not JSON"),
+        (json.dumps({"checks": [{"name": "a", "assertions": -1, "passed": True}]}).encode(), "checks[0].assertions: -1 is less than the minimum of 0"),
+        (json.dumps({"checks": [{"name": "a", "passed": True}]}).encode(), "'assertions' is a required property"),
+        (json.dumps({"checks": [{"name": "a", "assertions": 1, "passed": "yes"}]}).encode(), "checks[0].passed: 'yes' is not of type 'boolean'"),
+        (json.dumps({"checks": [], "extra": 1}).encode(), "Additional properties are not allowed ('extra' was unexpected)"),
+        (json.dumps([1]).encode(), "top level: [1] is not of type 'object'"),
+        (b"\xff\xfe", "invalid report: not JSON"),
+    ],
+)
+def test_invalid_reports_say_what_is_wrong(tmp_path: Path, content: bytes, expected: str) -> None:
+    path = tmp_path / "report.json"
+    path.write_bytes(content)
+    with pytest.raises(ReportError) as info:
+        read_json_report(path)
+    assert expected in str(info.value)
+
+
+def test_missing_report(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match=r"no report was written to \$EVALRUN_REPORT"):
+        read_json_report(tmp_path / "nope.json")
+
+
+def test_committed_report_schema_is_fresh() -> None:
+    """The committed schema must equal the one generated from the model.
+
+    If this fails, regenerate it with:
+    python -c "from evalrun.report import *; SCHEMA_PATH.write_text(render_schema(generate_report_schema()))"
+    """
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == render_schema(generate_report_schema())
