@@ -13,6 +13,7 @@ eval must not run, and a ``finalize`` hook that may amend a result.
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import sys
 import tempfile
@@ -69,6 +70,30 @@ class ExecuteOutcome:
     interrupted: bool
 
 
+class _Janitor:
+    """Removes finished evals' scratch folders off the workers' critical path.
+
+    Removing a folder can wait on the filesystem's journal for a millisecond or
+    more; a worker should start the next scorer instead.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="evalrun-janitor", daemon=True)
+        self._thread.start()
+
+    def remove(self, path: Path) -> None:
+        self._queue.put(path)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _work(self) -> None:
+        while (path := self._queue.get()) is not None:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> ExecuteOutcome:
     """Run every planned eval; return results in plan order.
 
@@ -80,11 +105,12 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
     done: dict[str, EvalResult] = {}
     interrupted = False
     scratch = Path(tempfile.mkdtemp(prefix="evalrun-"))
+    janitor = _Janitor()
     pool = ThreadPoolExecutor(max_workers=max(1, request.jobs), thread_name_prefix="evalrun-eval")
     futures: dict[Future[EvalResult], PlannedEval] = {}
     try:
         for planned in request.evals:
-            futures[pool.submit(_run_one, planned, request, scratch, cancel)] = planned
+            futures[pool.submit(_run_one, planned, request, scratch, cancel, janitor)] = planned
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -107,13 +133,16 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
             done[result.name] = result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        janitor.close()
         shutil.rmtree(scratch, ignore_errors=True)
     ordered = [done[p.name] for p in request.evals if p.name in done]
     interrupted = interrupted or any(r.status is Status.INTERRUPTED for r in ordered)
     return ExecuteOutcome(results=ordered, interrupted=interrupted)
 
 
-def _run_one(planned: PlannedEval, request: ExecuteRequest, scratch: Path, cancel: threading.Event) -> EvalResult:
+def _run_one(
+    planned: PlannedEval, request: ExecuteRequest, scratch: Path, cancel: threading.Event, janitor: _Janitor
+) -> EvalResult:
     if cancel.is_set():
         return _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted")
     prep = request.prepare(planned) if request.prepare else Preparation()
@@ -124,7 +153,9 @@ def _run_one(planned: PlannedEval, request: ExecuteRequest, scratch: Path, cance
     else:
         if request.on_start:
             request.on_start(planned)
-        result = run_scorer(planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel)
+        result = run_scorer(
+            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, janitor.remove
+        )
     if request.finalize:
         result = request.finalize(planned, result)
     return result
@@ -144,8 +175,9 @@ def run_scorer(
     scratch: Path,
     grace: float,
     cancel: threading.Event,
+    remove: Callable[[Path], None] | None = None,
 ) -> EvalResult:
-    """Run one scorer to its end and judge it."""
+    """Run one scorer to its end and judge it; ``remove`` disposes of its scratch folder."""
     spec = planned.spec
     own = Path(tempfile.mkdtemp(prefix=f"{spec.name[:40]}-", dir=scratch))
     workdir = own / "work"
@@ -161,6 +193,9 @@ def run_scorer(
         EVALRUN_TIER=tier,
         EVALRUN_WORKDIR=str(workdir),
     )
+    if spec.format == "junit" and spec.junit:
+        # A report left by an earlier run must never pass for this run's.
+        (planned.dir / spec.junit).unlink(missing_ok=True)
     argv = tuple(spec.run) if spec.shell else scorer_argv(spec.run)
     started = time.monotonic()
     try:
@@ -178,7 +213,10 @@ def run_scorer(
         )
         return _judge_outcome(planned, tier, outcome, report_path, stdout_path, time.monotonic() - started)
     finally:
-        shutil.rmtree(own, ignore_errors=True)
+        if remove is not None:
+            remove(own)
+        else:
+            shutil.rmtree(own, ignore_errors=True)
 
 
 def _judge_outcome(
