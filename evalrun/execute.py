@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalrun.errors import ReportError
 from evalrun.plan import PlannedEval
@@ -274,15 +275,17 @@ def _read_report(planned: PlannedEval, report_path: Path, stdout_path: Path | No
         from evalrun.formats.junit_in import parse_junit
 
         assert spec.junit is not None
-        return _as_parsed(parse_junit(planned.dir / spec.junit))
+        return _as_parsed(parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}"))
     return read_json_report(report_path)
 
 
-def _as_parsed(other: object) -> ParsedReport:
+def _as_parsed(other: Any) -> ParsedReport:
     return ParsedReport(
-        checks=list(getattr(other, "checks")),
-        metrics=dict(getattr(other, "metrics", {}) or {}),
-        problem=getattr(other, "problem", None),
+        checks=list(other.checks),
+        metrics=dict(other.metrics or {}),
+        problem=other.problem,
+        note=other.skipped_note(),
+        skip_all=other.skip_all,
     )
 
 

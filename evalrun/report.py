@@ -76,6 +76,8 @@ class ParsedReport:
     checks: list[CheckResult]
     metrics: dict[str, Any] = field(default_factory=dict)
     problem: str | None = None  # an eval-level failure the format itself reported
+    note: str | None = None  # said about the eval without failing it ("skipped in TAP: ...")
+    skip_all: str | None = None  # the whole stream was skipped (TAP "1..0 # SKIP why")
 
 
 def read_json_report(path: Path) -> ParsedReport:
@@ -127,6 +129,11 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
         if c.name in names:
             return Verdict(Status.ERROR, f'duplicate check name "{c.name}" in the report', checks, parsed.metrics)
         names.add(c.name)
+    failed = [c for c in checks if not c.passed]
+    if exit_code != 0 and failed:
+        # Test runners (node, prove, pytest) exit non-zero because a test failed:
+        # the failed check is the explanation, and the eval has failed either way.
+        return Verdict(Status.FAILED, _clip(f"{_failed_message(failed)} (exited {exit_code})"), checks, parsed.metrics)
     if exit_code != 0:
         why = explain_failure(output)
         passed = sum(c.passed for c in checks)
@@ -136,16 +143,21 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
         return Verdict(Status.ERROR, _clip(msg), checks, parsed.metrics)
     if parsed.problem:
         return Verdict(Status.FAILED, _clip(parsed.problem), checks, parsed.metrics)
+    if parsed.skip_all is not None and not checks:
+        return Verdict(Status.SKIPPED, _clip(parsed.note or f"skipped: {parsed.skip_all}"), checks, parsed.metrics)
     if not checks:
         return Verdict(Status.FAILED, "the report has no checks", checks, parsed.metrics)
-    failed = [c for c in checks if not c.passed]
     if failed:
-        first = failed[0]
-        msg = f'check "{first.name}" failed' + (f": {first.message}" if first.message else "")
-        if len(failed) > 1:
-            msg += f" (and {len(failed) - 1} more failed check{'s' if len(failed) > 2 else ''})"
-        return Verdict(Status.FAILED, _clip(msg), checks, parsed.metrics)
-    return Verdict(Status.PASSED, None, checks, parsed.metrics)
+        return Verdict(Status.FAILED, _clip(_failed_message(failed)), checks, parsed.metrics)
+    return Verdict(Status.PASSED, _clip(parsed.note) if parsed.note else None, checks, parsed.metrics)
+
+
+def _failed_message(failed: list[CheckResult]) -> str:
+    first = failed[0]
+    msg = f'check "{first.name}" failed' + (f": {first.message}" if first.message else "")
+    if len(failed) > 1:
+        msg += f" (and {len(failed) - 1} more failed check{'s' if len(failed) > 2 else ''})"
+    return msg
 
 
 def _apply_check_rules(check: CheckResult) -> CheckResult:

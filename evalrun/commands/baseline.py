@@ -17,10 +17,10 @@ from evalrun.baseline import (
     update_baseline,
     write_baseline,
 )
-from evalrun.commands.run import RunOptions, collect_results, results_path, update_command
+from evalrun.commands.run import RunOptions, collect_results, load_checked_manifest, results_path, update_command
 from evalrun.console import Console
 from evalrun.errors import ExitCode, ResultsError, UsageError
-from evalrun.manifest import TIERS, load_manifest
+from evalrun.manifest import TIERS
 from evalrun.plan import make_plan
 from evalrun.results import RunResults, load_results, write_results
 
@@ -36,7 +36,7 @@ def update_baselines(
     from_results: Path | None,
     console: Console,
 ) -> int:
-    manifest = load_manifest(manifest_path)
+    manifest = load_checked_manifest(manifest_path)
     if all_tiers:
         tiers = [t for t in TIERS if t in manifest.tiers]
     for tier in tiers:
@@ -74,7 +74,7 @@ def update_baselines(
 
 
 def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, strict: bool, console: Console) -> int:
-    manifest = load_manifest(manifest_path)
+    manifest = load_checked_manifest(manifest_path)
     if tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     source = from_results or results_path(manifest, tier, None)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from evalrun.console import Console
 from evalrun.errors import ExitCode
-from evalrun.manifest import load_manifest
+from evalrun.commands.run import load_checked_manifest
 from evalrun.plan import make_plan
 
 
 def dry(manifest_path: Path, tier: str | None, evals: list[str], tags: list[str], console: Console) -> int:
-    manifest = load_manifest(manifest_path)
+    manifest = load_checked_manifest(manifest_path)
     plan = make_plan(manifest, tier, evals, tags)
     scope = tier or "all tiers"
     if not plan.evals:

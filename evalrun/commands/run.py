@@ -18,9 +18,12 @@ from pathlib import Path
 from evalrun import __version__
 from evalrun.baseline import baseline_path, compare_to_baseline, format_comparison, load_baseline
 from evalrun.console import Console, closing_line
-from evalrun.execute import ExecuteRequest, execute, scorer_base_env
+from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
-from evalrun.plan import Plan, make_plan
+from evalrun.plan import Plan, PlannedEval, make_plan
+from evalrun.preconditions import check_tier_guard, probe_evals, ready_check, skips_are_failures
+from evalrun.probes import validate_probes
+from evalrun.services import ServiceManager, parse_services, reap_leftovers
 from evalrun.results import EvalResult, RunResults, write_results
 from evalrun.verdict import VERDICT_WORDS, decide_exit_code
 
@@ -52,9 +55,17 @@ def update_command(manifest: Manifest, tier: str) -> str:
     return f"evalrun baseline --update {tier}{extra}"
 
 
+def load_checked_manifest(path: Path) -> Manifest:
+    """The manifest, with its probe and service tables validated too (exit 2 on a mistake)."""
+    manifest = load_manifest(path)
+    validate_probes(manifest)
+    parse_services(manifest)
+    return manifest
+
+
 def run_tier(options: RunOptions, console: Console) -> int:
     """Run one tier and return its exit code."""
-    manifest = load_manifest(options.manifest_path)
+    manifest = load_checked_manifest(options.manifest_path)
     plan = make_plan(manifest, options.tier, options.evals, options.tags)
     baseline_file = baseline_path(manifest, options.tier)
     baseline = load_baseline(baseline_file) if options.compare else None  # a bad baseline is exit 2, before any scorer
@@ -78,23 +89,57 @@ def run_tier(options: RunOptions, console: Console) -> int:
 
 
 def collect_results(plan: Plan, options: RunOptions, console: Console) -> RunResults:
-    """Execute the plan and return its results (not yet compared or judged)."""
-    tier = options.tier
+    """Guard, probe, start services, execute; return results (not yet compared or judged)."""
+    manifest, tier = plan.manifest, options.tier
     started = _now()
+    environ = dict(os.environ)
+    check_tier_guard(manifest, tier, environ)  # unmet: exit 2 before any scorer starts
+    state_dir = manifest.root / ".evalrun" / "services"
+    for line in reap_leftovers(state_dir):
+        console.warn(line)
+    pre = probe_evals(manifest, plan.evals, environ, skips_are_failures(manifest, tier, options.no_skips))
     if not plan.evals:
         console.warn(f"nothing selected to run in {tier} ({_describe_filters(plan)})")
-    console.start_progress(len(plan.evals), f"{tier}")
+    will_run = [p for p in plan.evals if pre.for_eval(p.name) == pre.for_eval("")]
+    needed = sorted({s for p in will_run for s in p.spec.services})
+    services = ServiceManager(
+        parse_services(manifest),
+        logs_dir=manifest.root / ".evalrun" / "logs",
+        state_dir=state_dir,
+        environ=environ,
+        ready_check=ready_check(manifest, manifest.root),
+    )
+
+    def prepare(planned: PlannedEval) -> Preparation:
+        decision = pre.for_eval(planned.name)
+        if decision.fail or decision.skip:
+            return Preparation(fail=decision.fail, skip=decision.skip)
+        failure = services.failure_for(planned.spec.services)
+        if failure:
+            return Preparation(fail=failure)
+        return Preparation(env=services.env_for(planned.spec.services))
+
     try:
-        with _sigterm_as_interrupt():
+        with services, _sigterm_as_interrupt():
+            for name in needed:
+                console.note(f"starting service {name}")
+                state = services.start(name)
+                if not state.ok:
+                    console.error(state.failure or f"service {name} failed")
+            console.start_progress(len(plan.evals), tier)
             outcome = execute(
                 ExecuteRequest(
                     evals=plan.evals,
                     tier=tier,
                     jobs=options.jobs or default_jobs(),
                     base_env=scorer_base_env(),
+                    prepare=prepare,
                     on_finish=console.eval_finished,
                 )
             )
+            console.stop_progress()
+            for line in services.stop_all():
+                console.note(line)
     finally:
         console.stop_progress()
     return RunResults(

