@@ -131,11 +131,12 @@ def dry(
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     eval_: EvalOpt = None,
     tag: TagOpt = None,
+    no_probe: Annotated[bool, typer.Option("--no-probe", help="Do not run the probes.")] = False,
 ) -> None:
-    """List the planned runs; run no scorer."""
+    """List the planned runs and whether each would run or skip; run no scorer."""
     from evalrun.commands.dry import dry as dry_command
 
-    _call(dry_command, manifest, tier, list(eval_ or []), list(tag or []), _console())
+    _call(dry_command, manifest, tier, list(eval_ or []), list(tag or []), _console(), probe=not no_probe)
 
 
 @app.command()

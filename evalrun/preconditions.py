@@ -36,18 +36,21 @@ class Preconditions:
         return self.decisions.get(name, Decision())
 
 
-def check_tier_guard(manifest: Manifest, tier: str, env: Mapping[str, str]) -> None:
-    """Refuse the whole tier when its ``require`` guard is unmet."""
+def tier_guard_problem(manifest: Manifest, tier: str, env: Mapping[str, str]) -> str | None:
+    """Why the tier's ``require`` guard is unmet, or None."""
     required = manifest.tier(tier).require
     if not required:
-        return
+        return None
     results = run_probes([parse_probe(manifest, r) for r in required], env, manifest.root)
     unmet = [results[r].reason for r in required if not results[r].ok]
-    if unmet:
-        raise TierGuardError(
-            f"tier {tier} requires {', '.join(required)}: {'; '.join(unmet)}; "
-            f"refusing to run the tier (set what it needs, or run another tier)"
-        )
+    return f"tier {tier} requires {', '.join(required)}: {'; '.join(unmet)}" if unmet else None
+
+
+def check_tier_guard(manifest: Manifest, tier: str, env: Mapping[str, str]) -> None:
+    """Refuse the whole tier when its ``require`` guard is unmet: no scorer starts."""
+    problem = tier_guard_problem(manifest, tier, env)
+    if problem:
+        raise TierGuardError(f"{problem}; refusing to run the tier (set what it needs, or run another tier)")
 
 
 def probe_evals(

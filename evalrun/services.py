@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import socket
 import subprocess
 import tempfile
@@ -304,7 +305,10 @@ class ServiceManager:
         assert spec.run is not None
         exports = _expand_env(spec, self._environ, {})
         child_env = {**self._environ, **exports}
-        program = shutil.which(spec.run[0], path=child_env.get("PATH", os.defpath))
+        # "python" means evalrun's own interpreter, as it does for scorers.
+        program = sys.executable if spec.run[0] in ("python", "python3") else shutil.which(
+            spec.run[0], path=child_env.get("PATH", os.defpath)
+        )
         if "/" in spec.run[0]:
             candidate = spec.dir / spec.run[0]
             program = str(candidate) if os.access(candidate, os.X_OK) and candidate.is_file() else None

@@ -246,7 +246,7 @@ def test_dry_lists_the_plan_and_runs_nothing(project) -> None:
     marker = proj.root / "ran.txt"
     r = proj.run("dry", "t1", env={"MARKER": str(marker)})
     assert r.code == 0, r.output
-    assert "a\n  tier t1, dir evals/a, timeout 42 s, tags gate\n  run: python marker.py" in r.out
+    assert "a: would run\n  tier t1, dir evals/a, timeout 42 s, tags gate\n  run: python marker.py" in r.out
     assert not marker.exists()
     assert proj.run("dry", "t2").code == 5
 

@@ -1,32 +1,57 @@
-"""``evalrun dry``: print the planned runs and run no scorer."""
+"""``evalrun dry``: print the planned runs, probe what they need, run no scorer."""
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
+from evalrun.commands.run import load_checked_manifest
 from evalrun.console import Console
 from evalrun.errors import ExitCode
-from evalrun.commands.run import load_checked_manifest
 from evalrun.plan import make_plan
+from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
 
 
-def dry(manifest_path: Path, tier: str | None, evals: list[str], tags: list[str], console: Console) -> int:
+def dry(
+    manifest_path: Path,
+    tier: str | None,
+    evals: list[str],
+    tags: list[str],
+    console: Console,
+    probe: bool = True,
+) -> int:
     manifest = load_checked_manifest(manifest_path)
     plan = make_plan(manifest, tier, evals, tags)
     scope = tier or "all tiers"
     if not plan.evals:
         console.warn(f"nothing selected to run in {scope}")
         return int(ExitCode.NOTHING_SELECTED)
+    environ = dict(os.environ)
+    pre = probe_evals(manifest, plan.evals, environ, skips_fail=False) if probe else Preconditions()
     console.line(f"planned in {scope}: {len(plan.evals)} eval{'s' if len(plan.evals) != 1 else ''} (nothing is run)")
+    tiers = [tier] if tier else sorted({p.spec.tier for p in plan.evals})
+    for t in tiers:
+        problem = tier_guard_problem(manifest, t, environ) if probe else None
+        if problem:
+            console.warn(f"tier {t} would be refused: {problem}")
     for p in plan.evals:
         s = p.spec
         argv = " ".join(s.run) if s.shell else shlex.join(s.run)
-        console.line(f"{s.name}")
+        decision = pre.for_eval(p.name)
+        if not probe:
+            verdict = "not probed (--no-probe)" if s.requires else "would run"
+        elif decision.skip:
+            verdict = f"would SKIP: {decision.skip}"
+        else:
+            verdict = "would run"
+        console.line(f"{s.name}: {verdict}")
         console.line(f"  tier {s.tier}, dir {s.dir}, timeout {s.timeout:g} s, tags {', '.join(s.tags) or '-'}")
         console.line(f"  run: {argv}" + ("  (shell)" if s.shell else ""))
         if s.requires:
             console.line(f"  requires: {', '.join(s.requires)}")
+        if s.services:
+            console.line(f"  services: {', '.join(s.services)}")
     if plan.filtered_out:
         console.line(f"filtered out: {', '.join(plan.filtered_out)}")
     return int(ExitCode.OK)
