@@ -36,6 +36,8 @@ JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="Scorers run at once 
 JsonOpt = Annotated[Optional[Path], typer.Option("--json", help="Results file (default .evalrun/results/<tier>.json).")]
 StrictOpt = Annotated[bool, typer.Option("--strict-baseline", help="A stale baseline is a regression too.")]
 NoSkipsOpt = Annotated[bool, typer.Option("--no-skips", help="Every skip of this run is a failure.")]
+JunitOpt = Annotated[Optional[Path], typer.Option("--junit", help="Also write JUnit XML here.")]
+MarkdownOpt = Annotated[Optional[Path], typer.Option("--markdown", help="Also write a Markdown summary here.")]
 
 DEFAULT_MANIFEST = Path("manifest.toml")
 
@@ -70,7 +72,7 @@ def _main(
     """evalrun: run a tier of evals and gate on the result."""
 
 
-def _run(tier: str, manifest: Path, evals, tags, jobs, json_path, strict, no_skips) -> None:  # noqa: ANN001
+def _run(tier: str, manifest: Path, evals, tags, jobs, json_path, strict, no_skips, junit, markdown) -> None:  # noqa: ANN001
     from evalrun.commands.run import RunOptions, run_tier
 
     _call(
@@ -84,6 +86,8 @@ def _run(tier: str, manifest: Path, evals, tags, jobs, json_path, strict, no_ski
             json_path=json_path,
             strict_baseline=strict,
             no_skips=no_skips,
+            junit_path=junit,
+            markdown_path=markdown,
         ),
         _console(),
     )
@@ -98,8 +102,10 @@ def _tier_command(tier: str, summary: str) -> None:
         json_path: JsonOpt = None,
         strict_baseline: StrictOpt = False,
         no_skips: NoSkipsOpt = False,
+        junit: JunitOpt = None,
+        markdown: MarkdownOpt = None,
     ) -> None:
-        _run(tier, manifest, eval_, tag, jobs, json_path, strict_baseline, no_skips)
+        _run(tier, manifest, eval_, tag, jobs, json_path, strict_baseline, no_skips, junit, markdown)
 
     command.__doc__ = summary
     app.command(name=tier)(command)
@@ -120,9 +126,11 @@ def run(
     json_path: JsonOpt = None,
     strict_baseline: StrictOpt = False,
     no_skips: NoSkipsOpt = False,
+    junit: JunitOpt = None,
+    markdown: MarkdownOpt = None,
 ) -> None:
     """Run the evals of one tier."""
-    _run(tier, manifest, eval_, tag, jobs, json_path, strict_baseline, no_skips)
+    _run(tier, manifest, eval_, tag, jobs, json_path, strict_baseline, no_skips, junit, markdown)
 
 
 @app.command()

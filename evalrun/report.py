@@ -130,6 +130,9 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
             return Verdict(Status.ERROR, f'duplicate check name "{c.name}" in the report', checks, parsed.metrics)
         names.add(c.name)
     failed = [c for c in checks if not c.passed]
+    if parsed.problem:
+        suffix = f" (exited {exit_code})" if exit_code != 0 else ""
+        return Verdict(Status.FAILED, _clip(parsed.problem + suffix), checks, parsed.metrics)
     if exit_code != 0 and failed:
         # Test runners (node, prove, pytest) exit non-zero because a test failed:
         # the failed check is the explanation, and the eval has failed either way.
@@ -141,8 +144,6 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
         if why:
             msg += f": {why}"
         return Verdict(Status.ERROR, _clip(msg), checks, parsed.metrics)
-    if parsed.problem:
-        return Verdict(Status.FAILED, _clip(parsed.problem), checks, parsed.metrics)
     if parsed.skip_all is not None and not checks:
         return Verdict(Status.SKIPPED, _clip(parsed.note or f"skipped: {parsed.skip_all}"), checks, parsed.metrics)
     if not checks:

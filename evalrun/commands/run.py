@@ -18,6 +18,7 @@ from pathlib import Path
 from evalrun import __version__
 from evalrun.baseline import baseline_path, compare_to_baseline, format_comparison, load_baseline
 from evalrun.console import Console, closing_line
+from evalrun.errors import ReportError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
 from evalrun.plan import Plan, PlannedEval, make_plan
@@ -39,6 +40,8 @@ class RunOptions:
     strict_baseline: bool = False
     no_skips: bool = False
     compare: bool = True  # baseline --update runs without the gate
+    junit_path: Path | None = None
+    markdown_path: Path | None = None
 
 
 def default_jobs() -> int:
@@ -85,7 +88,30 @@ def run_tier(options: RunOptions, console: Console) -> int:
     write_results(results, out)
     report_run(results, plan, console)
     console.line(f"results: {out}")
+    write_ci_reports(results, options.junit_path, options.markdown_path, console)
     return int(code)
+
+
+def write_ci_reports(results: RunResults, junit: Path | None, markdown: Path | None, console: Console) -> None:
+    """JUnit XML, a Markdown summary, and GitHub's step summary and annotations when asked for."""
+    from evalrun.reporters.github import append_github_step_summary, github_annotations
+    from evalrun.reporters.junit import write_junit
+    from evalrun.reporters.markdown import write_markdown
+
+    if junit is not None:
+        write_junit(results, junit)
+        console.line(f"junit: {junit}")
+    if markdown is not None:
+        write_markdown(results, markdown)
+        console.line(f"markdown: {markdown}")
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        try:
+            append_github_step_summary(results, os.environ)
+        except ReportError as exc:  # a summary we cannot write must not change the verdict
+            console.warn(f"GITHUB_STEP_SUMMARY: {exc}")
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in github_annotations(results):
+            console.line(line)
 
 
 def collect_results(plan: Plan, options: RunOptions, console: Console) -> RunResults:
