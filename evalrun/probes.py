@@ -487,8 +487,9 @@ def _check_command(probe: Probe, argv: tuple[str, ...], env: Mapping[str, str], 
 def _check_python(probe: Probe, module: str, env: Mapping[str, str], root: Path) -> str | None:
     if not _MODULE.match(module):
         return f"{module!r} is not a module name"
-    # The scorer's interpreter is what matters, not evalrun's: ask the one a
-    # scorer's ["python", ...] would start, in a child process.
+    # The scorer's interpreter is what matters: a scorer's ["python", ...] runs
+    # evalrun's own interpreter (see execute.scorer_argv), asked in a child process
+    # so the probe does not import the module into evalrun.
     interpreter = _interpreter(env)
     code, tail = _run_argv((interpreter, "-c", _FIND_SPEC, module), env, root, probe.timeout)
     if code is None:
@@ -501,8 +502,8 @@ def _check_python(probe: Probe, module: str, env: Mapping[str, str], root: Path)
 
 
 def _interpreter(env: Mapping[str, str]) -> str:
-    """The ``python`` a scorer's argv would find on PATH, else python3, else evalrun's own."""
-    return _which("python", env) or _which("python3", env) or sys.executable
+    """The interpreter a scorer's ``["python", ...]`` runs: evalrun's own."""
+    return sys.executable
 
 
 def _which(program: str, env: Mapping[str, str]) -> str | None:

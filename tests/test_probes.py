@@ -197,13 +197,14 @@ def test_python_probe_asks_the_scorers_interpreter(project: Path) -> None:
     missing = check(manifest, "python:no_such_module_zz", env)
     assert missing.reason.startswith("python no_such_module_zz: not importable by ")
     assert check(manifest, "python:no_such_pkg_zz.sub", env).reason.startswith("python no_such_pkg_zz.sub: not importable")
-    # A `python` first on PATH is the one a scorer's ["python", ...] would start: ask it.
+    # A scorer's ["python", ...] runs evalrun's own interpreter, whatever `python`
+    # comes first on PATH: the probe asks that one too.
     fake = project / "bin"
     fake.mkdir()
     (fake / "python").write_text("#!/bin/sh\nexit 3\n")
     (fake / "python").chmod(0o755)
-    result = check(manifest, "python:json", {"PATH": f"{fake}{os.pathsep}{env['PATH']}"})
-    assert result.reason == f"python json: not importable by {fake / 'python'}"
+    assert check(manifest, "python:json", {"PATH": f"{fake}{os.pathsep}{env['PATH']}"}).ok
+    assert missing.reason == f"python no_such_module_zz: not importable by {sys.executable}"
 
 
 # --------------------------------------------------------------------------- command
