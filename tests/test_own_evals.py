@@ -40,6 +40,9 @@ GATE_BITES_CHECKS = [
     "a stale baseline is a note, not a failure",
     "a stale baseline is a regression under --strict-baseline",
     "baseline --update refuses a failing state",
+    "an unmet precondition skips loudly, never a pass",
+    'skips = "fail" turns a skip into a failure',
+    "an unmet tier guard refuses the tier, no scorer starts",
 ]
 MANIFEST_ERROR_CASES = [
     "dir-outside.toml",

@@ -116,6 +116,16 @@ def _baseline_is_unchanged(c: scorer.Check, outcome: Outcome) -> None:
     c.equal(after, before, "a refused update leaves baselines/t1.toml byte for byte as it was")
 
 
+def _no_scorer_started(c: scorer.Check, outcome: Outcome) -> None:
+    c.false((outcome.folder / "started.marker").exists(), "a refused tier starts no scorer")
+
+
+def _only_the_unguarded_eval_ran(c: scorer.Check, outcome: Outcome) -> None:
+    marker = outcome.folder / "started.marker"
+    ran = marker.read_text().split() if marker.exists() else []
+    c.equal(ran, ["invoices"], "the skipped eval's scorer did not start")
+
+
 # -- the cases, in report order -----------------------------------------------
 
 CASES: tuple[Case, ...] = (
@@ -296,6 +306,36 @@ CASES: tuple[Case, ...] = (
         statuses={"orders": "failed"},
         results_file=".evalrun/results/t1.json",
         extra=_baseline_is_unchanged,
+    ),
+    Case(
+        id="unmet-probe",
+        check="an unmet precondition skips loudly, never a pass",
+        fixture="unmet-probe",
+        args=TIER,
+        exit=4,
+        texts=("SKIP", "orders  env GATE_BITES_NEVER_SET is not set", "1 passed, 0 failed, 1 skipped"),
+        lines=("evalrun t1: not everything was checked (exit 4)",),
+        statuses={"orders": "skipped", "invoices": "passed"},
+        extra=_only_the_unguarded_eval_ran,
+    ),
+    Case(
+        id="skips-fail",
+        check='skips = "fail" turns a skip into a failure',
+        fixture="skips-fail",
+        args=TIER,
+        exit=1,
+        texts=("skips are failures here: env GATE_BITES_NEVER_SET is not set",),
+        statuses={"orders": "failed"},
+    ),
+    Case(
+        id="tier-guard",
+        check="an unmet tier guard refuses the tier, no scorer starts",
+        fixture="tier-guard",
+        args=TIER,
+        exit=2,
+        texts=("tier t1 requires env:GATE_BITES_NEVER_SET: env GATE_BITES_NEVER_SET is not set; refusing",),
+        statuses=None,
+        extra=_no_scorer_started,
     ),
 )
 
