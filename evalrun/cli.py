@@ -28,6 +28,8 @@ app = typer.Typer(
 )
 baseline_app = typer.Typer(help="Write or inspect the committed baseline of check names and assertion counts.")
 app.add_typer(baseline_app, name="baseline")
+replay_app = typer.Typer(help="The record/replay model proxy.", no_args_is_help=True)
+app.add_typer(replay_app, name="replay")
 
 ManifestOpt = Annotated[Path, typer.Option("--manifest", "-m", help="Path of the manifest.")]
 EvalOpt = Annotated[Optional[list[str]], typer.Option("--eval", "-e", help="Only this eval (repeatable).")]
@@ -38,6 +40,15 @@ StrictOpt = Annotated[bool, typer.Option("--strict-baseline", help="A stale base
 NoSkipsOpt = Annotated[bool, typer.Option("--no-skips", help="Every skip of this run is a failure.")]
 JunitOpt = Annotated[Optional[Path], typer.Option("--junit", help="Also write JUnit XML here.")]
 MarkdownOpt = Annotated[Optional[Path], typer.Option("--markdown", help="Also write a Markdown summary here.")]
+ChangedOpt = Annotated[
+    Optional[str], typer.Option("--changed-since", help="Only evals whose folder or paths changed since this git ref.")
+]
+ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="Run shard I of N (e.g. 2/3); combine with merge.")]
+CleanOpt = Annotated[bool, typer.Option("--clean-checkout", help="Run from git archive HEAD in a temporary folder.")]
+RecordOpt = Annotated[bool, typer.Option("--record", help="t3: record the model answers as replay fixtures.")]
+WorktreeOpt = Annotated[
+    bool, typer.Option("--worktree", help="With --clean-checkout: lay uncommitted changes of tracked files on top.")
+]
 
 DEFAULT_MANIFEST = Path("manifest.toml")
 
@@ -72,25 +83,16 @@ def _main(
     """evalrun: run a tier of evals and gate on the result."""
 
 
-def _run(tier: str, manifest: Path, evals, tags, jobs, json_path, strict, no_skips, junit, markdown) -> None:  # noqa: ANN001
+def _run(tier: str, **options: object) -> None:
     from evalrun.commands.run import RunOptions, run_tier
 
-    _call(
-        run_tier,
-        RunOptions(
-            manifest_path=manifest,
-            tier=tier,
-            evals=list(evals or []),
-            tags=list(tags or []),
-            jobs=jobs,
-            json_path=json_path,
-            strict_baseline=strict,
-            no_skips=no_skips,
-            junit_path=junit,
-            markdown_path=markdown,
-        ),
-        _console(),
-    )
+    evals = list(options.pop("eval_") or [])  # type: ignore[call-overload]
+    tags = list(options.pop("tag") or [])  # type: ignore[call-overload]
+    options["json_path"] = options.pop("json_path")
+    options["strict_baseline"] = options.pop("strict_baseline")
+    options["junit_path"] = options.pop("junit")
+    options["markdown_path"] = options.pop("markdown")
+    _call(run_tier, RunOptions(tier=tier, evals=evals, tags=tags, **options), _console())  # type: ignore[arg-type]
 
 
 def _tier_command(tier: str, summary: str) -> None:
@@ -104,8 +106,16 @@ def _tier_command(tier: str, summary: str) -> None:
         no_skips: NoSkipsOpt = False,
         junit: JunitOpt = None,
         markdown: MarkdownOpt = None,
+        changed_since: ChangedOpt = None,
+        shard: ShardOpt = None,
+        clean_checkout: CleanOpt = False,
+        worktree: WorktreeOpt = False,
+        record: RecordOpt = False,
     ) -> None:
-        _run(tier, manifest, eval_, tag, jobs, json_path, strict_baseline, no_skips, junit, markdown)
+        _run(tier, manifest_path=manifest, eval_=eval_, tag=tag, jobs=jobs, json_path=json_path,
+             strict_baseline=strict_baseline, no_skips=no_skips, junit=junit, markdown=markdown,
+             changed_since=changed_since, shard=shard, clean_checkout=clean_checkout, worktree=worktree,
+             record=record)
 
     command.__doc__ = summary
     app.command(name=tier)(command)
@@ -128,9 +138,42 @@ def run(
     no_skips: NoSkipsOpt = False,
     junit: JunitOpt = None,
     markdown: MarkdownOpt = None,
+    changed_since: ChangedOpt = None,
+    shard: ShardOpt = None,
+    clean_checkout: CleanOpt = False,
+    worktree: WorktreeOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Run the evals of one tier."""
-    _run(tier, manifest, eval_, tag, jobs, json_path, strict_baseline, no_skips, junit, markdown)
+    _run(tier, manifest_path=manifest, eval_=eval_, tag=tag, jobs=jobs, json_path=json_path,
+         strict_baseline=strict_baseline, no_skips=no_skips, junit=junit, markdown=markdown,
+         changed_since=changed_since, shard=shard, clean_checkout=clean_checkout, worktree=worktree,
+         record=record)
+
+
+@app.command()
+def merge(
+    results: Annotated[list[Path], typer.Argument(help="The shards' results files.")],
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    tier: Annotated[Optional[str], typer.Option("--tier", help="Default: the first file's tier.")] = None,
+    json_path: JsonOpt = None,
+    strict_baseline: StrictOpt = False,
+    junit: JunitOpt = None,
+    markdown: MarkdownOpt = None,
+) -> None:
+    """Combine shard results, check they cover the tier, compare the baseline, decide the exit code."""
+    from evalrun.commands.merge import merge_shards
+
+    _call(merge_shards, paths=results, manifest_path=manifest, tier=tier, json_path=json_path,
+          strict=strict_baseline, junit=junit, markdown=markdown, console=_console())
+
+
+@app.command()
+def check(manifest: ManifestOpt = DEFAULT_MANIFEST) -> None:
+    """Validate the manifest and warn about absolute paths of this machine in eval sources."""
+    from evalrun.commands.check import check as check_command
+
+    _call(check_command, manifest_path=manifest, console=_console())
 
 
 @app.command()
@@ -140,11 +183,14 @@ def dry(
     eval_: EvalOpt = None,
     tag: TagOpt = None,
     no_probe: Annotated[bool, typer.Option("--no-probe", help="Do not run the probes.")] = False,
+    changed_since: ChangedOpt = None,
+    shard: ShardOpt = None,
 ) -> None:
-    """List the planned runs and whether each would run or skip; run no scorer."""
+    """List the planned runs and whether each would run or skip, and why; run no scorer."""
     from evalrun.commands.dry import dry as dry_command
 
-    _call(dry_command, manifest, tier, list(eval_ or []), list(tag or []), _console(), probe=not no_probe)
+    _call(dry_command, manifest, tier, list(eval_ or []), list(tag or []), _console(), probe=not no_probe,
+          changed_since=changed_since, shard=shard)
 
 
 @app.command()
@@ -204,6 +250,20 @@ def baseline_diff(
 
     _call(diff_baseline, manifest_path=manifest, tier=tier, from_results=from_results,
           strict=strict_baseline, console=_console())
+
+
+@replay_app.command("serve")
+def replay_serve(
+    fixtures: Annotated[Path, typer.Option("--fixtures", help="Folder of fixtures/<session>/<index>.json.")],
+    mode: Annotated[str, typer.Option("--mode", help="replay, record or live.")] = "replay",
+    upstream: Annotated[Optional[str], typer.Option("--upstream", help="The provider's base URL (record, live).")] = None,
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (default: any free one).")] = 0,
+    eval_name: Annotated[str, typer.Option("--eval", help="Session name when no X-Evalrun-Session is sent.")] = "serve",
+) -> None:
+    """Run the proxy in the foreground until Ctrl-C."""
+    from evalrun.commands.replay import serve
+
+    _call(serve, fixtures, mode, upstream, port, eval_name)
 
 
 def main() -> None:

@@ -293,6 +293,9 @@ def _unchecked(planned: PlannedEval, tier: str, status: Status, message: str) ->
     return EvalResult(name=planned.name, tier=tier, dir=planned.spec.dir, status=status, message=message)
 
 
-def scorer_base_env() -> dict[str, str]:
-    """The environment scorers start from: evalrun's own, minus its variables."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}
+def scorer_base_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment scorers start from: evalrun's own (or ``env``), minus EVALRUN_* run variables.
+
+    EVALRUN_MODEL_URL is kept: it is set by the key policy, not inherited."""
+    source = os.environ if env is None else env
+    return {k: v for k, v in source.items() if not k.startswith("EVALRUN_") or k == "EVALRUN_MODEL_URL"}

@@ -39,6 +39,14 @@ class TierConfig(_Strict):
     model: bool = False  # tier default for evals' ``model``
 
 
+class ModelsConfig(_Strict):
+    """``[models]``: how evalrun keeps model calls honest (see evalrun.keys, evalrun.replay)."""
+
+    key_vars: list[str] = Field(default_factory=list)  # more key variables to keep out of t1/t2
+    strict_replay: bool = False  # fixtures recorded but not requested fail the eval
+    upstream: str | None = None  # where record and live modes send calls (default: by API style)
+
+
 class BaselineConfig(_Strict):
     strict: bool = False
     dir: str = "baselines"
@@ -85,7 +93,14 @@ class Manifest(_Strict):
     probes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     services: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
+    models: ModelsConfig = ModelsConfig()
     evals: list[EvalSpec] = Field(default_factory=list)
+
+    def uses_model(self, spec: EvalSpec) -> bool:
+        """Whether an eval's model calls go through the proxy (t2 and t3 only)."""
+        if spec.tier == "t1":
+            return False
+        return spec.model if spec.model is not None else self.tier(spec.tier).model
 
     def eval_dir(self, spec: EvalSpec) -> Path:
         return (self.root / spec.dir).resolve()
@@ -102,6 +117,7 @@ class _RawManifest(_Strict):
     probes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     services: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
+    models: ModelsConfig = ModelsConfig()
     evals: list[EvalSpec] = Field(default_factory=list)
 
 
@@ -132,6 +148,7 @@ def load_manifest(path: Path) -> Manifest:
         probes=raw.probes,
         services=raw.services,
         baseline=raw.baseline,
+        models=raw.models,
         evals=raw.evals,
     )
     _check_semantics(label, manifest)
@@ -237,6 +254,10 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
                     f"{where}.requires: {req!r} is a {kind} probe, a service; t1 is static by promise, "
                     f"move the eval to t2"
                 )
+        if spec.tier == "t1" and spec.model:
+            raise ManifestError(f"{where}.model: t1 makes no model calls, not even replayed ones; move the eval to t2")
+        if spec.tier == "t1" and spec.budget is not None:
+            raise ManifestError(f"{where}.budget: t1 makes no model calls, so it has no budget; remove it")
         if spec.tier == "t1" and spec.services:
             raise ManifestError(f"{where}.services: t1 is static by promise and uses no services; move the eval to t2")
     for tier_name, tier in manifest.tiers.items():

@@ -6,9 +6,9 @@ import os
 import shlex
 from pathlib import Path
 
-from evalrun.commands.run import load_checked_manifest
+from evalrun.commands.run import RunOptions, load_checked_manifest, select_plan
 from evalrun.console import Console
-from evalrun.errors import ExitCode
+from evalrun.errors import ExitCode, UsageError
 from evalrun.plan import make_plan
 from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
 
@@ -20,9 +20,20 @@ def dry(
     tags: list[str],
     console: Console,
     probe: bool = True,
+    changed_since: str | None = None,
+    shard: str | None = None,
 ) -> int:
     manifest = load_checked_manifest(manifest_path)
-    plan = make_plan(manifest, tier, evals, tags)
+    changed = None
+    if (changed_since or shard) and tier is None:
+        raise UsageError("--changed-since and --shard select within one tier; name it: evalrun dry t1 ...")
+    if tier is not None:
+        plan, changed = select_plan(manifest, RunOptions(manifest_path, tier, evals, tags, changed_since=changed_since, shard=shard))
+    else:
+        plan = make_plan(manifest, tier, evals, tags)
+    if changed is not None:
+        for reason in changed.reasons:
+            console.line(f"{reason.eval}: {'selected' if reason.selected else 'left out'}: {reason.reason}")
     scope = tier or "all tiers"
     if not plan.evals:
         console.warn(f"nothing selected to run in {scope}")

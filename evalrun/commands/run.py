@@ -11,19 +11,23 @@ import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from evalrun import __version__
 from evalrun.baseline import baseline_path, compare_to_baseline, format_comparison, load_baseline
 from evalrun.console import Console, closing_line
-from evalrun.errors import ReportError
+from evalrun.errors import ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
 from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.preconditions import check_tier_guard, probe_evals, ready_check, skips_are_failures
 from evalrun.probes import validate_probes
+from evalrun.checkout import clean_checkout
+from evalrun.model_calls import BUDGET_MESSAGE, ModelCalls, describe_models
+from evalrun.results import Status
+from evalrun.selection import ChangedSelection, durations_from, parse_shard, select_changed, select_shard
 from evalrun.services import ServiceManager, parse_services, reap_leftovers
 from evalrun.results import EvalResult, RunResults, write_results
 from evalrun.verdict import VERDICT_WORDS, decide_exit_code
@@ -42,6 +46,11 @@ class RunOptions:
     compare: bool = True  # baseline --update runs without the gate
     junit_path: Path | None = None
     markdown_path: Path | None = None
+    changed_since: str | None = None
+    shard: str | None = None
+    clean_checkout: bool = False
+    worktree: bool = False
+    record: bool = False  # t3: write the model answers as replay fixtures
 
 
 def default_jobs() -> int:
@@ -66,10 +75,63 @@ def load_checked_manifest(path: Path) -> Manifest:
     return manifest
 
 
+def select_plan(manifest: Manifest, options: RunOptions) -> tuple[Plan, ChangedSelection | None]:
+    """The tier, the filters, then ``--changed-since``, then ``--shard``: every shard drops the same evals."""
+    shard = parse_shard(options.shard) if options.shard else None  # a bad --shard is exit 2 before anything
+    if options.record and options.tier != "t3":
+        raise UsageError(f"--record: only t3 makes live calls to record; {options.tier} never does")
+    plan = make_plan(manifest, options.tier, options.evals, options.tags)
+    changed = None
+    if options.changed_since:
+        import evalrun
+
+        changed = select_changed(plan, options.changed_since, Path(evalrun.__file__).parent)
+        plan = changed.plan
+    if shard is not None:
+        plan = select_shard(plan, shard, durations_from(results_path(manifest, options.tier, options.json_path)))
+    return plan, changed
+
+
 def run_tier(options: RunOptions, console: Console) -> int:
     """Run one tier and return its exit code."""
+    if options.clean_checkout or options.worktree:
+        return _run_in_clean_checkout(options, console)
     manifest = load_checked_manifest(options.manifest_path)
-    plan = make_plan(manifest, options.tier, options.evals, options.tags)
+    plan, _ = select_plan(manifest, options)
+    return _run_plan(manifest, plan, options, console)
+
+
+def _run_in_clean_checkout(options: RunOptions, console: Console) -> int:
+    """Run from ``git archive HEAD`` (plus uncommitted changes with --worktree) in a temporary folder.
+
+    The selection is made in the real repository (the export has no .git); results
+    and reports are written where an ordinary run would write them.
+    """
+    manifest = load_checked_manifest(options.manifest_path)
+    plan, _ = select_plan(manifest, options)
+    json_path = (options.json_path or results_path(manifest, options.tier, None)).resolve()
+    junit = options.junit_path.resolve() if options.junit_path else None
+    markdown = options.markdown_path.resolve() if options.markdown_path else None
+    keep = {p.name for p in plan.evals}
+    with clean_checkout(options.manifest_path, options.worktree) as exported:
+        console.note(f"running from a clean checkout of HEAD{' plus uncommitted changes' if options.worktree else ''}: {exported.parent}")
+        inner = load_checked_manifest(exported)
+        full = make_plan(inner, options.tier, [], [])
+        narrowed = Plan(
+            manifest=inner,
+            tier=options.tier,
+            evals=[p for p in full.evals if p.name in keep],
+            filtered_out=plan.filtered_out,
+            filters={**plan.filters, "clean_checkout": ["worktree" if options.worktree else "HEAD"]},
+        )
+        inner_options = replace(
+            options, manifest_path=exported, json_path=json_path, junit_path=junit, markdown_path=markdown,
+            clean_checkout=False, worktree=False,
+        )
+        return _run_plan(inner, narrowed, inner_options, console)
+
+
+def _run_plan(manifest: Manifest, plan: Plan, options: RunOptions, console: Console) -> int:
     baseline_file = baseline_path(manifest, options.tier)
     baseline = load_baseline(baseline_file) if options.compare else None  # a bad baseline is exit 2, before any scorer
     results = collect_results(plan, options, console)
@@ -136,17 +198,23 @@ def collect_results(plan: Plan, options: RunOptions, console: Console) -> RunRes
         ready_check=ready_check(manifest, manifest.root),
     )
 
+    models = ModelCalls(manifest, tier, will_run, environ, options.record)
+
     def prepare(planned: PlannedEval) -> Preparation:
         decision = pre.for_eval(planned.name)
         if decision.fail or decision.skip:
             return Preparation(fail=decision.fail, skip=decision.skip)
+        if models.budget_exhausted():
+            return Preparation(skip=BUDGET_MESSAGE, status=Status.BUDGET)
         failure = services.failure_for(planned.spec.services)
         if failure:
             return Preparation(fail=failure)
-        return Preparation(env=services.env_for(planned.spec.services))
+        return Preparation(env={**services.env_for(planned.spec.services), **models.env_for(planned)})
 
     try:
-        with services, _sigterm_as_interrupt():
+        with services, models, _sigterm_as_interrupt():
+            if models.mode:
+                console.note(f"model calls: {models.mode} through {models.proxy.url}")
             for name in needed:
                 console.note(f"starting service {name}")
                 state = services.start(name)
@@ -158,8 +226,9 @@ def collect_results(plan: Plan, options: RunOptions, console: Console) -> RunRes
                     evals=plan.evals,
                     tier=tier,
                     jobs=options.jobs or default_jobs(),
-                    base_env=scorer_base_env(),
+                    base_env=scorer_base_env(models.base_env),
                     prepare=prepare,
+                    finalize=models.finalize,
                     on_finish=console.eval_finished,
                 )
             )
@@ -187,6 +256,11 @@ def report_run(results: RunResults, plan: Plan, console: Console) -> None:
         for text in format_comparison(results.baseline):
             console.line(text, "red" if text.startswith("regression") else "yellow")
     _print_unchecked(results.evals, console)
+    answered = [line for line in map(describe_models, results.evals) if line]
+    if answered:
+        console.line("models that answered:")
+        for line in answered:
+            console.line(f"  {line}")
     console.summary(results.evals)
     console.line(closing_line(results.evals))
     code = results.exit_code if results.exit_code is not None else 0

@@ -1,0 +1,140 @@
+"""The repository as git sees it: its top level, and clean exports of its commits.
+
+``clean_checkout`` exports ``git archive HEAD`` into a temporary folder so a
+run there sees only what is committed: a dependency on an untracked file or a
+local build output fails on the author's machine, not first in CI. With
+``worktree=True`` the uncommitted changes to tracked files are laid on top
+(untracked files never are: leaving them out is the point). This module also
+owns the one helper that runs git, so every git failure becomes one line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from evalrun.errors import UsageError
+
+GIT_TIMEOUT = 120.0  # seconds; git archive of a large repository can take a while
+
+
+def run_git(cwd: Path, args: list[str], flag: str, stdout: int | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git args`` in ``cwd``; raise UsageError naming ``flag`` when git is absent or fails."""
+    if shutil.which("git") is None:
+        raise UsageError(f"{flag}: git is not on PATH; install git or run without {flag}")
+    # quotepath=off: non-ASCII names come back as they are, not octal-escaped.
+    argv = ["git", "-c", "core.quotepath=off", *args]
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    env["LC_ALL"] = "C"
+    try:
+        return subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=stdout if stdout is not None else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"{flag}: git {args[0]} took over {GIT_TIMEOUT:g} s in {cwd}; check the repository") from None
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot run git in {cwd} ({exc.strerror}); check that the folder exists") from None
+
+
+def git_says(proc: subprocess.CompletedProcess[bytes]) -> str:
+    """Git's own first line of complaint, for the end of a message."""
+    lines = [ln.strip() for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[0] if lines else f"git exited {proc.returncode}"
+
+
+def repo_toplevel(path: Path, flag: str) -> Path:
+    """The top folder of the git repository holding ``path`` (a file or a folder)."""
+    folder = path if path.is_dir() else path.parent
+    proc = run_git(folder, ["rev-parse", "--show-toplevel"], flag)
+    if proc.returncode != 0:
+        raise UsageError(
+            f"{flag}: {folder} is not inside a git repository ({git_says(proc)}); run without {flag} or git init"
+        )
+    return Path(proc.stdout.decode("utf-8").strip()).resolve()
+
+
+@contextmanager
+def clean_checkout(path: Path, worktree: bool) -> Iterator[Path]:
+    """Export HEAD (plus, with ``worktree``, uncommitted tracked changes) and yield ``path``'s twin in it.
+
+    ``path`` is any file or folder inside the repository, usually the manifest;
+    the yielded path is the same file or folder inside the export. The export
+    is removed when the block ends, whatever happens in it.
+    """
+    flag = "--worktree" if worktree else "--clean-checkout"
+    path = path.resolve()
+    top = repo_toplevel(path, flag)
+    head = run_git(top, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], flag)
+    if head.returncode != 0:
+        raise UsageError(f"{flag}: {top} has no commit yet; commit your files first, then rerun")
+    export = Path(tempfile.mkdtemp(prefix="evalrun-checkout-")).resolve()
+    try:
+        _export_head(top, export, flag)
+        if worktree:
+            _lay_worktree(top, export, flag)
+        twin = export / path.relative_to(top)
+        if not twin.exists():
+            rel = path.relative_to(top)
+            hint = "git add it" if worktree else "commit it, or add --worktree after git add"
+            raise UsageError(f"{flag}: {rel} is not committed, so the clean checkout has no such file; {hint}")
+        yield twin
+    finally:
+        shutil.rmtree(export, ignore_errors=True)
+
+
+def _export_head(top: Path, export: Path, flag: str) -> None:
+    archive = export / ".evalrun-head.tar"
+    with archive.open("wb") as fh:
+        proc = run_git(top, ["archive", "--format=tar", "HEAD"], flag, stdout=fh.fileno())
+    if proc.returncode != 0:
+        raise UsageError(f"{flag}: git archive HEAD failed in {top} ({git_says(proc)}); check the repository")
+    try:
+        with tarfile.open(archive) as tar:
+            # The "data" filter refuses absolute paths, '..' and links leaving
+            # the export: a committed link to the author's disk fails loudly here.
+            tar.extractall(export, filter="data")
+    except tarfile.FilterError as exc:
+        member = getattr(exc, "tarinfo", None)
+        name = member.name if member is not None else "a file"
+        raise UsageError(
+            f"{flag}: {name}: refused to unpack ({exc}); commit a link inside the repository or the file itself"
+        ) from None
+    except (tarfile.TarError, OSError) as exc:
+        raise UsageError(
+            f"{flag}: cannot unpack git archive HEAD into {export} ({exc}); check free disk space"
+        ) from None
+    finally:
+        archive.unlink(missing_ok=True)
+
+
+def _lay_worktree(top: Path, export: Path, flag: str) -> None:
+    """Copy modified and added tracked files over the export; remove deleted ones."""
+    # HEAD vs the working tree, staged or not; untracked files are not listed.
+    proc = run_git(top, ["diff", "--name-only", "--no-renames", "-z", "HEAD", "--"], flag)
+    if proc.returncode != 0:
+        raise UsageError(f"{flag}: git diff HEAD failed in {top} ({git_says(proc)}); check the repository")
+    for rel in _split_z(proc.stdout):
+        source, target = top / rel, export / rel
+        if source.is_symlink() or source.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            shutil.copy2(source, target, follow_symlinks=False)
+        elif target.is_symlink() or target.is_file():
+            target.unlink()
+
+
+def _split_z(raw: bytes) -> list[str]:
+    return [part for part in raw.decode("utf-8", "surrogateescape").split("\0") if part]

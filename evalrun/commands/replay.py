@@ -1,0 +1,113 @@
+"""``evalrun replay serve``: the record/replay model proxy alone, in the foreground.
+
+For recording or inspecting fixtures by hand, outside a tier run: the proxy
+serves one eval whose fixtures are in ``--fixtures DIR``, on
+``http://127.0.0.1:PORT`` (``--port 0``: any free port), and prints its URL,
+the variables to export, one line per call, and at Ctrl-C a summary (calls,
+tokens, models that answered, missing and unplayed fixtures).
+
+In record and live modes the upstream is authenticated from evalrun's own
+environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``); their values are
+never printed and never written to a fixture.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from urllib.parse import urlsplit
+
+from evalrun.errors import ExitCode, UsageError
+from evalrun.keys import endpoint_env, secret_values
+from evalrun.replay.fixtures import default_session, display_path
+from evalrun.replay.proxy import MODES, ReplayProxy
+from evalrun.replay.state import ProxyEvalReport
+
+
+def serve(
+    fixtures: Path,
+    mode: str,
+    upstream: str | None,
+    port: int,
+    eval_name: str,
+    *,
+    echo: Callable[[str], None] | None = None,
+) -> int:
+    """Run the proxy until Ctrl-C (or SIGTERM); return the exit code."""
+    say = echo or _print
+    _check_arguments(fixtures, mode, upstream, port, eval_name)
+    proxy = ReplayProxy(
+        mode,  # type: ignore[arg-type]  # checked above
+        upstream=upstream,
+        key_env=os.environ,
+        redact_values=secret_values(os.environ),
+        port=port,
+        log=say,
+    )
+    try:
+        proxy.start()
+    except OSError as exc:
+        raise UsageError(
+            f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}); pick another or pass --port 0"
+        ) from None
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        proxy.register_eval(eval_name, fixtures, default=True)
+        say(f"evalrun replay: {mode} proxy for {display_path(fixtures)} on {proxy.url} (Ctrl-C to stop)")
+        if mode != "replay":
+            say(f"evalrun replay: upstream {upstream or 'https://api.openai.com / https://api.anthropic.com'}")
+        for name, value in endpoint_env(proxy.url).items():
+            say(f"  export {name}={value}")
+        session = default_session(eval_name)
+        say(f"  (sessions: send an X-Evalrun-Session header; without one the session is {session!r})")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+        report = proxy.eval_report(eval_name)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        proxy.stop()
+    _summarise(report, say)
+    return int(ExitCode.FAILED) if report.missing else int(ExitCode.OK)
+
+
+def _check_arguments(fixtures: Path, mode: str, upstream: str | None, port: int, eval_name: str) -> None:
+    if mode not in MODES:
+        raise UsageError(f"--mode {mode!r}: unknown mode; use one of {', '.join(MODES)}")
+    if mode == "replay" and not fixtures.is_dir():
+        raise UsageError(f"--fixtures {fixtures}: no such folder; record fixtures first with --mode record")
+    if fixtures.exists() and not fixtures.is_dir():
+        raise UsageError(f"--fixtures {fixtures}: is a file; pass the folder that holds <session>/<index>.json")
+    if upstream is not None:
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"--upstream {upstream!r}: not an http(s) URL; e.g. https://api.openai.com")
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: must be between 0 (any free port) and 65535")
+    if not eval_name.strip() or "/" in eval_name:
+        raise UsageError(f"--eval {eval_name!r}: must be a non-empty name without '/'")
+
+
+def _summarise(report: ProxyEvalReport, say: Callable[[str], None]) -> None:
+    say(
+        f"evalrun replay: {report.calls} call{'s' if report.calls != 1 else ''}, "
+        f"{report.total_tokens} tokens ({report.input_tokens} in, {report.output_tokens} out), "
+        f"provider {report.provider or '-'}, models {', '.join(report.models) or '-'}"
+    )
+    for message in (*report.missing, *report.unplayed):
+        say(f"  {message}")
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _print(line: str) -> None:
+    print(line, file=sys.stdout, flush=True)

@@ -1,0 +1,195 @@
+"""``evalrun merge``: the results files of ``--shard I/N`` runs, combined into one run.
+
+This module owns the checks that make a sharded run as trustworthy as a
+single one: the files are of one tier, every shard 1..N is there exactly once,
+the shards ran with the same options, no eval appears twice, and together they
+hold exactly the evals the manifest plans for that tier. A missing shard or
+eval is an error (exit 2), never a green run. The merged results are then
+compared with the baseline and judged by ``finish_merged``, as one run would be.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalrun.errors import ResultsError, UsageError
+from evalrun.manifest import Manifest
+from evalrun.plan import make_plan
+from evalrun.results import EvalResult, RunResults, load_results
+
+# Options that decide which evals a shard's plan held; every shard must agree on them.
+_SHARED_FILTERS = ("evals", "tags", "changed_since", "unchanged")
+
+
+def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None) -> RunResults:
+    """Combine shard results into one ``RunResults`` (not yet compared or judged).
+
+    ``tier`` defaults to the tier of the first file. Raises ``ResultsError``
+    (exit 2) naming the file and the problem when the shards do not add up.
+    """
+    if not paths:
+        raise UsageError("merge: no results files given; pass every shard's results file")
+    _refuse_repeated_paths(paths)
+    shards = [(path, load_results(path)) for path in paths]
+    tier = tier or shards[0][1].tier
+    for path, results in shards:
+        if results.tier != tier:
+            raise ResultsError(
+                f"merge: {path}: results of tier {results.tier}, not {tier}; merge the files of one tier"
+            )
+    _check_shard_records(shards)
+    _check_same_split(shards)
+    filters = _agreed_filters(shards)
+    expected = _expected_evals(manifest, tier, filters)
+    merged = _union(shards, expected, manifest, tier)
+    tier_names = [e.name for e in manifest.evals if e.tier == tier]
+    finished = [r.finished_at for _, r in shards]
+    return RunResults(
+        evalrun_version=shards[0][1].evalrun_version,
+        tier=tier,
+        manifest=str(manifest.path),
+        started_at=min(r.started_at for _, r in shards),
+        finished_at=None if None in finished else max(f for f in finished if f is not None),
+        interrupted=any(r.interrupted for _, r in shards),
+        selection={
+            **filters,
+            "shards": [f"{r.selection['shard'][0]}: {path}" for path, r in shards],
+            "filtered_out": [n for n in tier_names if n not in expected],
+        },
+        evals=merged,
+    )
+
+
+def finish_merged(
+    results: RunResults, manifest: Manifest, strict: bool = False, update_command: str | None = None
+) -> RunResults:
+    """Compare merged results with the tier's baseline and decide the exit code, as one run would."""
+    from evalrun.baseline import baseline_path, compare_to_baseline, load_baseline, update_command_for
+    from evalrun.verdict import decide_exit_code
+
+    path = baseline_path(manifest, results.tier)
+    comparison = compare_to_baseline(
+        load_baseline(path),
+        results,
+        {e.name for e in manifest.evals if e.tier == results.tier},
+        path,
+        strict=strict or manifest.baseline.strict,
+        update_command=update_command or update_command_for(results.tier),
+    )
+    code = decide_exit_code(results.evals, comparison, results.interrupted)
+    return results.model_copy(update={"baseline": comparison, "exit_code": int(code)})
+
+
+def _refuse_repeated_paths(paths: list[Path]) -> None:
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        key = path.resolve()
+        if key in seen:
+            raise UsageError(f"merge: {path} is given twice; pass each shard's results file once")
+        seen[key] = path
+
+
+def _check_shard_records(shards: list[tuple[Path, RunResults]]) -> None:
+    parsed: list[tuple[Path, int, int]] = []
+    for path, results in shards:
+        record = results.selection.get("shard") or []
+        index, total = _parse_record(record[0]) if len(record) == 1 else (None, None)
+        if index is None or total is None:
+            raise ResultsError(
+                f"merge: {path}: no shard record, it was not run with --shard I/N; merge only shard results"
+            )
+        parsed.append((path, index, total))
+    first_path, _, total = parsed[0]
+    by_index: dict[int, Path] = {}
+    for path, index, this_total in parsed:
+        if this_total != total:
+            raise ResultsError(
+                f"merge: {first_path} is one of {total} shards but {path} is one of {this_total}; "
+                f"run every shard with the same N"
+            )
+        if index in by_index:
+            raise ResultsError(
+                f"merge: {by_index[index]} and {path} are both shard {index}/{total}; pass each shard's results once"
+            )
+        by_index[index] = path
+    missing = [i for i in range(1, total + 1) if i not in by_index]
+    if missing:
+        have = ", ".join(f"{i}/{total}" for i in sorted(by_index))
+        raise ResultsError(
+            f"merge: shard {missing[0]}/{total} is missing (have {have}); a shard failed or its results "
+            f"were not uploaded"
+        )
+
+
+def _check_same_split(shards: list[tuple[Path, RunResults]]) -> None:
+    first_path, first = shards[0]
+    split = first.selection.get("shard_split")
+    for path, results in shards[1:]:
+        if results.selection.get("shard_split") != split:
+            raise ResultsError(
+                f"merge: {first_path} and {path} split the evals differently (another manifest, filters or "
+                f"durations file); run every shard from the same commit with the same durations file"
+            )
+
+
+def _parse_record(text: object) -> tuple[int | None, int | None]:
+    if not isinstance(text, str):
+        return None, None
+    left, sep, right = text.partition("/")
+    if not (sep and left.isdigit() and right.isdigit()):
+        return None, None
+    index, total = int(left), int(right)
+    return (index, total) if 1 <= index <= total else (None, None)
+
+
+def _agreed_filters(shards: list[tuple[Path, RunResults]]) -> dict[str, list[str]]:
+    first_path, first = shards[0]
+    agreed = {key: list(first.selection.get(key) or []) for key in _SHARED_FILTERS}
+    for path, results in shards[1:]:
+        for key in _SHARED_FILTERS:
+            value = list(results.selection.get(key) or [])
+            if sorted(value) != sorted(agreed[key]):
+                raise ResultsError(
+                    f"merge: {first_path} and {path} were run with different {key} ({_show(agreed[key])} vs "
+                    f"{_show(value)}); run every shard with the same options from the same commit"
+                )
+    return agreed
+
+
+def _expected_evals(manifest: Manifest, tier: str, filters: dict[str, list[str]]) -> list[str]:
+    """What the manifest plans for the tier under the shards' shared filters, in manifest order."""
+    plan = make_plan(manifest, tier, filters["evals"], filters["tags"])
+    unchanged = set(filters["unchanged"])
+    return [p.name for p in plan.evals if p.name not in unchanged]
+
+
+def _union(
+    shards: list[tuple[Path, RunResults]], expected: list[str], manifest: Manifest, tier: str
+) -> list[EvalResult]:
+    found: dict[str, tuple[Path, EvalResult]] = {}
+    wanted = set(expected)
+    for path, results in shards:
+        for result in results.evals:
+            if result.name in found:
+                raise ResultsError(
+                    f'merge: eval "{result.name}" is in both {found[result.name][0]} and {path}; shards must not '
+                    f"overlap, so give every shard the same manifest and durations file"
+                )
+            if result.name not in wanted:
+                raise ResultsError(
+                    f'merge: eval "{result.name}" in {path} is not planned for {tier} by {manifest.path}; '
+                    f"merge with the manifest the shards ran from"
+                )
+            found[result.name] = (path, result)
+    missing = [name for name in expected if name not in found]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise ResultsError(
+            f'merge: eval "{missing[0]}"{more} of {tier} is in no shard\'s results; a shard is missing or '
+            f"failed to upload"
+        )
+    return [found[name][1] for name in expected]
+
+
+def _show(value: list[str]) -> str:
+    return ", ".join(value) if value else "none"

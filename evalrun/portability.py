@@ -1,0 +1,113 @@
+"""Absolute paths of one machine, found in eval sources by ``evalrun check``.
+
+An eval that reads ``/home/alice/data.csv`` passes on Alice's laptop and fails
+on every other machine. This module scans the manifest and the text files of
+every eval's folder for the paths that give such a dependency away: this
+user's home folder, the repository's own absolute path, and any
+``/home/<user>/``, ``/Users/<user>/`` or ``C:\\Users\\<user>\\`` path. It only
+warns: a path may sit in a comment, and the scan cannot tell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalrun.manifest import Manifest
+
+MAX_BYTES = 1_000_000  # larger files are data, not sources
+_SKIPPED_DIRS = {".git", "__pycache__", ".evalrun", "node_modules", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
+# Characters that end a path in source text: whitespace, quotes, brackets, separators of lists.
+_PATH_TAIL = r"[^\s'\"`<>()\[\]{},;|]*"
+_GENERIC = (
+    r"/home/[A-Za-z0-9._-]+/",
+    r"/Users/[A-Za-z0-9._ -]+?/",
+    r"[A-Za-z]:\\+Users\\+[A-Za-z0-9._ -]+?\\",
+)
+FIX = "use a path relative to the eval's folder or $EVALRUN_WORKDIR"
+
+
+@dataclass(frozen=True)
+class AbsolutePath:
+    file: str  # relative to the manifest's folder
+    line: int
+    path: str
+
+    def warning(self) -> str:
+        return f"{self.file}:{self.line}: absolute path {self.path}; {FIX}"
+
+
+def find_absolute_paths(manifest: Manifest, home: Path | None = None) -> list[str]:
+    """One warning line per absolute path of a machine found in the manifest or an eval's folder."""
+    return [hit.warning() for hit in scan_absolute_paths(manifest, home)]
+
+
+def scan_absolute_paths(manifest: Manifest, home: Path | None = None) -> list[AbsolutePath]:
+    """The hits themselves, sorted by file and line. ``home`` defaults to this user's home folder."""
+    pattern = _pattern(_machine_prefixes(manifest, home if home is not None else Path.home()))
+    hits: list[AbsolutePath] = []
+    for path in _files_to_scan(manifest):
+        text = _read_text(path)
+        if text is None:
+            continue
+        label = Path(os.path.relpath(path, manifest.root)).as_posix()
+        for number, line in enumerate(text.splitlines(), start=1):
+            for match in pattern.finditer(line):
+                hits.append(AbsolutePath(label, number, _shorten(match.group(0))))
+    return sorted(set(hits), key=lambda h: (h.file, h.line, h.path))
+
+
+def _machine_prefixes(manifest: Manifest, home: Path) -> list[str]:
+    prefixes = {str(manifest.root), str(manifest.root.resolve())}
+    home_text = str(home)
+    # A home of "/" (some service users) would flag every absolute path.
+    if home_text.count(os.sep) >= 1 and home_text.rstrip(os.sep):
+        prefixes.update({home_text.rstrip(os.sep), str(home.resolve()).rstrip(os.sep)})
+    return sorted((p for p in prefixes if p and p != os.sep), key=len, reverse=True)
+
+
+def _pattern(prefixes: list[str]) -> re.Pattern[str]:
+    # Longest first, so the repository under the home folder is reported whole.
+    local = [re.escape(p) + r"(?![\w.-])" for p in prefixes]
+    alternatives = "|".join([*local, *_GENERIC])
+    # Not preceded by a word or path character: "/x/root" is not the home "/root".
+    return re.compile(rf"(?<![\w.~/\\-])(?:{alternatives}){_PATH_TAIL}")
+
+
+def _files_to_scan(manifest: Manifest) -> Iterator[Path]:
+    seen: set[Path] = set()
+    if manifest.path.is_file():
+        seen.add(manifest.path.resolve())
+        yield manifest.path.resolve()
+    for folder in sorted({manifest.eval_dir(spec) for spec in manifest.evals}):
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
+            for name in sorted(filenames):
+                path = Path(dirpath, name).resolve()
+                if path not in seen and path.is_file():
+                    seen.add(path)
+                    yield path
+
+
+def _read_text(path: Path) -> str | None:
+    """The file as text; None for binaries, big files and what cannot be read."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in raw[:8192]:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _shorten(path: str) -> str:
+    path = path.rstrip(".:")  # the end of a sentence, not of the path
+    return path if len(path) <= 120 else path[:117] + "..."

@@ -1,0 +1,67 @@
+"""The model budget: a thread-safe meter of calls and tokens against a cap.
+
+This module owns when a call is refused. A call takes a slot before it is
+made (so parallel evals cannot overshoot a calls cap); its tokens are added
+when its response has been read, so the tokens cap can be overshot by the one
+call that crosses it, and every call after that is refused. A refusal is not
+a failure of the model: the runner gives the eval status ``budget``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+
+class BudgetLimits(Protocol):
+    """``evalrun.manifest.Budget`` or anything with the same two fields."""
+
+    @property
+    def calls(self) -> int | None: ...
+
+    @property
+    def tokens(self) -> int | None: ...
+
+
+class BudgetMeter:
+    """Counts calls and tokens; refuses a call once either cap is reached."""
+
+    def __init__(self, limits: BudgetLimits | None, label: str = "budget") -> None:
+        self.max_calls = limits.calls if limits is not None else None
+        self.max_tokens = limits.tokens if limits is not None else None
+        self.label = label
+        self.calls = 0
+        self.tokens = 0
+        self.refused = 0
+        self._lock = threading.Lock()
+
+    def acquire(self) -> str | None:
+        """Take a slot for one call; return why it is refused, or None when it may go."""
+        with self._lock:
+            reason = self._exhaustion()
+            if reason is not None:
+                self.refused += 1
+                return reason
+            self.calls += 1
+            return None
+
+    def release(self) -> None:
+        """Give back a slot taken for a call that never reached a model (upstream unreachable)."""
+        with self._lock:
+            self.calls = max(0, self.calls - 1)
+
+    def add_tokens(self, tokens: int) -> None:
+        with self._lock:
+            self.tokens += tokens
+
+    def exhausted(self) -> bool:
+        """True once no further call would be allowed."""
+        with self._lock:
+            return self._exhaustion() is not None
+
+    def _exhaustion(self) -> str | None:
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            return f"{self.label} exhausted: {self.calls} of {self.max_calls} calls used"
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            return f"{self.label} exhausted: {self.tokens} of {self.max_tokens} tokens used"
+        return None

@@ -1,0 +1,56 @@
+"""Re-record ``fixtures/`` of the agent eval against the scripted model, as ``evalrun t3 --record`` would.
+
+Starts ``fake_model.py`` and evalrun's proxy in record mode on 127.0.0.1, runs
+``score.py`` through the proxy with a t3 environment, and leaves the fixtures
+in ``FIXTURES_DIR`` (default: ``fixtures/`` beside this file)::
+
+    python evals/agent/record_fixtures.py [FIXTURES_DIR]
+
+The tests compare a fresh recording with the committed one, so run this after
+changing the agent's tasks or the scripted model, and commit the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import fake_model
+
+from evalrun.keys import scrub_environment
+from evalrun.replay import ReplayProxy
+
+HERE = Path(__file__).resolve().parent
+
+
+def record(fixtures: Path) -> int:
+    """Record every model call of ``score.py`` into ``fixtures``; return the scorer's exit status."""
+    model = fake_model.start()
+    proxy = ReplayProxy("record", upstream=f"http://127.0.0.1:{model.server_address[1]}", key_env={})
+    proxy.start()
+    try:
+        base = proxy.register_eval("agent", fixtures)
+        with tempfile.TemporaryDirectory() as scratch:
+            env = scrub_environment(os.environ, "t3", base)
+            env["EVALRUN_REPORT"] = str(Path(scratch) / "report.json")
+            done = subprocess.run([sys.executable, "score.py"], cwd=HERE, env=env, timeout=120)
+            checks = json.loads(Path(env["EVALRUN_REPORT"]).read_text())["checks"] if done.returncode == 0 else []
+        report = proxy.eval_report("agent")
+    finally:
+        proxy.stop()
+        model.shutdown()
+    print(f"recorded {report.calls} calls ({report.total_tokens} tokens, {', '.join(report.models)}) into {fixtures}")
+    for message in (*report.missing, *report.unplayed):
+        print(f"  {message}")
+    failed = [c["name"] for c in checks if not c["passed"]]
+    for name in failed:
+        print(f"  check failed while recording: {name}")
+    return done.returncode or (1 if report.missing or failed or not checks else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(record(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else HERE / "fixtures"))

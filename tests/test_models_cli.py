@@ -1,0 +1,137 @@
+"""Model calls through the real CLI: keys kept out, record then replay, missing fixtures, budgets."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_replay_fakes import FakeUpstream  # noqa: E402
+
+SECRET = "sk-test-evalrun-SECRET-0123456789abcdef"
+
+# Makes CALLS chat calls through whatever OPENAI_BASE_URL says, swallowing errors
+# as careless code under test would; reports what it saw.
+CALLER = """
+import json, os, urllib.request, urllib.error
+from evalrun import scorer
+
+base = os.environ.get("OPENAI_BASE_URL", "")
+key = os.environ.get("OPENAI_API_KEY", "")
+answers = []
+for i in range(int(os.environ.get("CALLS", "1"))):
+    req = urllib.request.Request(
+        base + "/chat/completions",
+        data=json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": f"question {i}"}]}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer " + key},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            answers.append(json.load(resp)["choices"][0]["message"]["content"])
+    except Exception as exc:  # swallowed on purpose
+        answers.append(f"error: {exc}")
+with scorer.check("the model answered") as c:
+    c.evidence(json.dumps({"base": base, "key": key, "answers": answers}))
+    c.true(all(not a.startswith("error") for a in answers) or os.environ.get("TOLERATE") == "1", answers)
+"""
+
+
+def _model_project(project, tier: str = "t2", evals: tuple[str, ...] = ("caller",), extra: str = "", tier_table: str = ""):
+    entries = "".join(
+        f'[[evals]]\nname = "{n}"\ntier = "{tier}"\ndir = "evals/{n}"\nrun = ["python", "score.py"]\nmodel = true\n{extra}\n\n'
+        for n in evals
+    )
+    files = {"manifest.toml": tier_table + entries}
+    files.update({f"evals/{n}/score.py": CALLER for n in evals})
+    return project(files)
+
+
+def _evidence(proj, name: str, tier: str) -> dict:
+    return json.loads(proj.eval_result(name, tier)["checks"][0]["evidence"])
+
+
+def test_t1_scorers_get_placeholders_and_an_unreachable_model(project) -> None:
+    proj = project(
+        {
+            "manifest.toml": '[[evals]]\nname = "caller"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n',
+            "e/score.py": CALLER,
+        }
+    )
+    r = proj.run("t1", env={"OPENAI_API_KEY": SECRET, "TOLERATE": "1"})
+    assert r.code == 0, r.output
+    seen = _evidence(proj, "caller", "t1")
+    assert seen["key"] == "evalrun-placeholder-not-a-key"
+    assert seen["base"].startswith("http://127.0.0.1:9/")
+    assert seen["answers"][0].startswith("error")
+    assert SECRET not in r.output + (proj.root / ".evalrun/results/t1.json").read_text()
+
+
+def test_record_in_t3_then_replay_in_t2_without_a_key(project) -> None:
+    with FakeUpstream() as upstream:
+        proj = _model_project(project, tier="t3", extra='env = { CALLS = "2" }', tier_table=f'[models]\nupstream = "{upstream.url}"\n\n')
+        r = proj.run("t3", "--record", env={"OPENAI_API_KEY": SECRET})
+        assert r.code == 0, r.output
+        assert len(upstream.requests) == 2
+        headers = {k.lower(): v for k, v in upstream.requests[0].headers.items()}
+        assert headers.get("authorization") == f"Bearer {SECRET}"  # t3 keeps the key
+    fixtures = sorted((proj.root / "evals" / "caller" / "fixtures" / "caller").glob("*.json"))
+    assert [f.name for f in fixtures] == ["0001.json", "0002.json"]
+    assert all(SECRET not in f.read_text() for f in fixtures)
+    assert "authorization" not in fixtures[0].read_text().lower()
+    recorded = _evidence(proj, "caller", "t3")["answers"]
+    assert "models that answered:" in r.out and "gpt-4o-mini" in r.out
+
+    # the same eval in t2 replays the fixtures: no key, no upstream, same answers
+    manifest = proj.root / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('tier = "t3"', 'tier = "t2"'))
+    r = proj.run("t2", env={"OPENAI_API_KEY": SECRET})
+    assert r.code == 0, r.output
+    seen = _evidence(proj, "caller", "t2")
+    assert seen["answers"] == recorded
+    assert seen["key"] == "evalrun-placeholder-not-a-key"
+    models = proj.eval_result("caller", "t2")["models"]
+    assert models["mode"] == "replay" and models["calls"] == 2 and models["models"]
+    assert SECRET not in r.output + (proj.root / ".evalrun/results/t2.json").read_text()
+
+
+def test_t2_missing_fixture_fails_even_when_the_code_swallowed_the_error(project) -> None:
+    proj = _model_project(project, extra='env = { TOLERATE = "1" }')
+    r = proj.run("t2", env={"OPENAI_API_KEY": SECRET})
+    assert r.code == 1, r.output
+    res = proj.eval_result("caller", "t2")
+    assert res["status"] == "failed"
+    assert "fixtures/caller/0001.json" in res["message"]
+
+
+def test_t2_never_makes_a_live_call_even_with_a_real_key(project) -> None:
+    with FakeUpstream() as upstream:
+        proj = _model_project(
+            project, extra='env = { TOLERATE = "1" }', tier_table=f'[models]\nupstream = "{upstream.url}"\n\n'
+        )
+        proj.run("t2", env={"OPENAI_API_KEY": SECRET})
+        assert upstream.requests == []
+
+
+def test_budget_exhausted_is_not_checked_not_failed(project) -> None:
+    with FakeUpstream() as upstream:
+        proj = _model_project(
+            project,
+            tier="t3",
+            evals=("a-first", "b-second", "c-third"),
+            extra='env = { CALLS = "2" }',
+            tier_table=f'[tiers.t3]\nbudget = {{ calls = 3 }}\n\n[models]\nupstream = "{upstream.url}"\n\n',
+        )
+        r = proj.run("t3", "-j", "1", env={"OPENAI_API_KEY": SECRET})
+        assert len(upstream.requests) == 3
+    assert r.code == 4, r.output
+    statuses = {e["name"]: e["status"] for e in proj.results("t3")["evals"]}
+    assert statuses == {"a-first": "passed", "b-second": "budget", "c-third": "budget"}
+    assert proj.eval_result("c-third", "t3")["message"].startswith("not checked: budget exhausted")
+    assert "0 failed" in r.out
+
+
+def test_record_outside_t3_is_a_usage_error(project) -> None:
+    proj = _model_project(project)
+    r = proj.run("t2", "--record")
+    assert r.code == 2 and "--record: only t3" in r.err

@@ -1,0 +1,347 @@
+"""The record/replay proxy against a real fake upstream on 127.0.0.1, through real HTTP."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_replay_fakes import ANTHROPIC_MODEL, OPENAI_MODEL, FakeUpstream  # noqa: E402
+
+from evalrun.keys import PLACEHOLDER  # noqa: E402
+from evalrun.replay import ReplayProxy  # noqa: E402
+
+OPENAI_KEY = "sk-proj-REALKEY-0123456789abcdef"
+ANTHROPIC_KEY = "sk-ant-api03-REALKEY-fedcba9876543210"
+KEY_ENV = {"OPENAI_API_KEY": OPENAI_KEY, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
+CLAUDE = {"model": "claude-3-5-haiku-latest", "max_tokens": 50, "messages": [{"role": "user", "content": "hello"}]}
+PLACEHOLDER_AUTH = {"Authorization": f"Bearer {PLACEHOLDER}"}
+
+
+@pytest.fixture
+def upstream():
+    with FakeUpstream() as fake:
+        yield fake
+
+
+@pytest.fixture
+def client():
+    with httpx.Client(timeout=10, trust_env=False) as c:
+        yield c
+
+
+def proxy_for(mode: str, fixtures: Path | None, upstream: FakeUpstream | None = None, **kwargs: Any) -> ReplayProxy:
+    proxy = ReplayProxy(mode, upstream=upstream.url if upstream else None, key_env=KEY_ENV, **kwargs)  # type: ignore[arg-type]
+    proxy.start()
+    return proxy
+
+
+def call(client: httpx.Client, base: str, path: str, body: dict[str, Any], headers: dict[str, str] | None = None):
+    return client.post(f"{base}{path}", json=body, headers=headers or PLACEHOLDER_AUTH)
+
+
+def streamed(client: httpx.Client, base: str, path: str, body: dict[str, Any]) -> bytes:
+    with client.stream("POST", f"{base}{path}", json={**body, "stream": True}, headers=PLACEHOLDER_AUTH) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        return r.read()
+
+
+def test_record_then_replay_round_trip_serves_the_recorded_answer_without_the_upstream(upstream, client, tmp_path):
+    fixtures = tmp_path / "fixtures"
+    proxy = proxy_for("record", fixtures, upstream)
+    try:
+        base = proxy.register_eval("chat", fixtures)
+        recorded = call(client, base, "/v1/chat/completions", CHAT)
+        report = proxy.eval_report("chat")
+    finally:
+        proxy.stop()
+    assert recorded.status_code == 200
+    # The proxy replaced the placeholder with the real key, upstream only.
+    assert upstream.requests[0].headers["Authorization"] == f"Bearer {OPENAI_KEY}"
+    assert "X-Evalrun-Session" not in upstream.requests[0].headers
+    fixture = json.loads((fixtures / "chat" / "0001.json").read_text())
+    assert fixture["response"]["body"]["model"] == OPENAI_MODEL
+    assert fixture["request"]["body"] == CHAT
+    assert (report.calls, report.input_tokens, report.output_tokens, report.total_tokens) == (1, 11, 7, 18)
+
+    replay = proxy_for("replay", fixtures)
+    try:
+        base = replay.register_eval("chat", fixtures)
+        replayed = call(client, base, "/v1/chat/completions", {**CHAT, "messages": [{"role": "user", "content": "edited"}]})
+        report = replay.eval_report("chat")
+    finally:
+        replay.stop()
+    assert replayed.status_code == 200
+    # An edited prompt still gets its fixture: keyed by call, not by a hash of the request.
+    assert replayed.json() == json.loads(recorded.text.replace(OPENAI_KEY, "[redacted by evalrun]"))
+    assert len(upstream.requests) == 1
+    assert report.as_record() == {
+        "mode": "replay", "provider": "openai", "models": [OPENAI_MODEL], "calls": 1,
+        "tokens": {"input": 11, "output": 7, "total": 18},
+    }
+    assert report.missing == () and report.unplayed == ()
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "model", "tokens", "events"),
+    [
+        ("/v1/chat/completions", CHAT, OPENAI_MODEL, (13, 5, 18), 5),
+        ("/v1/messages", CLAUDE, ANTHROPIC_MODEL, (25, 9, 34), 6),
+    ],
+    ids=["openai", "anthropic"],
+)
+def test_a_stream_is_recorded_as_chunks_and_replayed_as_a_stream(upstream, client, tmp_path, path, body, model, tokens, events):
+    fixtures = tmp_path / "fixtures"
+    proxy = proxy_for("record", fixtures, upstream)
+    try:
+        live_bytes = streamed(client, proxy.register_eval("s", fixtures), path, body)
+    finally:
+        proxy.stop()
+    fixture = json.loads((fixtures / "s" / "0001.json").read_text())
+    assert len(fixture["response"]["stream"]) == events
+    assert "".join(fixture["response"]["stream"]).encode() == live_bytes
+
+    replay = proxy_for("replay", fixtures)
+    try:
+        replayed = streamed(client, replay.register_eval("s", fixtures), path, body)
+        report = replay.eval_report("s")
+    finally:
+        replay.stop()
+    assert replayed == live_bytes
+    assert (report.input_tokens, report.output_tokens, report.total_tokens) == tokens
+    assert report.models == (model,)
+
+
+def test_live_streams_are_relayed_chunk_by_chunk(client, tmp_path):
+    with FakeUpstream(hold_stream=True) as upstream:
+        proxy = proxy_for("live", None, upstream)
+        try:
+            base = proxy.register_eval("s", None)
+            body = {**CHAT, "stream": True}
+            with client.stream("POST", f"{base}/v1/chat/completions", json=body, headers=PLACEHOLDER_AUTH) as r:
+                chunks = r.iter_raw()
+                first = next(chunks)
+                # The upstream is still holding the rest: the first event got through on its own.
+                assert not upstream.release.is_set()
+                assert b'"role": "assistant"' in first
+                upstream.release.set()
+                rest = b"".join(chunks)
+            assert rest.endswith(b"data: [DONE]\n\n")
+        finally:
+            proxy.stop()
+
+
+def test_a_missing_fixture_answers_an_error_naming_the_expected_path_and_is_kept_for_the_verdict(client, tmp_path):
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    proxy = proxy_for("replay", fixtures)
+    try:
+        base = proxy.register_eval("chat", fixtures)
+        answer = call(client, base, "/v1/chat/completions", CHAT, {"X-Evalrun-Session": "greet"})
+        report = proxy.eval_report("chat")
+    finally:
+        proxy.stop()
+    expected = str(fixtures / "greet" / "0001.json")
+    assert answer.status_code == 404
+    assert answer.json()["error"]["type"] == "evalrun_missing_fixture"
+    assert expected in answer.json()["error"]["message"]
+    # Even if the code under test swallowed the 404, the report fails the eval.
+    assert len(report.failures()) == 1 and expected in report.failures()[0]
+    assert "evalrun t3 --record" in report.failures()[0]
+
+
+def test_unplayed_fixtures_are_reported_and_fail_only_under_strict_replay(upstream, client, tmp_path):
+    fixtures = tmp_path / "fixtures"
+    proxy = proxy_for("record", fixtures, upstream)
+    try:
+        base = proxy.register_eval("chat", fixtures)
+        for _ in range(3):
+            call(client, base, "/v1/chat/completions", CHAT, {**PLACEHOLDER_AUTH, "X-Evalrun-Session": "s"})
+    finally:
+        proxy.stop()
+    replay = proxy_for("replay", fixtures)
+    try:
+        base = replay.register_eval("chat", fixtures)
+        for _ in range(2):
+            assert call(client, base, "/v1/chat/completions", CHAT, {"X-Evalrun-Session": "s"}).status_code == 200
+        report = replay.eval_report("chat")
+    finally:
+        replay.stop()
+    assert report.unplayed == (f"{fixtures / 's' / '0003.json'} was recorded but not requested",)
+    assert report.failures() == []
+    assert report.failures(strict_replay=True) == list(report.unplayed)
+
+
+def test_a_call_in_another_order_is_named_not_served(upstream, client, tmp_path):
+    fixtures = tmp_path / "fixtures"
+    proxy = proxy_for("record", fixtures, upstream)
+    try:
+        call(client, proxy.register_eval("e", fixtures), "/v1/embeddings", {"model": "m", "input": "x"})
+    finally:
+        proxy.stop()
+    replay = proxy_for("replay", fixtures)
+    try:
+        answer = call(client, replay.register_eval("e", fixtures), "/v1/chat/completions", CHAT)
+        report = replay.eval_report("e")
+    finally:
+        replay.stop()
+    assert answer.status_code == 400
+    assert answer.json()["error"]["type"] == "evalrun_fixture_mismatch"
+    assert "recorded for POST /v1/embeddings but call 1 of session 'e' is POST /v1/chat/completions" in report.missing[0]
+    assert report.unplayed == ()
+
+
+def test_recorded_fixtures_hold_no_credential_header_and_no_key_value(upstream, client, tmp_path):
+    fixtures = tmp_path / "fixtures"
+    other_secret = "db-password-never-written"
+    proxy = proxy_for("record", fixtures, upstream, redact_values={other_secret})
+    try:
+        base = proxy.register_eval("k", fixtures)
+        # The client holds real keys itself (t3) and even puts one in its prompt and query string.
+        leaky = {**CHAT, "messages": [{"role": "user", "content": f"my key is {OPENAI_KEY}, pw {other_secret}"}]}
+        call(client, base, f"/v1/chat/completions?key={OPENAI_KEY}", leaky, {"Authorization": f"Bearer {OPENAI_KEY}"})
+        call(client, base, "/v1/messages", CLAUDE, {"x-api-key": ANTHROPIC_KEY, "anthropic-version": "2023-06-01"})
+        streamed(client, base, "/v1/chat/completions", CHAT)  # placeholder in, real key injected upstream
+    finally:
+        proxy.stop()
+    files = sorted(fixtures.rglob("*.json"))
+    assert len(files) == 3
+    for file in files:
+        text = file.read_text()
+        for secret in (OPENAI_KEY, ANTHROPIC_KEY, other_secret, "upstream-cookie"):
+            assert secret not in text, f"{file.name} leaks {secret[:6]}..."
+        lowered = text.lower()
+        assert '"authorization"' not in lowered and '"x-api-key"' not in lowered and "set-cookie" not in lowered
+    # The upstream echoed the key it received: the fixture keeps the sentence, not the key.
+    assert "auth seen: Bearer [redacted by evalrun]" in files[0].read_text()
+    assert json.loads(files[1].read_text())["request"]["headers"] == {
+        "content-type": "application/json", "anthropic-version": "2023-06-01", "accept": "*/*"
+    }
+
+
+def test_several_evals_and_sessions_in_parallel_keep_their_own_call_order(upstream, client, tmp_path):
+    evals = {"alpha": tmp_path / "alpha" / "fixtures", "beta": tmp_path / "beta" / "fixtures"}
+    sessions = ["s1", "s2", "s3"]
+
+    def run_all(proxy: ReplayProxy, results: dict[tuple[str, str, int], str]) -> None:
+        bases = {name: proxy.register_eval(name, folder) for name, folder in evals.items()}
+
+        def one(name: str, session: str) -> None:
+            with httpx.Client(timeout=10, trust_env=False) as own:
+                for n in range(1, 4):
+                    body = {**CHAT, "messages": [{"role": "user", "content": f"{name}/{session}/{n}"}]}
+                    headers = {**PLACEHOLDER_AUTH, "X-Evalrun-Session": session}
+                    answer = call(own, bases[name], "/v1/chat/completions", body, headers)
+                    content = answer.json()["choices"][0]["message"]["content"]
+                    results[(name, session, n)] = content.split(" (auth seen")[0]
+
+        threads = [threading.Thread(target=one, args=(e, s)) for e in evals for s in sessions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    recorded: dict[tuple[str, str, int], str] = {}
+    proxy = proxy_for("record", None, upstream)
+    try:
+        run_all(proxy, recorded)
+    finally:
+        proxy.stop()
+    for name, folder in evals.items():
+        for session in sessions:
+            for n in range(1, 4):
+                fixture = json.loads((folder / session / f"000{n}.json").read_text())
+                assert fixture["request"]["body"]["messages"][0]["content"] == f"{name}/{session}/{n}"
+
+    replayed: dict[tuple[str, str, int], str] = {}
+    replay = proxy_for("replay", None)
+    try:
+        run_all(replay, replayed)
+        reports = [replay.eval_report(name) for name in evals]
+    finally:
+        replay.stop()
+    assert replayed == recorded and len(replayed) == 18
+    assert all(r.calls == 9 and not r.missing and not r.unplayed for r in reports)
+
+
+def test_live_mode_relays_and_counts_but_writes_nothing(upstream, client, tmp_path):
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    proxy = proxy_for("live", fixtures, upstream)
+    try:
+        base = proxy.register_eval("l", fixtures)
+        call(client, base, "/v1/embeddings", {"model": "text-embedding-3-small", "input": "x"})
+        call(client, base, "/v1/responses", {"model": "gpt-4.1", "input": "hi"})
+        report = proxy.eval_report("l")
+    finally:
+        proxy.stop()
+    assert list(fixtures.iterdir()) == []
+    assert report.calls == 2 and report.total_tokens == 16
+    assert report.models == ("gpt-4.1-2025-04-14", "text-embedding-3-small")
+
+
+def test_recording_again_lists_older_fixtures_the_new_recording_did_not_request(upstream, client, tmp_path):
+    fixtures = tmp_path / "fixtures"
+    stale = fixtures / "r" / "0002.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}")
+    proxy = proxy_for("record", fixtures, upstream)
+    try:
+        call(client, proxy.register_eval("r", fixtures), "/v1/chat/completions", CHAT)
+        report = proxy.eval_report("r")
+    finally:
+        proxy.stop()
+    assert report.unplayed == (f"{stale} was recorded before but not requested in this recording; delete it",)
+    assert stale.exists()  # never deleted behind the user's back
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "status", "kind"),
+    [
+        ("/e/nobody/v1/chat/completions", {}, 404, "evalrun_unknown_eval"),
+        ("/v1/chat/completions", {}, 404, "evalrun_unknown_eval"),
+        ("/e/chat/v1/chat/completions", {"X-Evalrun-Session": "../escape"}, 400, "evalrun_invalid_session"),
+    ],
+    ids=["unknown-eval", "no-prefix", "bad-session"],
+)
+def test_requests_the_proxy_cannot_place_are_refused_with_a_named_error(client, tmp_path, path, headers, status, kind):
+    proxy = proxy_for("replay", tmp_path)
+    try:
+        proxy.register_eval("chat", tmp_path)
+        answer = client.post(f"{proxy.url}{path}", json=CHAT, headers=headers)
+    finally:
+        proxy.stop()
+    assert answer.status_code == status
+    assert answer.headers["x-evalrun-error"] == kind
+    assert not any(tmp_path.rglob("*.json"))
+
+
+def test_an_unreachable_upstream_answers_502_and_is_reported(client, tmp_path):
+    proxy = ReplayProxy("record", upstream="http://127.0.0.1:9", key_env=KEY_ENV)
+    proxy.start()
+    try:
+        answer = call(client, proxy.register_eval("u", tmp_path), "/v1/chat/completions", CHAT)
+        report = proxy.eval_report("u")
+    finally:
+        proxy.stop()
+    assert answer.status_code == 502
+    assert "http://127.0.0.1:9: connection refused" in answer.json()["error"]["message"]
+    assert report.calls == 0 and len(report.missing) == 1
+    assert OPENAI_KEY not in answer.text
+
+
+def test_an_eval_name_that_is_no_folder_name_still_gets_a_safe_default_session(upstream, client, tmp_path):
+    proxy = proxy_for("record", tmp_path, upstream)
+    try:
+        call(client, proxy.register_eval("rls isolation (v2)", tmp_path), "/v1/chat/completions", CHAT)
+    finally:
+        proxy.stop()
+    assert (tmp_path / "rls-isolation-v2" / "0001.json").is_file()

@@ -1,0 +1,113 @@
+"""Budgets: the proxy refuses calls past a cap of calls or tokens, with a distinct error."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_replay_fakes import FakeUpstream  # noqa: E402
+
+from evalrun.manifest import Budget  # noqa: E402
+from evalrun.replay import BudgetMeter, ReplayProxy  # noqa: E402
+
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}  # the fake reports 18 tokens
+
+
+@pytest.fixture
+def upstream():
+    with FakeUpstream() as fake:
+        yield fake
+
+
+CLIENT = httpx.Client(timeout=10, trust_env=False)  # one client: making one per call costs ~50 ms
+
+
+def chat(base: str) -> httpx.Response:
+    return CLIENT.post(f"{base}/v1/chat/completions", json=CHAT)
+
+
+@pytest.mark.parametrize(
+    ("budget", "allowed", "reason"),
+    [
+        (Budget(calls=2), 2, "model budget exhausted: 2 of 2 calls used"),
+        (Budget(tokens=30), 2, "model budget exhausted: 36 of 30 tokens used"),  # the crossing call completes
+        (Budget(calls=5, tokens=18), 1, "model budget exhausted: 18 of 18 tokens used"),
+    ],
+    ids=["calls", "tokens", "first-cap-wins"],
+)
+def test_calls_past_the_budget_are_refused_with_a_distinct_error(upstream, budget, allowed, reason):
+    with ReplayProxy("live", upstream=upstream.url, budget=budget) as proxy:
+        base = proxy.register_eval("spend", None)
+        answers = [chat(base) for _ in range(allowed + 2)]
+        report = proxy.eval_report("spend")
+        assert proxy.budget_exhausted()
+    assert [a.status_code for a in answers] == [200] * allowed + [402, 402]
+    refusal = answers[-1].json()["error"]
+    assert refusal["type"] == "evalrun_budget_exhausted"
+    assert reason in refusal["message"] and "not checked" in refusal["message"]
+    assert len(upstream.requests) == allowed  # refused calls never reach the model
+    assert report.calls == allowed and report.budget_hit
+    assert report.failures() == []  # a tripped cap is not blamed on the model
+
+
+def test_an_eval_that_did_not_hit_the_budget_is_not_marked(upstream):
+    with ReplayProxy("live", upstream=upstream.url, budget=Budget(calls=1)) as proxy:
+        first = proxy.register_eval("first", None)
+        second = proxy.register_eval("second", None)
+        assert chat(first).status_code == 200
+        assert chat(second).status_code == 402
+        assert not proxy.eval_report("first").budget_hit
+        assert proxy.eval_report("second").budget_hit
+
+
+def test_a_per_eval_budget_caps_that_eval_only(upstream):
+    with ReplayProxy("live", upstream=upstream.url) as proxy:
+        capped = proxy.register_eval("capped", None, budget=Budget(calls=1))
+        free = proxy.register_eval("free", None)
+        assert [chat(capped).status_code for _ in range(2)] == [200, 402]
+        assert [chat(free).status_code for _ in range(3)] == [200, 200, 200]
+        assert "eval 'capped' budget exhausted: 1 of 1 calls used" in proxy.eval_report("capped").budget_message
+        assert not proxy.budget_exhausted()
+
+
+def test_parallel_calls_cannot_overshoot_a_calls_budget(upstream):
+    with ReplayProxy("live", upstream=upstream.url, budget=Budget(calls=5)) as proxy:
+        base = proxy.register_eval("race", None)
+        statuses: list[int] = []
+        threads = [threading.Thread(target=lambda: statuses.append(chat(base).status_code)) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(statuses) == [200] * 5 + [402] * 11
+    assert len(upstream.requests) == 5
+
+
+def test_the_budget_counts_replayed_calls_from_their_fixtures(upstream, tmp_path):
+    with ReplayProxy("record", upstream=upstream.url) as proxy:
+        base = proxy.register_eval("r", tmp_path)
+        for _ in range(3):
+            chat(base)
+    with ReplayProxy("replay", budget=Budget(tokens=20)) as proxy:
+        base = proxy.register_eval("r", tmp_path)
+        assert [chat(base).status_code for _ in range(3)] == [200, 200, 402]
+
+
+def test_a_call_that_never_reached_a_model_gives_its_slot_back():
+    with ReplayProxy("live", upstream="http://127.0.0.1:9", budget=Budget(calls=1)) as proxy:
+        base = proxy.register_eval("down", None)
+        assert [chat(base).status_code for _ in range(2)] == [502, 502]
+        assert not proxy.budget_exhausted()
+
+
+def test_budget_meter_without_limits_never_refuses():
+    meter = BudgetMeter(None)
+    for _ in range(1000):
+        assert meter.acquire() is None
+    meter.add_tokens(10**9)
+    assert not meter.exhausted() and meter.calls == 1000
