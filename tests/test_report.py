@@ -129,3 +129,13 @@ def test_committed_report_schema_is_fresh() -> None:
     python -c "from evalrun.report import *; SCHEMA_PATH.write_text(render_schema(generate_report_schema()))"
     """
     assert SCHEMA_PATH.read_text(encoding="utf-8") == render_schema(generate_report_schema())
+
+
+@pytest.mark.parametrize("name", ["report", "manifest", "results"])
+def test_every_committed_schema_is_fresh(name: str) -> None:
+    """Regenerate with: python -m evalrun.commands.schema --write"""
+    from evalrun.commands.schema import generate_schema, render_schema, schema_path
+
+    assert schema_path(name).read_text(encoding="utf-8") == render_schema(generate_schema(name)), (
+        f"{schema_path(name)} is stale; regenerate it with: python -m evalrun.commands.schema --write"
+    )
