@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -378,3 +379,37 @@ def test_annotations_regressions_and_stale_baseline() -> None:
 
 def test_annotations_for_a_clean_run_are_empty() -> None:
     assert github_annotations(_results(evals=[_results().evals[0]], baseline=None, exit_code=0)) == []
+
+
+def _published_junit_schema():  # noqa: ANN202
+    """Jenkins' junit-10.xsd, the schema pytest validates its own JUnit output against.
+
+    It ships in pytest's source distribution (testing/example_scripts/junit-10.xsd);
+    .ci/run downloads that from the package registry and points EVALRUN_JUNIT_XSD at it.
+    """
+    xsd = os.environ.get("EVALRUN_JUNIT_XSD")
+    if not xsd:
+        if os.environ.get("CI"):
+            pytest.fail("CI must provide EVALRUN_JUNIT_XSD (see .ci/run)")
+        pytest.skip("set EVALRUN_JUNIT_XSD to junit-10.xsd from pytest's sdist (see .ci/run)")
+    import xmlschema
+
+    return xmlschema.XMLSchema(xsd)
+
+
+def test_junit_validates_against_the_published_junit_10_schema(tmp_path: Path) -> None:
+    schema = _published_junit_schema()
+    root = _junit(tmp_path)
+    counted = [tc for tc in root.iter("testcase") if "assertions" in tc.attrib]
+    assert counted, "checks carry their assertion counts"
+    for tc in counted:  # our one documented extension, which JUnit readers ignore
+        del tc.attrib["assertions"]
+    schema.validate(ET.tostring(root, encoding="unicode"))
+
+
+def test_published_schema_check_can_fail(tmp_path: Path) -> None:
+    schema = _published_junit_schema()
+    root = _junit(tmp_path)
+    next(root.iter("testcase")).append(ET.Element("verdict"))
+    with pytest.raises(Exception, match="verdict"):
+        schema.validate(ET.tostring(root, encoding="unicode"))
