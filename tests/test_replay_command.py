@@ -20,14 +20,14 @@ from evalrun.commands.replay import serve  # noqa: E402
 from evalrun.errors import UsageError  # noqa: E402
 
 REAL_KEY = "sk-proj-SERVE-MUST-NEVER-PRINT-THIS-0123"
-SERVE = "import sys; from pathlib import Path; from evalrun.commands.replay import serve; " \
-        "sys.exit(serve(Path(sys.argv[1]), sys.argv[2], sys.argv[3] or None, 0, 'demo'))"
 
 
 def start_serve(fixtures: Path, mode: str, upstream: str) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "OPENAI_API_KEY": REAL_KEY}
-    child = subprocess.Popen(
-        [sys.executable, "-c", SERVE, str(fixtures), mode, upstream],
+    argv = [sys.executable, "-m", "evalrun", "replay", "serve", "--fixtures", str(fixtures), "--mode", mode,
+            "--eval", "demo"] + (["--upstream", upstream] if upstream else [])
+    child = subprocess.Popen(  # the real CLI: evalrun replay serve ...
+        argv,
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     assert child.stdout is not None
