@@ -58,16 +58,18 @@ def serve(
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         proxy.register_eval(eval_name, fixtures, default=True)
-        say(f"evalrun replay: {mode} proxy for {display_path(fixtures)} on {proxy.url} (Ctrl-C to stop)")
-        if mode != "replay":
-            say(f"evalrun replay: upstream {upstream or 'https://api.openai.com / https://api.anthropic.com'}")
-        for name, value in endpoint_env(proxy.url).items():
-            say(f"  export {name}={value}")
-        session = default_session(eval_name)
-        say(f"  (sessions: send an X-Evalrun-Session header; without one the session is {session!r})")
-        try:
+        try:  # Ctrl-C may come as soon as the banner is out: it ends the serving, not evalrun
+            say(f"evalrun replay: {mode} proxy for {display_path(fixtures)} on {proxy.url} (Ctrl-C to stop)")
+            if mode != "replay":
+                say(f"evalrun replay: upstream {upstream or 'https://api.openai.com / https://api.anthropic.com'}")
+            for name, value in endpoint_env(proxy.url).items():
+                say(f"  export {name}={value}")
+            session = default_session(eval_name)
+            say(f"  (sessions: send an X-Evalrun-Session header; without one the session is {session!r})")
             while True:
-                time.sleep(3600)
+                # Short sleeps: a signal the kernel hands to another thread only
+                # reaches Python's handler when the main thread wakes up.
+                time.sleep(0.2)
         except KeyboardInterrupt:
             pass
         report = proxy.eval_report(eval_name)
