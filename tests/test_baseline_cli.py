@@ -158,3 +158,22 @@ def test_filtered_out_evals_are_listed_as_not_compared(project) -> None:
     assert r.code == 0
     assert "not compared: b" in r.out
     assert json.loads((proj.root / ".evalrun/results/t1.json").read_text())["baseline"]["not_compared"] == ["b"]
+
+
+def test_update_all_writes_every_tier_and_an_unfiltered_update_drops_departed_evals(project) -> None:
+    manifest = "".join(
+        f'[[evals]]\nname = "{n}"\ntier = "{t}"\ndir = "evals/{n}"\nrun = ["python", "score.py"]\n\n'
+        for n, t in (("a", "t1"), ("b", "t2"), ("gone", "t1"))
+    )
+    proj = project({"manifest.toml": manifest, **{f"evals/{n}/score.py": _scorer({"c": 1}) for n in ("a", "b", "gone")}})
+    r = proj.run("baseline", "--all")
+    assert r.code == 0, r.output
+    assert (proj.root / "baselines" / "t1.toml").exists() and (proj.root / "baselines" / "t2.toml").exists()
+    text = (proj.root / "manifest.toml").read_text()
+    (proj.root / "manifest.toml").write_text(text.split('[[evals]]\nname = "gone"')[0])
+    r = proj.run("baseline", "--update", "t1", "--eval", "a")
+    assert "[gone]" in (proj.root / "baselines" / "t1.toml").read_text()  # a filtered update keeps it
+    r = proj.run("baseline", "--update", "t1")
+    assert r.code == 0
+    assert 'dropped "gone": no longer in the manifest' in r.out
+    assert "[gone]" not in (proj.root / "baselines" / "t1.toml").read_text()

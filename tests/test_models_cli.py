@@ -135,3 +135,19 @@ def test_record_outside_t3_is_a_usage_error(project) -> None:
     proj = _model_project(project)
     r = proj.run("t2", "--record")
     assert r.code == 2 and "--record: only t3" in r.err
+
+
+def test_unplayed_fixtures_are_reported_and_fail_under_strict_replay(project) -> None:
+    with FakeUpstream() as upstream:
+        proj = _model_project(project, tier="t3", extra='env = { CALLS = "2" }', tier_table=f'[models]\nupstream = "{upstream.url}"\n\n')
+        assert proj.run("t3", "--record", env={"OPENAI_API_KEY": SECRET}).code == 0
+    manifest = proj.root / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('tier = "t3"', 'tier = "t2"').replace('CALLS = "2"', 'CALLS = "1"'))
+    r = proj.run("t2")
+    assert r.code == 0, r.output
+    note = proj.eval_result("caller", "t2")["message"]
+    assert note.startswith("note: ") and "0002.json" in note and "not requested" in note
+    manifest.write_text(manifest.read_text().replace(f'upstream = "{upstream.url}"', f'upstream = "{upstream.url}"\nstrict_replay = true'))
+    r = proj.run("t2")
+    assert r.code == 1, r.output
+    assert "0002.json" in proj.eval_result("caller", "t2")["message"]
