@@ -73,30 +73,33 @@ class ExecuteOutcome:
 class _Janitor:
     """Removes finished evals' scratch folders off the workers' critical path.
 
-    Removing a folder can wait on the filesystem's journal for a millisecond or
-    more; a worker should start the next scorer instead.
+    An empty workdir is removed by the worker itself (one rmdir); the report
+    file and the eval's own folder go with the whole scratch folder at the end.
+    Only a workdir the scorer filled is handed to this thread, so a run of
+    many evals that leave big files does not fill the disk.
     """
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._work, name="evalrun-janitor", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
 
-    def remove(self, path: Path) -> None:
-        self._queue.put(path)
+    def remove(self, own: Path) -> None:
+        try:
+            (own / "work").rmdir()
+        except OSError:  # not empty: walk it in the background
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="evalrun-janitor", daemon=True)
+                self._thread.start()
+            self._queue.put(own / "work")
 
     def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
 
     def _work(self) -> None:
         while (path := self._queue.get()) is not None:
-            try:  # the usual case: an empty workdir and a report; three syscalls, no tree walk
-                (path / "report.json").unlink(missing_ok=True)
-                (path / "work").rmdir()
-                path.rmdir()
-            except OSError:
-                shutil.rmtree(path, ignore_errors=True)
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> ExecuteOutcome:
