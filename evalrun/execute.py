@@ -1,7 +1,7 @@
 """Running the planned evals: one scorer subprocess each, ``-j`` at a time.
 
-This module owns the scorer environment (``EVALRUN_*``), the per-eval scratch
-folders, turning a process outcome plus a report into an ``EvalResult``, and
+This module owns the scorer environment (``EVALRUN_*``), the scratch folders
+(an empty workdir for every eval), turning a process outcome plus a report into an ``EvalResult``, and
 stopping cleanly on Ctrl-C: running scorers' groups are terminated and every
 eval that did not finish is recorded as interrupted.
 
@@ -71,26 +71,17 @@ class ExecuteOutcome:
 
 
 class _Janitor:
-    """Removes finished evals' scratch folders off the workers' critical path.
-
-    An empty workdir is removed by the worker itself (one rmdir); the report
-    file and the eval's own folder go with the whole scratch folder at the end.
-    Only a workdir the scorer filled is handed to this thread, so a run of
-    many evals that leave big files does not fill the disk.
-    """
+    """Removes workdirs that scorers filled, off the workers' critical path."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
-    def remove(self, own: Path) -> None:
-        try:
-            (own / "work").rmdir()
-        except OSError:  # not empty: walk it in the background
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name="evalrun-janitor", daemon=True)
-                self._thread.start()
-            self._queue.put(own / "work")
+    def remove(self, path: Path) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="evalrun-janitor", daemon=True)
+            self._thread.start()
+        self._queue.put(path)
 
     def close(self) -> None:
         if self._thread is not None:
@@ -100,6 +91,45 @@ class _Janitor:
     def _work(self) -> None:
         while (path := self._queue.get()) is not None:
             shutil.rmtree(path, ignore_errors=True)
+
+
+class Scratch:
+    """One worker's scratch folder: the report path and a workdir that is empty for every eval.
+
+    Making and removing two folders per eval costs more than the rest of the
+    bookkeeping on a slow filesystem, so a worker keeps its folder: the report
+    is deleted before each eval, and a workdir that a scorer left non-empty (or
+    removed) is moved aside for the janitor and replaced by a new, empty one.
+    """
+
+    def __init__(self, root: Path, janitor: _Janitor | None = None) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.work = root / "work"
+        self.report = root / "report.json"
+        self.stdout = root / "stdout"
+        self._janitor = janitor
+        self._used = 0
+
+    def fresh(self) -> tuple[Path, Path]:
+        """An empty workdir and a report path that does not exist yet."""
+        self.report.unlink(missing_ok=True)
+        self.stdout.unlink(missing_ok=True)
+        try:
+            clean = not os.listdir(self.work) and self._used > 0
+        except OSError:  # not made yet, removed or made unreadable by a scorer
+            clean = False
+        if not clean:
+            self._used += 1
+            if self.work.exists() or self.work.is_symlink():
+                aside = self.root / f"used-{self._used}"
+                os.rename(self.work, aside)
+                if self._janitor is not None:
+                    self._janitor.remove(aside)
+                else:
+                    shutil.rmtree(aside, ignore_errors=True)
+            self.work.mkdir()
+        return self.work, self.report
 
 
 def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> ExecuteOutcome:
@@ -122,7 +152,10 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
         todo.put(planned)
     workers = [
         threading.Thread(
-            target=_work, args=(todo, finished, request, scratch, cancel, janitor), name=f"evalrun-eval-{i}", daemon=True
+            target=_work,
+            args=(todo, finished, request, Scratch(scratch / f"worker-{i}", janitor), cancel),
+            name=f"evalrun-eval-{i}",
+            daemon=True,
         )
         for i in range(max(1, min(request.jobs, len(request.evals))))
     ]
@@ -172,19 +205,18 @@ def _work(
     todo: queue.SimpleQueue[PlannedEval | None],
     finished: queue.SimpleQueue[tuple[PlannedEval, EvalResult | BaseException]],
     request: ExecuteRequest,
-    scratch: Path,
+    scratch: Scratch,
     cancel: threading.Event,
-    janitor: _Janitor,
 ) -> None:
     while (planned := todo.get()) is not None:
         try:
-            finished.put((planned, _run_one(planned, request, scratch, cancel, janitor)))
+            finished.put((planned, _run_one(planned, request, scratch, cancel)))
         except BaseException as exc:  # handed to the main thread, which re-raises it
             finished.put((planned, exc))
 
 
 def _run_one(
-    planned: PlannedEval, request: ExecuteRequest, scratch: Path, cancel: threading.Event, janitor: _Janitor
+    planned: PlannedEval, request: ExecuteRequest, scratch: Scratch, cancel: threading.Event
 ) -> EvalResult:
     if cancel.is_set():
         return _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted")
@@ -197,7 +229,7 @@ def _run_one(
         if request.on_start:
             request.on_start(planned)
         result = run_scorer(
-            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, janitor.remove
+            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel
         )
     if request.finalize:
         result = request.finalize(planned, result)
@@ -215,18 +247,14 @@ def run_scorer(
     tier: str,
     base_env: Mapping[str, str],
     extra_env: Mapping[str, str],
-    scratch: Path,
+    scratch: Scratch,
     grace: float,
     cancel: threading.Event,
-    remove: Callable[[Path], None] | None = None,
 ) -> EvalResult:
-    """Run one scorer to its end and judge it; ``remove`` disposes of its scratch folder."""
+    """Run one scorer to its end and judge it."""
     spec = planned.spec
-    own = Path(tempfile.mkdtemp(prefix=f"{spec.name[:40]}-", dir=scratch))
-    workdir = own / "work"
-    workdir.mkdir()
-    report_path = own / "report.json"
-    stdout_path = own / "stdout" if spec.format == "tap" else None
+    workdir, report_path = scratch.fresh()
+    stdout_path = scratch.stdout if spec.format == "tap" else None
     env = dict(base_env)
     env.update(extra_env)
     env.update(spec.env)
@@ -241,25 +269,19 @@ def run_scorer(
         (planned.dir / spec.junit).unlink(missing_ok=True)
     argv = tuple(spec.run) if spec.shell else scorer_argv(spec.run)
     started = time.monotonic()
-    try:
-        outcome = run_process(
-            ProcessRequest(
-                argv=argv,
-                cwd=planned.dir,
-                env=env,
-                timeout=spec.timeout,
-                shell=spec.shell,
-                grace=grace,
-                stdout_path=stdout_path,
-            ),
-            cancel,
-        )
-        return _judge_outcome(planned, tier, outcome, report_path, stdout_path, time.monotonic() - started)
-    finally:
-        if remove is not None:
-            remove(own)
-        else:
-            shutil.rmtree(own, ignore_errors=True)
+    outcome = run_process(
+        ProcessRequest(
+            argv=argv,
+            cwd=planned.dir,
+            env=env,
+            timeout=spec.timeout,
+            shell=spec.shell,
+            grace=grace,
+            stdout_path=stdout_path,
+        ),
+        cancel,
+    )
+    return _judge_outcome(planned, tier, outcome, report_path, stdout_path, time.monotonic() - started)
 
 
 def _judge_outcome(

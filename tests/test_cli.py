@@ -332,3 +332,21 @@ def test_ctrl_c_stops_scorers_saves_partial_results_and_exits_130(project) -> No
     assert statuses == {"done": "passed", "slow": "interrupted"}
     assert _gone(int((proj.root / "gc.pid").read_text()))
     assert "interrupted" in out
+
+
+def test_every_eval_gets_an_empty_workdir_even_after_one_filled_or_removed_it(project) -> None:
+    dirty = (
+        "import json, os, shutil\n"
+        "work = os.environ['EVALRUN_WORKDIR']\n"
+        "before = sorted(os.listdir(work))\n"
+        "mode = os.environ['EVALRUN_EVAL'][0]\n"
+        "if mode == 'f':\n    open(os.path.join(work, 'left-behind'), 'w').write('x')\n"
+        "if mode == 'r':\n    shutil.rmtree(work)\n"
+        "json.dump({'checks': [{'name': 'empty workdir', 'assertions': 1, 'passed': before == []}]}, open(os.environ['EVALRUN_REPORT'], 'w'))\n"
+    )
+    names = ["f1", "c1", "r1", "c2", "f2", "c3"]
+    manifest = "".join(f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "e"\nrun = ["python", "s.py"]\n\n' for n in names)
+    proj = project({"manifest.toml": manifest, "e/s.py": dirty})
+    r = proj.run("t1", "-j", "1")
+    assert r.code == 0, r.output
+    assert all(e["status"] == "passed" for e in proj.results()["evals"])
