@@ -79,6 +79,7 @@ def test_clean_checkout_catches_a_dependency_on_an_untracked_file(project) -> No
     r = proj.run("t1", "--clean-checkout")
     assert r.code == 1, r.output
     assert "running from a clean checkout of HEAD" in r.out
+    assert "--manifest" not in r.out  # hints name the real manifest, not the temporary export
     assert proj.results()["evals"][0]["status"] == "failed"  # results land in the real repository
     r = proj.run("t1", "--clean-checkout", "--worktree")
     assert r.code == 1  # --worktree lays tracked changes on top, never untracked files

@@ -128,10 +128,13 @@ def _run_in_clean_checkout(options: RunOptions, console: Console) -> int:
             options, manifest_path=exported, json_path=json_path, junit_path=junit, markdown_path=markdown,
             clean_checkout=False, worktree=False,
         )
-        return _run_plan(inner, narrowed, inner_options, console)
+        return _run_plan(inner, narrowed, inner_options, console, shown=manifest)
 
 
-def _run_plan(manifest: Manifest, plan: Plan, options: RunOptions, console: Console) -> int:
+def _run_plan(
+    manifest: Manifest, plan: Plan, options: RunOptions, console: Console, shown: Manifest | None = None
+) -> int:
+    """Compare, decide, write and report; ``shown`` is the manifest named in hints (not a temporary export)."""
     baseline_file = baseline_path(manifest, options.tier)
     baseline = load_baseline(baseline_file) if options.compare else None  # a bad baseline is exit 2, before any scorer
     results = collect_results(plan, options, console)
@@ -142,7 +145,7 @@ def _run_plan(manifest: Manifest, plan: Plan, options: RunOptions, console: Cons
             plan.tier_names(),
             baseline_file,
             strict=options.strict_baseline or manifest.baseline.strict,
-            update_command=update_command(manifest, options.tier),
+            update_command=update_command(shown or manifest, options.tier),
         )
     code = decide_exit_code(results.evals, results.baseline, results.interrupted)
     results.exit_code = int(code)
