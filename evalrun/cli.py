@@ -8,10 +8,11 @@ anything unexpected a short message with the traceback saved to a log.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -83,72 +84,48 @@ def _main(
     """evalrun: run a tier of evals and gate on the result."""
 
 
-def _run(tier: str, **options: object) -> None:
-    from evalrun.commands.run import RunOptions, run_tier
-
-    evals = list(options.pop("eval_") or [])  # type: ignore[call-overload]
-    tags = list(options.pop("tag") or [])  # type: ignore[call-overload]
-    options["json_path"] = options.pop("json_path")
-    options["strict_baseline"] = options.pop("strict_baseline")
-    options["junit_path"] = options.pop("junit")
-    options["markdown_path"] = options.pop("markdown")
-    _call(run_tier, RunOptions(tier=tier, evals=evals, tags=tags, **options), _console())  # type: ignore[arg-type]
-
-
-def _tier_command(tier: str, summary: str) -> None:
-    def command(
-        manifest: ManifestOpt = DEFAULT_MANIFEST,
-        eval_: EvalOpt = None,
-        tag: TagOpt = None,
-        jobs: JobsOpt = 0,
-        json_path: JsonOpt = None,
-        strict_baseline: StrictOpt = False,
-        no_skips: NoSkipsOpt = False,
-        junit: JunitOpt = None,
-        markdown: MarkdownOpt = None,
-        changed_since: ChangedOpt = None,
-        shard: ShardOpt = None,
-        clean_checkout: CleanOpt = False,
-        worktree: WorktreeOpt = False,
-        record: RecordOpt = False,
-    ) -> None:
-        _run(tier, manifest_path=manifest, eval_=eval_, tag=tag, jobs=jobs, json_path=json_path,
-             strict_baseline=strict_baseline, no_skips=no_skips, junit=junit, markdown=markdown,
-             changed_since=changed_since, shard=shard, clean_checkout=clean_checkout, worktree=worktree,
-             record=record)
-
-    command.__doc__ = summary
-    app.command(name=tier)(command)
-
-
-_tier_command("t1", "Run tier t1 (static: no services, no database, no model key).")
-_tier_command("t2", "Run tier t2 (replay: local services, recorded model answers).")
-_tier_command("t3", "Run tier t3 (live: real model calls, within a budget).")
-
-
-@app.command()
-def run(
-    tier: Annotated[str, typer.Option("--tier", help="t1, t2 or t3.")],
-    manifest: ManifestOpt = DEFAULT_MANIFEST,
-    eval_: EvalOpt = None,
-    tag: TagOpt = None,
+def _run_options(
+    manifest_path: ManifestOpt = DEFAULT_MANIFEST,
+    evals: EvalOpt = None,
+    tags: TagOpt = None,
     jobs: JobsOpt = 0,
     json_path: JsonOpt = None,
     strict_baseline: StrictOpt = False,
     no_skips: NoSkipsOpt = False,
-    junit: JunitOpt = None,
-    markdown: MarkdownOpt = None,
+    junit_path: JunitOpt = None,
+    markdown_path: MarkdownOpt = None,
     changed_since: ChangedOpt = None,
     shard: ShardOpt = None,
     clean_checkout: CleanOpt = False,
     worktree: WorktreeOpt = False,
     record: RecordOpt = False,
 ) -> None:
-    """Run the evals of one tier."""
-    _run(tier, manifest_path=manifest, eval_=eval_, tag=tag, jobs=jobs, json_path=json_path,
-         strict_baseline=strict_baseline, no_skips=no_skips, junit=junit, markdown=markdown,
-         changed_since=changed_since, shard=shard, clean_checkout=clean_checkout, worktree=worktree,
-         record=record)
+    """The options of every run command, named as RunOptions' fields: typer reads this signature."""
+
+
+def _run_command(name: str, tier: str | None, summary: str) -> None:
+    """Register ``evalrun t1`` (tier fixed) or ``evalrun run --tier T`` with the shared options."""
+
+    def command(**options: Any) -> None:
+        from evalrun.commands.run import RunOptions, run_tier
+
+        chosen = options.pop("tier", tier)
+        options["evals"], options["tags"] = list(options["evals"] or []), list(options["tags"] or [])
+        _call(run_tier, RunOptions(tier=chosen, **options), _console())
+
+    params = list(inspect.signature(_run_options, eval_str=True).parameters.values())
+    if tier is None:
+        tier_opt = Annotated[str, typer.Option("--tier", help="t1, t2 or t3.")]
+        params.insert(0, inspect.Parameter("tier", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=tier_opt))
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__doc__ = summary
+    app.command(name=name)(command)
+
+
+_run_command("t1", "t1", "Run tier t1 (static: no services, no database, no model key).")
+_run_command("t2", "t2", "Run tier t2 (replay: local services, recorded model answers).")
+_run_command("t3", "t3", "Run tier t3 (live: real model calls, within a budget).")
+_run_command("run", None, "Run the evals of one tier.")
 
 
 @app.command()

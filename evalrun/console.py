@@ -150,9 +150,6 @@ class Console:
         for ln in lines:
             self.line(ln)
 
-    def closing_line(self, results: Sequence[EvalResult]) -> str:
-        return closing_line(results)
-
 
 def closing_line(results: Sequence[EvalResult]) -> str:
     """``N passed, N failed, N skipped`` (plus any interrupted or budget-stopped)."""

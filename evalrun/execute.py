@@ -1,8 +1,8 @@
 """Running the planned evals: one scorer subprocess each, ``-j`` at a time.
 
 This module owns the scorer environment (``EVALRUN_*``), the scratch folders
-(an empty workdir for every eval), turning a process outcome plus a report into an ``EvalResult``, and
-stopping cleanly on Ctrl-C: running scorers' groups are terminated and every
+(an empty workdir for every eval), turning a process outcome plus a report into
+an ``EvalResult``, and stopping cleanly on Ctrl-C: running scorers' groups are terminated and every
 eval that did not finish is recorded as interrupted.
 
 Preconditions, services and the model proxy are not this module's business: the
@@ -60,7 +60,6 @@ class ExecuteRequest:
     grace: float = 2.0
     prepare: Prepare | None = None
     finalize: Finalize | None = None
-    on_start: Callable[[PlannedEval], None] | None = None
     on_finish: Callable[[EvalResult], None] | None = None
 
 
@@ -226,11 +225,7 @@ def _run_one(
     elif prep.skip is not None:
         result = _unchecked(planned, request.tier, prep.status or Status.SKIPPED, prep.skip)
     else:
-        if request.on_start:
-            request.on_start(planned)
-        result = run_scorer(
-            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel
-        )
+        result = run_scorer(planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel)
     if request.finalize:
         result = request.finalize(planned, result)
     return result

@@ -26,6 +26,10 @@ class Decision:
     skip: str | None = None
     fail: str | None = None
 
+    @property
+    def runs(self) -> bool:
+        return self.skip is None and self.fail is None
+
 
 @dataclass(frozen=True)
 class Preconditions:

@@ -15,22 +15,24 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from evalrun import __version__
 from evalrun.baseline import baseline_path, compare_to_baseline, format_comparison, load_baseline
 from evalrun.console import Console, closing_line
-from evalrun.errors import ReportError, UsageError
+from evalrun.errors import ExitCode, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
+from evalrun.model_calls import BUDGET_MESSAGE, ModelCalls, describe_models
 from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.preconditions import check_tier_guard, probe_evals, ready_check, skips_are_failures
 from evalrun.probes import validate_probes
-from evalrun.checkout import clean_checkout
-from evalrun.model_calls import BUDGET_MESSAGE, ModelCalls, describe_models
-from evalrun.results import Status
-from evalrun.selection import ChangedSelection, durations_from, parse_shard, select_changed, select_shard
+from evalrun.results import EvalResult, RunResults, Status, write_results
 from evalrun.services import ServiceManager, parse_services, reap_leftovers
-from evalrun.results import EvalResult, RunResults, write_results
 from evalrun.verdict import VERDICT_WORDS, decide_exit_code
+
+if TYPE_CHECKING:
+    from evalrun.selection import ChangedSelection
 
 
 @dataclass(frozen=True)
@@ -77,15 +79,17 @@ def load_checked_manifest(path: Path) -> Manifest:
 
 def select_plan(manifest: Manifest, options: RunOptions) -> tuple[Plan, ChangedSelection | None]:
     """The tier, the filters, then ``--changed-since``, then ``--shard``: every shard drops the same evals."""
+    # Only runs that ask for them pay for git and the shard split.
+    from evalrun.selection import durations_from, parse_shard, select_changed, select_shard
+
     shard = parse_shard(options.shard) if options.shard else None  # a bad --shard is exit 2 before anything
     if options.record and options.tier != "t3":
         raise UsageError(f"--record: only t3 makes live calls to record; {options.tier} never does")
     plan = make_plan(manifest, options.tier, options.evals, options.tags)
     changed = None
     if options.changed_since:
-        import evalrun
-
-        changed = select_changed(plan, options.changed_since, Path(evalrun.__file__).parent)
+        package_dir = Path(__file__).resolve().parent.parent  # a change to evalrun itself selects everything
+        changed = select_changed(plan, options.changed_since, package_dir)
         plan = changed.plan
     if shard is not None:
         plan = select_shard(plan, shard, durations_from(results_path(manifest, options.tier, options.json_path)))
@@ -107,6 +111,8 @@ def _run_in_clean_checkout(options: RunOptions, console: Console) -> int:
     The selection is made in the real repository (the export has no .git); results
     and reports are written where an ordinary run would write them.
     """
+    from evalrun.checkout import clean_checkout
+
     manifest = load_checked_manifest(options.manifest_path)
     plan, _ = select_plan(manifest, options)
     json_path = (options.json_path or results_path(manifest, options.tier, None)).resolve()
@@ -191,7 +197,7 @@ def collect_results(plan: Plan, options: RunOptions, console: Console) -> RunRes
     pre = probe_evals(manifest, plan.evals, environ, skips_are_failures(manifest, tier, options.no_skips))
     if not plan.evals:
         console.warn(f"nothing selected to run in {tier} ({_describe_filters(plan)})")
-    will_run = [p for p in plan.evals if pre.for_eval(p.name) == pre.for_eval("")]
+    will_run = [p for p in plan.evals if pre.for_eval(p.name).runs]
     needed = sorted({s for p in will_run for s in p.spec.services})
     services = ServiceManager(
         parse_services(manifest),
@@ -267,8 +273,6 @@ def report_run(results: RunResults, plan: Plan, console: Console) -> None:
     console.summary(results.evals)
     console.line(closing_line(results.evals))
     code = results.exit_code if results.exit_code is not None else 0
-    from evalrun.errors import ExitCode
-
     words = VERDICT_WORDS.get(ExitCode(code), "")
     console.line(f"evalrun {results.tier}: {words} (exit {code})", "green" if code == 0 else "bold red")
 
