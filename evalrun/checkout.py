@@ -125,7 +125,7 @@ def _lay_worktree(top: Path, export: Path, flag: str) -> None:
     proc = run_git(top, ["diff", "--name-only", "--no-renames", "-z", "HEAD", "--"], flag)
     if proc.returncode != 0:
         raise UsageError(f"{flag}: git diff HEAD failed in {top} ({git_says(proc)}); check the repository")
-    for rel in _split_z(proc.stdout):
+    for rel in split_z(proc.stdout):
         source, target = top / rel, export / rel
         if source.is_symlink() or source.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -136,5 +136,6 @@ def _lay_worktree(top: Path, export: Path, flag: str) -> None:
             target.unlink()
 
 
-def _split_z(raw: bytes) -> list[str]:
+def split_z(raw: bytes) -> list[str]:
+    """The names of git's ``-z`` output; undecodable bytes survive as surrogates, so a path round-trips."""
     return [part for part in raw.decode("utf-8", "surrogateescape").split("\0") if part]

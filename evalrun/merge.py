@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalrun.baseline import baseline_path, compare_to_baseline, load_baseline, update_command_for
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, load_results
+from evalrun.verdict import decide_exit_code
 
 # Options that decide which evals a shard's plan held; every shard must agree on them.
 _SHARED_FILTERS = ("evals", "tags", "changed_since", "unchanged")
@@ -64,9 +66,6 @@ def finish_merged(
     results: RunResults, manifest: Manifest, strict: bool = False, update_command: str | None = None
 ) -> RunResults:
     """Compare merged results with the tier's baseline and decide the exit code, as one run would."""
-    from evalrun.baseline import baseline_path, compare_to_baseline, load_baseline, update_command_for
-    from evalrun.verdict import decide_exit_code
-
     path = baseline_path(manifest, results.tier)
     comparison = compare_to_baseline(
         load_baseline(path),
@@ -81,12 +80,12 @@ def finish_merged(
 
 
 def _refuse_repeated_paths(paths: list[Path]) -> None:
-    seen: dict[Path, Path] = {}
+    seen: set[Path] = set()
     for path in paths:
         key = path.resolve()
         if key in seen:
             raise UsageError(f"merge: {path} is given twice; pass each shard's results file once")
-        seen[key] = path
+        seen.add(key)
 
 
 def _check_shard_records(shards: list[tuple[Path, RunResults]]) -> None:

@@ -19,15 +19,14 @@ import math
 import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from evalrun.process import ProcessOutcome, ProcessRequest, run_process
 
 if TYPE_CHECKING:
     from evalrun.probes import Probe  # annotations only: evalrun.probes imports this module
@@ -45,6 +44,9 @@ _KV_SECRET = re.compile(
     r"(?P<pw>'(?:[^'\\]|\\.)*'|[^\s&]*)",
     re.IGNORECASE,
 )
+# A probe's deadline is what the user was promised: a child gets little time
+# between TERM and KILL (the watchdog in evalrun.probes allows 0.5 s past it).
+_STOP_GRACE_S = 0.2
 
 
 # --------------------------------------------------------------------------- secrets
@@ -217,14 +219,14 @@ def _describe_pg_error(message: str, timeout: float) -> str:
 
 
 def _check_command(probe: Probe, argv: tuple[str, ...], env: Mapping[str, str], root: Path) -> str | None:
-    program = _resolve_program(argv[0], env, root)
-    if program is None:
-        return f"program not found: {argv[0]}"
-    code, tail = _run_argv((program, *argv[1:]), env, root, probe.timeout)
-    if code is None:
+    outcome = _run(argv, env, root, probe.timeout)
+    if outcome.not_found:
+        return outcome.not_found
+    if outcome.timed_out:
         return f"still running after {seconds(probe.timeout)} s; killed it"
-    if code != 0:
-        return f"exited {code}" + (f": {tail}" if tail else "")
+    if outcome.exit_code != 0:
+        tail = _last_line(outcome)
+        return f"exited {outcome.exit_code}" + (f": {tail}" if tail else "")
     return None
 
 
@@ -234,59 +236,36 @@ def _check_python(probe: Probe, module: str, env: Mapping[str, str], root: Path)
     # The scorer's interpreter is what matters: a scorer's ["python", ...] runs
     # evalrun's own interpreter (see execute.scorer_argv), asked in a child process
     # so the probe does not import the module into evalrun.
-    interpreter = _interpreter(env)
-    code, tail = _run_argv((interpreter, "-c", _FIND_SPEC, module), env, root, probe.timeout)
-    if code is None:
+    interpreter = sys.executable
+    outcome = _run((interpreter, "-c", _FIND_SPEC, module), env, root, probe.timeout)
+    if outcome.not_found:
+        return outcome.not_found
+    if outcome.timed_out:
         return f"{interpreter} gave no answer after {seconds(probe.timeout)} s"
-    if code == 3:
+    if outcome.exit_code == 3:
         return f"not importable by {interpreter}"
-    if code != 0:
-        return f"{interpreter} exited {code}" + (f": {tail}" if tail else "")
+    if outcome.exit_code != 0:
+        tail = _last_line(outcome)
+        return f"{interpreter} exited {outcome.exit_code}" + (f": {tail}" if tail else "")
     return None
-
-
-def _interpreter(env: Mapping[str, str]) -> str:
-    """The interpreter a scorer's ``["python", ...]`` runs: evalrun's own."""
-    return sys.executable
-
-
-def _which(program: str, env: Mapping[str, str]) -> str | None:
-    return shutil.which(program, path=env.get("PATH", os.defpath))
 
 
 def _resolve_program(program: str, env: Mapping[str, str], root: Path) -> str | None:
     if "/" in program:
         path = root / program
         return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-    return _which(program, env)
+    return shutil.which(program, path=env.get("PATH", os.defpath))
 
 
-def _run_argv(argv: tuple[str, ...], env: Mapping[str, str], root: Path, timeout: float) -> tuple[int | None, str]:
-    """Run argv in root; (exit code or None on timeout, last output line)."""
-    # Output goes to a file, not a pipe: a grandchild that keeps a pipe open
-    # would make reading it outlast the timeout.
-    with tempfile.TemporaryFile() as output:
-        try:
-            proc = subprocess.Popen(
-                argv, cwd=root, env=dict(env), stdin=subprocess.DEVNULL, stdout=output,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        except OSError as exc:
-            return 127, f"cannot start {argv[0]}: {exc.strerror or exc}"
-        try:
-            code: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            code = None
-            # The whole group, while the unreaped child still holds its id: a
-            # probe's `sh -c "sleep 9"` must not leave the sleep behind.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
-        output.seek(0)
-        lines = [line for line in output.read().decode("utf-8", "replace").splitlines() if line.strip()]
-    return code, _clip(lines[-1].strip(), 200) if lines else ""
+def _run(argv: tuple[str, ...], env: Mapping[str, str], root: Path, timeout: float) -> ProcessOutcome:
+    """Run argv in root under the probe's deadline; the whole group is stopped after it."""
+    request = ProcessRequest(argv=argv, cwd=root, env=env, timeout=timeout, grace=_STOP_GRACE_S, tail_bytes=4096)
+    return run_process(request)
+
+
+def _last_line(outcome: ProcessOutcome) -> str:
+    lines = [line for line in outcome.text_tail().splitlines() if line.strip()]
+    return _clip(lines[-1].strip(), 200) if lines else ""
 
 
 def _clip(text: str, limit: int) -> str:
@@ -301,6 +280,7 @@ def first_line(text: str) -> str:
 def seconds(value: float) -> str:
     """A timeout as the user would write it: ``2.0``, ``0.25``."""
     return f"{value:.1f}" if round(value, 1) == value else f"{value:g}"
+
 
 def split_host_port(target: str) -> tuple[str, int, str]:
     """``host:port`` or ``[v6]:port`` -> (host, port, problem); problem is "" when fine."""

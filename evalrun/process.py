@@ -172,20 +172,35 @@ def run_process(request: ProcessRequest, cancel: threading.Event | None = None) 
     return _supervise(proc, request, cancel, sink, started)
 
 
-def terminate_group(pgid: int, grace: float, *, leader: subprocess.Popen[bytes] | None = None) -> None:
+def terminate_group(
+    pgid: int,
+    grace: float,
+    *,
+    leader: subprocess.Popen[bytes] | None = None,
+    leader_signal: signal.Signals | None = None,
+) -> bool:
     """Stop every process of group ``pgid``: TERM, wait up to ``grace`` s, KILL.
 
     Returns once the group has no live member (zombies waiting for a parent
-    that never reaps them count as gone) or KILL_WAIT_S after the KILL.
-    Pass ``leader`` if you own the Popen of the group leader, so it is reaped
-    properly while we wait.
+    that never reaps them count as gone) or KILL_WAIT_S after the KILL; True
+    when the KILL was needed. Pass ``leader`` if you own the Popen of the group
+    leader, so it is reaped properly while we wait. ``leader_signal`` asks only
+    the leader, with that signal, instead of TERMing the group: for a server
+    that shuts its own children down (PostgreSQL's postmaster on SIGINT).
     """
-    if not _signal_group(pgid, signal.SIGTERM):
-        return
+    if leader_signal is not None:
+        try:
+            os.kill(pgid, leader_signal)  # the group leader's pid is the group id
+        except (ProcessLookupError, PermissionError):
+            pass  # the leader is gone; its group may not be, so wait and KILL as usual
+    elif not _signal_group(pgid, signal.SIGTERM):
+        return False
     if _wait_group_gone(pgid, time.monotonic() + grace, leader):
-        return
-    if _signal_group(pgid, signal.SIGKILL):
-        _wait_group_gone(pgid, time.monotonic() + KILL_WAIT_S, leader)
+        return False
+    if not _signal_group(pgid, signal.SIGKILL):
+        return False
+    _wait_group_gone(pgid, time.monotonic() + KILL_WAIT_S, leader)
+    return True
 
 
 # --- supervision ----------------------------------------------------------

@@ -184,7 +184,7 @@ class Check:
         if self.passed and self.assertions == 0:
             self._record_failure("asserted nothing")
         self._state = "done"
-        self._scorer._check_done(self)
+        self._scorer._check_done()
         return swallow
 
     def evidence(self, text: Any) -> None:
@@ -461,7 +461,7 @@ class Scorer:
     def finished(self) -> bool:
         return self._exit_code is not None
 
-    def _check_done(self, done: Check) -> None:
+    def _check_done(self) -> None:
         with self._lock:
             if self._exit_code is None:
                 self._write_if_reporting()

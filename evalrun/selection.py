@@ -21,7 +21,8 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from evalrun.checkout import git_says, repo_toplevel, run_git
+from evalrun.baseline import baseline_path, load_baseline
+from evalrun.checkout import git_says, repo_toplevel, run_git, split_z
 from evalrun.errors import BaselineError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import Plan
@@ -69,7 +70,10 @@ def changed_files(path: Path, ref: str) -> list[Path]:
     ``path`` is any file or folder inside the repository. Staged and unstaged
     changes both count; a deleted or renamed-away file is listed too.
     """
-    top = repo_toplevel(path.resolve(), FLAG)
+    return _changed_files(repo_toplevel(path.resolve(), FLAG), ref)
+
+
+def _changed_files(top: Path, ref: str) -> list[Path]:
     commit = _resolve_ref(top, ref)
     diff = run_git(top, ["diff", "--name-only", "--no-renames", "-z", commit, "--"], FLAG)
     if diff.returncode != 0:
@@ -77,8 +81,8 @@ def changed_files(path: Path, ref: str) -> list[Path]:
     untracked = run_git(top, ["ls-files", "--others", "--exclude-standard", "-z"], FLAG)
     if untracked.returncode != 0:
         raise UsageError(f"{FLAG} {ref}: git ls-files failed in {top} ({git_says(untracked)}); check the repository")
-    names = set(_split_z(diff.stdout))
-    names.update(n for n in _split_z(untracked.stdout) if not set(n.split("/")) & set(_IGNORED_PARTS))
+    names = set(split_z(diff.stdout))
+    names.update(n for n in split_z(untracked.stdout) if not set(n.split("/")) & set(_IGNORED_PARTS))
     return sorted(top / n for n in names)
 
 
@@ -91,8 +95,8 @@ def select_changed(plan: Plan, ref: str, package_dir: Path | None) -> ChangedSel
     """
     manifest = plan.manifest
     top = repo_toplevel(manifest.path.resolve(), FLAG)
-    changed = changed_files(manifest.path, ref)
-    changed_labels = [_posix(p.relative_to(top)) for p in changed]
+    changed = _changed_files(top, ref)
+    changed_labels = [p.relative_to(top).as_posix() for p in changed]
     everything = _reason_for_everything(manifest, changed, package_dir, top)
     baseline_touched = _baseline_changes(manifest, changed, ref, top)
     reasons: list[SelectionReason] = []
@@ -146,7 +150,7 @@ def _reason_for_eval(manifest: Manifest, folder: str, globs: list[str], changed:
         return f"{_files(manifest, inside)} changed"
     for pattern in globs:
         regex = _glob_regex(pattern)
-        hits = [p for p in changed if _matches(regex, _rel_to_root(manifest, p))]
+        hits = [p for p in changed if _matches(regex, _label(manifest, p))]
         if hits:
             return f"{_files(manifest, hits)} changed (paths: {pattern})"
     return None
@@ -154,8 +158,6 @@ def _reason_for_eval(manifest: Manifest, folder: str, globs: list[str], changed:
 
 def _baseline_changes(manifest: Manifest, changed: list[Path], ref: str, top: Path) -> dict[str, str]:
     """Evals whose entry in a changed baseline file differs from ``ref``'s: the gate must recheck them."""
-    from evalrun.baseline import baseline_path, load_baseline
-
     touched: dict[str, str] = {}
     for tier in manifest.tiers:
         path = baseline_path(manifest, tier).resolve()
@@ -177,7 +179,7 @@ def _baseline_changes(manifest: Manifest, changed: list[Path], ref: str, top: Pa
 
 def _baseline_at(ref: str, rel: Path, top: Path) -> dict[str, object] | None:
     """The baseline as committed at ``ref``; {} when it did not exist, None when unreadable."""
-    proc = run_git(top, ["show", f"{ref}:{_posix(rel)}"], FLAG)
+    proc = run_git(top, ["show", f"{ref}:{rel.as_posix()}"], FLAG)
     if proc.returncode != 0:
         return {}
     try:
@@ -229,25 +231,14 @@ def _matches(regex: re.Pattern[str], rel: str) -> bool:
     return False
 
 
-def _rel_to_root(manifest: Manifest, path: Path) -> str:
-    return _posix(Path(os.path.relpath(path, manifest.root)))
-
-
 def _files(manifest: Manifest, paths: list[Path]) -> str:
     first = _label(manifest, paths[0])
     return first if len(paths) == 1 else f"{first} and {len(paths) - 1} more"
 
 
 def _label(manifest: Manifest, path: Path) -> str:
-    return _rel_to_root(manifest, path)
-
-
-def _posix(path: Path) -> str:
-    return path.as_posix()
-
-
-def _split_z(raw: bytes) -> list[str]:
-    return [part for part in raw.decode("utf-8", "surrogateescape").split("\0") if part]
+    """``path`` relative to the manifest's folder, with forward slashes (``..`` when outside it)."""
+    return Path(os.path.relpath(path, manifest.root)).as_posix()
 
 
 # --- shards ------------------------------------------------------------------

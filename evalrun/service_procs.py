@@ -1,7 +1,8 @@
 """Service processes as the kernel sees them: stop them, and stop what a dead run left.
 
 This module owns the process-level side of services: reading ``/proc``,
-stopping a whole process group (TERM / grace / KILL), the JSON record written
+how a service's group is stopped (``evalrun.process.terminate_group``, with
+SIGINT to the postmaster for PostgreSQL), the JSON record written
 for each running service, and ``reap_leftovers``, which uses those records to
 stop what an earlier, SIGKILLed invocation left behind. ``evalrun.services``
 decides when to start and stop; this module knows how to stop safely.
@@ -22,10 +23,10 @@ import time
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
+from evalrun.process import terminate_group
 
 DEFAULT_GRACE = 5.0
 RECORD_VERSION = 1
-_KILL_WAIT = 1.0
 # Only folders holding this marker are ever deleted, whatever a record says.
 MARKER = ".evalrun-service"
 
@@ -137,30 +138,6 @@ def _group_members(pgid: int) -> list[tuple[int, int]]:
 
 def stop_group(pgid: int, kind: str, grace: float, proc: subprocess.Popen[bytes] | None) -> bool:
     """Ask the group to stop, wait ``grace``, then KILL it. True if KILL was needed."""
-    try:
-        if kind == "postgres":
-            os.kill(pgid, signal.SIGINT)  # the postmaster leads its group: SIGINT is a fast shutdown
-        else:
-            os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if _wait_group_gone(pgid, proc, grace):
-        return False
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    _wait_group_gone(pgid, proc, _KILL_WAIT)
-    return True
-
-
-def _wait_group_gone(pgid: int, proc: subprocess.Popen[bytes] | None, timeout: float) -> bool:
-    until = time.monotonic() + timeout
-    while True:
-        if proc is not None:
-            proc.poll()  # reap our own child so it does not linger as a zombie
-        if not _group_members(pgid):
-            return True
-        if time.monotonic() >= until:
-            return False
-        time.sleep(0.05)
+    # The postmaster leads its group: SIGINT to it alone is a fast shutdown of all.
+    leader_signal = signal.SIGINT if kind == "postgres" else None
+    return terminate_group(pgid, grace, leader=proc, leader_signal=leader_signal)

@@ -302,13 +302,14 @@ class ServiceManager:
         assert spec.run is not None
         exports = _expand_env(spec, self._environ, {})
         child_env = {**self._environ, **exports}
-        # "python" means evalrun's own interpreter, as it does for scorers.
-        program = sys.executable if spec.run[0] in ("python", "python3") else shutil.which(
-            spec.run[0], path=child_env.get("PATH", os.defpath)
-        )
+        program: str | None
         if "/" in spec.run[0]:
             candidate = spec.dir / spec.run[0]
             program = str(candidate) if os.access(candidate, os.X_OK) and candidate.is_file() else None
+        elif spec.run[0] in ("python", "python3"):
+            program = sys.executable  # evalrun's own interpreter, as for scorers
+        else:
+            program = shutil.which(spec.run[0], path=child_env.get("PATH", os.defpath))
         if program is None:
             raise _StartFailed(f"service {spec.name}: program not found: {spec.run[0]} (run[0] of [services.{spec.name}])")
         requirement = _expand(spec.ready, child_env, spec.name, "ready") if spec.ready else None

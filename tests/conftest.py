@@ -49,15 +49,19 @@ class Project:
                 path.chmod(0o755)
         return self
 
-    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> RunOutcome:
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """This process's environment without the outer run's evalrun, CI and colour settings."""
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
         full_env.pop("CI", None)
         full_env.pop("NO_COLOR", None)
-        full_env.update(env or {})
+        full_env.update(extra or {})
+        return full_env
+
+    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> RunOutcome:
         proc = subprocess.run(
             [sys.executable, "-m", "evalrun", *args],
             cwd=self.root,
-            env=full_env,
+            env=self.env(env),
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -42,16 +42,6 @@ def _eval(name: str, status: Status = Status.PASSED, **checks: int) -> EvalResul
     )
 
 
-def _eval_checks(name: str, checks: dict[str, int], status: Status = Status.PASSED) -> EvalResult:
-    return EvalResult(
-        name=name,
-        tier="t1",
-        dir="evals/x",
-        status=status,
-        checks=[CheckResult(name=c, assertions=n, passed=True) for c, n in checks.items()],
-    )
-
-
 def _run(*evals: EvalResult, interrupted: bool = False) -> RunResults:
     return RunResults(
         evalrun_version="0.1.0",
@@ -308,7 +298,7 @@ def test_order_is_by_eval_then_check_whatever_the_input_order() -> None:
 
 
 def test_odd_names_stay_on_one_line_in_messages() -> None:
-    cmp = _compare({"a": {'say "hi"\nthen': 2}}, _run(_eval_checks("a", {})), ["a"])
+    cmp = _compare({"a": {'say "hi"\nthen': 2}}, _run(_eval("a")), ["a"])
     assert cmp.regressions[0].message == 'a: check "say \\"hi\\"\\nthen" vanished (baseline: 2 assertions)'
 
 

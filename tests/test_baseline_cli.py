@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
+from conftest import eval_entry, json_scorer
 from test_cli import SCORERS, stub_project
 
 
 def _scorer(checks: dict[str, int]) -> str:
-    report = {"checks": [{"name": n, "assertions": a, "passed": True} for n, a in checks.items()]}
-    return f"import json, os\njson.dump({report!r}, open(os.environ['EVALRUN_REPORT'], 'w'))\n"
+    return json_scorer([{"name": n, "assertions": a, "passed": True} for n, a in checks.items()])
 
 
 def _gate_project(project, evals: dict[str, dict[str, int]]):
-    manifest = "".join(
-        f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "evals/{n}"\nrun = ["python", "score.py"]\n\n' for n in evals
-    )
-    files = {"manifest.toml": manifest}
+    files = {"manifest.toml": "".join(eval_entry(n) for n in evals)}
     files.update({f"evals/{n}/score.py": _scorer(c) for n, c in evals.items()})
     return project(files)
 
@@ -161,10 +157,7 @@ def test_filtered_out_evals_are_listed_as_not_compared(project) -> None:
 
 
 def test_update_all_writes_every_tier_and_an_unfiltered_update_drops_departed_evals(project) -> None:
-    manifest = "".join(
-        f'[[evals]]\nname = "{n}"\ntier = "{t}"\ndir = "evals/{n}"\nrun = ["python", "score.py"]\n\n'
-        for n, t in (("a", "t1"), ("b", "t2"), ("gone", "t1"))
-    )
+    manifest = "".join(eval_entry(n, tier=t) for n, t in (("a", "t1"), ("b", "t2"), ("gone", "t1")))
     proj = project({"manifest.toml": manifest, **{f"evals/{n}/score.py": _scorer({"c": 1}) for n in ("a", "b", "gone")}})
     r = proj.run("baseline", "--all")
     assert r.code == 0, r.output
@@ -172,6 +165,7 @@ def test_update_all_writes_every_tier_and_an_unfiltered_update_drops_departed_ev
     text = (proj.root / "manifest.toml").read_text()
     (proj.root / "manifest.toml").write_text(text.split('[[evals]]\nname = "gone"')[0])
     r = proj.run("baseline", "--update", "t1", "--eval", "a")
+    assert r.code == 0, r.output
     assert "[gone]" in (proj.root / "baselines" / "t1.toml").read_text()  # a filtered update keeps it
     r = proj.run("baseline", "--update", "t1")
     assert r.code == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -13,8 +14,6 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT
 
 
 def _git(root: Path, *args: str) -> str:
-    import os
-
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
                           env={**os.environ, **GIT_ENV}).stdout
 

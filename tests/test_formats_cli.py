@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from test_cli import stub_project
+
 PRODUCERS = Path(__file__).parent / "producers"
 
 NODE_PASSING = """
@@ -131,8 +133,6 @@ def test_junit_scorer_that_writes_no_file_names_the_path(project) -> None:
 
 
 def test_junit_markdown_and_github_outputs(project, tmp_path: Path) -> None:
-    from test_cli import stub_project
-
     proj = stub_project(
         project,
         {"good": "pass.py", "bad": "fail_check.py", "skip": ("pass.py", 'requires = ["env:EVALRUN_TEST_ABSENT_KEY"]')},

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_replay_fakes import FakeUpstream  # noqa: E402
+from fakes_upstream import FakeUpstream  # noqa: E402
 
 from evalrun.keys import (  # noqa: E402
     BASE_URL_VARS,

@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_replay_fakes import FakeUpstream  # noqa: E402
+from fakes_upstream import FakeUpstream  # noqa: E402
+
+from conftest import eval_entry  # noqa: E402
 
 SECRET = "sk-test-evalrun-SECRET-0123456789abcdef"
 
@@ -38,10 +40,7 @@ with scorer.check("the model answered") as c:
 
 
 def _model_project(project, tier: str = "t2", evals: tuple[str, ...] = ("caller",), extra: str = "", tier_table: str = ""):
-    entries = "".join(
-        f'[[evals]]\nname = "{n}"\ntier = "{tier}"\ndir = "evals/{n}"\nrun = ["python", "score.py"]\nmodel = true\n{extra}\n\n'
-        for n in evals
-    )
+    entries = "".join(eval_entry(n, tier=tier, extra=f"model = true\n{extra}") for n in evals)
     files = {"manifest.toml": tier_table + entries}
     files.update({f"evals/{n}/score.py": CALLER for n in evals})
     return project(files)
@@ -109,8 +108,10 @@ def test_t2_never_makes_a_live_call_even_with_a_real_key(project) -> None:
         proj = _model_project(
             project, extra='env = { TOLERATE = "1" }', tier_table=f'[models]\nupstream = "{upstream.url}"\n\n'
         )
-        proj.run("t2", env={"OPENAI_API_KEY": SECRET})
+        r = proj.run("t2", env={"OPENAI_API_KEY": SECRET})
         assert upstream.requests == []
+    assert r.code == 1, r.output  # the scorer ran and asked: no fixture, no live call
+    assert _evidence(proj, "caller", "t2")["answers"][0].startswith("error")
 
 
 def test_budget_exhausted_is_not_checked_not_failed(project) -> None:

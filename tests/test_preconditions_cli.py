@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -73,7 +72,6 @@ def test_unmet_tier_guard_refuses_the_tier_and_starts_no_scorer(project) -> None
 
 
 def test_dry_shows_what_would_skip_and_why(project) -> None:
-    port = _free_port()
     proj = stub_project(
         project,
         {"needs-key": ("pass.py", 'requires = ["env:EVALRUN_TEST_ABSENT_KEY"]'), "plain": "pass.py"},
@@ -84,7 +82,6 @@ def test_dry_shows_what_would_skip_and_why(project) -> None:
     assert "plain: would run" in r.out
     r = proj.run("dry", "t1", "--no-probe")
     assert "needs-key: not probed (--no-probe)" in r.out
-    del port
 
 
 def test_named_tcp_probe_reason_names_the_address(project) -> None:
@@ -215,8 +212,7 @@ def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(proje
     port = _free_port()
     proj = _service_project(project, port)
     (proj.root / "e" / "score.py").write_text("import time\ntime.sleep(600)\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}
-    env["PORT"] = str(port)
+    env = proj.env({"PORT": str(port)})
     first = subprocess.Popen(
         [sys.executable, "-m", "evalrun", "t2", "--eval", "uses-api"],
         cwd=proj.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

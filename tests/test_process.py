@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -244,10 +245,18 @@ def test_terminate_group_term_then_kill(tmp_path: Path, kill_strays: list[int]) 
         time.sleep(0.01)
     grandchild = read_pid(pid_file)
     kill_strays.append(grandchild)
-    terminate_group(proc.pid, grace=0.3, leader=proc)
+    assert terminate_group(proc.pid, grace=0.3, leader=proc) is True  # the grandchild ignores TERM
     assert proc.poll() == -15
     assert wait_gone(grandchild)
-    terminate_group(proc.pid, grace=0.3)  # an empty group is fine
+    assert terminate_group(proc.pid, grace=0.3) is False  # an empty group is fine
+
+
+def test_terminate_group_can_ask_only_the_leader() -> None:
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    started = time.monotonic()
+    assert terminate_group(proc.pid, grace=5.0, leader=proc, leader_signal=signal.SIGINT) is False
+    assert proc.poll() == -signal.SIGINT  # asked with SIGINT, not TERMed, not KILLed
+    assert time.monotonic() - started < 2.0  # it obeyed: no waiting out the grace
 
 
 # --- streams -------------------------------------------------------------

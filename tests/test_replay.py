@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_replay_fakes import ANTHROPIC_MODEL, OPENAI_MODEL, FakeUpstream  # noqa: E402
+from fakes_upstream import ANTHROPIC_MODEL, OPENAI_MODEL, FakeUpstream  # noqa: E402
 
 from evalrun.keys import PLACEHOLDER  # noqa: E402
 from evalrun.replay import ReplayProxy  # noqa: E402
@@ -37,7 +37,7 @@ def client():
         yield c
 
 
-def proxy_for(mode: str, fixtures: Path | None, upstream: FakeUpstream | None = None, **kwargs: Any) -> ReplayProxy:
+def proxy_for(mode: str, upstream: FakeUpstream | None = None, **kwargs: Any) -> ReplayProxy:
     proxy = ReplayProxy(mode, upstream=upstream.url if upstream else None, key_env=KEY_ENV, **kwargs)  # type: ignore[arg-type]
     proxy.start()
     return proxy
@@ -56,7 +56,7 @@ def streamed(client: httpx.Client, base: str, path: str, body: dict[str, Any]) -
 
 def test_record_then_replay_round_trip_serves_the_recorded_answer_without_the_upstream(upstream, client, tmp_path):
     fixtures = tmp_path / "fixtures"
-    proxy = proxy_for("record", fixtures, upstream)
+    proxy = proxy_for("record", upstream)
     try:
         base = proxy.register_eval("chat", fixtures)
         recorded = call(client, base, "/v1/chat/completions", CHAT)
@@ -72,7 +72,7 @@ def test_record_then_replay_round_trip_serves_the_recorded_answer_without_the_up
     assert fixture["request"]["body"] == CHAT
     assert (report.calls, report.input_tokens, report.output_tokens, report.total_tokens) == (1, 11, 7, 18)
 
-    replay = proxy_for("replay", fixtures)
+    replay = proxy_for("replay")
     try:
         base = replay.register_eval("chat", fixtures)
         replayed = call(client, base, "/v1/chat/completions", {**CHAT, "messages": [{"role": "user", "content": "edited"}]})
@@ -100,7 +100,7 @@ def test_record_then_replay_round_trip_serves_the_recorded_answer_without_the_up
 )
 def test_a_stream_is_recorded_as_chunks_and_replayed_as_a_stream(upstream, client, tmp_path, path, body, model, tokens, events):
     fixtures = tmp_path / "fixtures"
-    proxy = proxy_for("record", fixtures, upstream)
+    proxy = proxy_for("record", upstream)
     try:
         live_bytes = streamed(client, proxy.register_eval("s", fixtures), path, body)
     finally:
@@ -109,7 +109,7 @@ def test_a_stream_is_recorded_as_chunks_and_replayed_as_a_stream(upstream, clien
     assert len(fixture["response"]["stream"]) == events
     assert "".join(fixture["response"]["stream"]).encode() == live_bytes
 
-    replay = proxy_for("replay", fixtures)
+    replay = proxy_for("replay")
     try:
         replayed = streamed(client, replay.register_eval("s", fixtures), path, body)
         report = replay.eval_report("s")
@@ -122,7 +122,7 @@ def test_a_stream_is_recorded_as_chunks_and_replayed_as_a_stream(upstream, clien
 
 def test_live_streams_are_relayed_chunk_by_chunk(client, tmp_path):
     with FakeUpstream(hold_stream=True) as upstream:
-        proxy = proxy_for("live", None, upstream)
+        proxy = proxy_for("live", upstream)
         try:
             base = proxy.register_eval("s", None)
             body = {**CHAT, "stream": True}
@@ -142,7 +142,7 @@ def test_live_streams_are_relayed_chunk_by_chunk(client, tmp_path):
 def test_a_missing_fixture_answers_an_error_naming_the_expected_path_and_is_kept_for_the_verdict(client, tmp_path):
     fixtures = tmp_path / "fixtures"
     fixtures.mkdir()
-    proxy = proxy_for("replay", fixtures)
+    proxy = proxy_for("replay")
     try:
         base = proxy.register_eval("chat", fixtures)
         answer = call(client, base, "/v1/chat/completions", CHAT, {"X-Evalrun-Session": "greet"})
@@ -160,14 +160,14 @@ def test_a_missing_fixture_answers_an_error_naming_the_expected_path_and_is_kept
 
 def test_unplayed_fixtures_are_reported_and_fail_only_under_strict_replay(upstream, client, tmp_path):
     fixtures = tmp_path / "fixtures"
-    proxy = proxy_for("record", fixtures, upstream)
+    proxy = proxy_for("record", upstream)
     try:
         base = proxy.register_eval("chat", fixtures)
         for _ in range(3):
             call(client, base, "/v1/chat/completions", CHAT, {**PLACEHOLDER_AUTH, "X-Evalrun-Session": "s"})
     finally:
         proxy.stop()
-    replay = proxy_for("replay", fixtures)
+    replay = proxy_for("replay")
     try:
         base = replay.register_eval("chat", fixtures)
         for _ in range(2):
@@ -182,12 +182,12 @@ def test_unplayed_fixtures_are_reported_and_fail_only_under_strict_replay(upstre
 
 def test_a_call_in_another_order_is_named_not_served(upstream, client, tmp_path):
     fixtures = tmp_path / "fixtures"
-    proxy = proxy_for("record", fixtures, upstream)
+    proxy = proxy_for("record", upstream)
     try:
         call(client, proxy.register_eval("e", fixtures), "/v1/embeddings", {"model": "m", "input": "x"})
     finally:
         proxy.stop()
-    replay = proxy_for("replay", fixtures)
+    replay = proxy_for("replay")
     try:
         answer = call(client, replay.register_eval("e", fixtures), "/v1/chat/completions", CHAT)
         report = replay.eval_report("e")
@@ -202,7 +202,7 @@ def test_a_call_in_another_order_is_named_not_served(upstream, client, tmp_path)
 def test_recorded_fixtures_hold_no_credential_header_and_no_key_value(upstream, client, tmp_path):
     fixtures = tmp_path / "fixtures"
     other_secret = "db-password-never-written"
-    proxy = proxy_for("record", fixtures, upstream, redact_values={other_secret})
+    proxy = proxy_for("record", upstream, redact_values={other_secret})
     try:
         base = proxy.register_eval("k", fixtures)
         # The client holds real keys itself (t3) and even puts one in its prompt and query string.
@@ -250,7 +250,7 @@ def test_several_evals_and_sessions_in_parallel_keep_their_own_call_order(upstre
             t.join()
 
     recorded: dict[tuple[str, str, int], str] = {}
-    proxy = proxy_for("record", None, upstream)
+    proxy = proxy_for("record", upstream)
     try:
         run_all(proxy, recorded)
     finally:
@@ -262,7 +262,7 @@ def test_several_evals_and_sessions_in_parallel_keep_their_own_call_order(upstre
                 assert fixture["request"]["body"]["messages"][0]["content"] == f"{name}/{session}/{n}"
 
     replayed: dict[tuple[str, str, int], str] = {}
-    replay = proxy_for("replay", None)
+    replay = proxy_for("replay")
     try:
         run_all(replay, replayed)
         reports = [replay.eval_report(name) for name in evals]
@@ -275,7 +275,7 @@ def test_several_evals_and_sessions_in_parallel_keep_their_own_call_order(upstre
 def test_live_mode_relays_and_counts_but_writes_nothing(upstream, client, tmp_path):
     fixtures = tmp_path / "fixtures"
     fixtures.mkdir()
-    proxy = proxy_for("live", fixtures, upstream)
+    proxy = proxy_for("live", upstream)
     try:
         base = proxy.register_eval("l", fixtures)
         call(client, base, "/v1/embeddings", {"model": "text-embedding-3-small", "input": "x"})
@@ -293,7 +293,7 @@ def test_recording_again_lists_older_fixtures_the_new_recording_did_not_request(
     stale = fixtures / "r" / "0002.json"
     stale.parent.mkdir(parents=True)
     stale.write_text("{}")
-    proxy = proxy_for("record", fixtures, upstream)
+    proxy = proxy_for("record", upstream)
     try:
         call(client, proxy.register_eval("r", fixtures), "/v1/chat/completions", CHAT)
         report = proxy.eval_report("r")
@@ -313,7 +313,7 @@ def test_recording_again_lists_older_fixtures_the_new_recording_did_not_request(
     ids=["unknown-eval", "no-prefix", "bad-session"],
 )
 def test_requests_the_proxy_cannot_place_are_refused_with_a_named_error(client, tmp_path, path, headers, status, kind):
-    proxy = proxy_for("replay", tmp_path)
+    proxy = proxy_for("replay")
     try:
         proxy.register_eval("chat", tmp_path)
         answer = client.post(f"{proxy.url}{path}", json=CHAT, headers=headers)
@@ -339,7 +339,7 @@ def test_an_unreachable_upstream_answers_502_and_is_reported(client, tmp_path):
 
 
 def test_an_eval_name_that_is_no_folder_name_still_gets_a_safe_default_session(upstream, client, tmp_path):
-    proxy = proxy_for("record", tmp_path, upstream)
+    proxy = proxy_for("record", upstream)
     try:
         call(client, proxy.register_eval("rls isolation (v2)", tmp_path), "/v1/chat/completions", CHAT)
     finally:

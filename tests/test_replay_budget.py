@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_replay_fakes import FakeUpstream  # noqa: E402
+from fakes_upstream import FakeUpstream  # noqa: E402
 
 from evalrun.manifest import Budget  # noqa: E402
 from evalrun.replay import BudgetMeter, ReplayProxy  # noqa: E402

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_replay_fakes import FakeUpstream  # noqa: E402
+from fakes_upstream import FakeUpstream  # noqa: E402
 
 from evalrun.commands.replay import serve  # noqa: E402
 from evalrun.errors import UsageError  # noqa: E402

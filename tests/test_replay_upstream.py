@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_replay_fakes import FakeUpstream  # noqa: E402
+from fakes_upstream import FakeUpstream  # noqa: E402
 
 from evalrun.keys import PLACEHOLDER  # noqa: E402
 from evalrun.replay import ReplayProxy  # noqa: E402

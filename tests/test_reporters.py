@@ -292,9 +292,9 @@ def test_markdown_passing_run_is_short() -> None:
 
 @pytest.mark.parametrize(
     ("code", "verdict"),
-    [(2, "configuration error (exit 2)"), (3, "baseline regressed (exit 3)"),
+    [(2, "usage or configuration error (exit 2)"), (3, "baseline regressed (exit 3)"),
      (4, "not everything was checked (exit 4)"), (5, "nothing was selected to run (exit 5)"),
-     (130, "interrupted (exit 130)"), (None, "unfinished (no exit code)")],
+     (130, "interrupted; partial results (exit 130)"), (None, "unfinished (no exit code)")],
 )
 def test_markdown_names_every_exit_code(code: int | None, verdict: str) -> None:
     assert verdict in render_markdown(_results(exit_code=code)).splitlines()[0]

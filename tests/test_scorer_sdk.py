@@ -546,7 +546,9 @@ def test_finish_is_idempotent_and_closes_the_scorer(tmp_path: Path) -> None:
 def test_finish_by_hand_returns_1_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("EVALRUN_REPORT", raising=False)
+    monkeypatch.chdir(tmp_path)  # so a report written by hand, anywhere relative, would show below
     s = Scorer()
+    assert s.report_path is None
     with s.check("fails") as c:
         c.equal("a", "b")
     assert s.finish() == 1

@@ -23,7 +23,7 @@ from types import FrameType
 from urllib.parse import urlsplit
 
 from evalrun.errors import ExitCode, UsageError
-from evalrun.keys import endpoint_env, secret_values
+from evalrun.keys import endpoint_env
 from evalrun.replay.fixtures import default_session, display_path
 from evalrun.replay.proxy import MODES, ReplayProxy
 from evalrun.replay.state import ProxyEvalReport
@@ -44,8 +44,7 @@ def serve(
     proxy = ReplayProxy(
         mode,  # type: ignore[arg-type]  # checked above
         upstream=upstream,
-        key_env=os.environ,
-        redact_values=secret_values(os.environ),
+        key_env=os.environ,  # its key values are redacted by the proxy itself
         port=port,
         log=say,
     )

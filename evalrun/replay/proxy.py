@@ -48,7 +48,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import quote, unquote
 
 from evalrun.keys import secret_values
@@ -60,7 +60,6 @@ from evalrun.replay.fixtures import (
     default_session,
     display_path,
     fixture_path,
-    list_fixtures,
     read_fixture,
     redact,
     write_fixture,
@@ -199,17 +198,14 @@ class ReplayProxy:
         return self.meter.exhausted()
 
     def _unplayed(self, state: EvalState) -> list[str]:
-        if self.mode == "live" or state.fixtures_dir is None:
+        if self.mode == "live":
             return []
         if self.mode == "replay":
-            on_disk = list_fixtures(state.fixtures_dir)
-            return [
-                f"{display_path(p)} was recorded but not requested"
-                for k, p in sorted(on_disk.items())
-                if k not in state.served
-            ]
+            why = "was recorded but not requested"
+        else:
+            why = "was recorded before but not requested in this recording; delete it"
         return [
-            f"{display_path(p)} was recorded before but not requested in this recording; delete it"
+            f"{display_path(p)} {why}"
             for k, p in sorted(state.existing.items())
             if k not in state.served and p.exists()
         ]
@@ -262,7 +258,7 @@ class ReplayProxy:
 
     def _acquire_budget(self, state: EvalState) -> str | None:
         refusal = self.meter.acquire()
-        if refusal is None and state.meter is not None:
+        if refusal is None:
             refusal = state.meter.acquire()
             if refusal is not None:
                 self.meter.release()
@@ -270,13 +266,11 @@ class ReplayProxy:
 
     def _release_budget(self, state: EvalState) -> None:
         self.meter.release()
-        if state.meter is not None:
-            state.meter.release()
+        state.meter.release()
 
     def _add_tokens(self, state: EvalState, tokens: int) -> None:
         self.meter.add_tokens(tokens)
-        if state.meter is not None:
-            state.meter.add_tokens(tokens)
+        state.meter.add_tokens(tokens)
 
     def _replay(
         self, handler: ProxyHandler, state: EvalState, session: str, index: int, method: str, path: str, shown: str
@@ -385,20 +379,15 @@ class ReplayProxy:
             if recording:
                 # Written by the writer thread after answering: the fsync stays off the call's latency,
                 # even for the next call on the same keep-alive connection.
-                record = (state, session, index, target.provider, method, path, headers, body, recorded)
-                self._writer().submit(self._record_then_release, *record)
+                self._writer().submit(
+                    self._record, state, session, index, target.provider, method, path, headers, body, recorded
+                )
 
     def _writer(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalrun-fixtures")
             return self._executor
-
-    def _record_then_release(self, state: EvalState, *record: Any) -> None:
-        try:
-            self._record(state, *record)
-        finally:
-            state.end_write()
 
     def _record(
         self,
@@ -429,6 +418,8 @@ class ReplayProxy:
             )
         except OSError as exc:
             state.note_missing(None, f"evalrun record: cannot write {display_path(where)}: {exc.strerror or exc}")
+        finally:
+            state.end_write()
 
     def note(self, line: str) -> None:
         """One line for the log callback (``evalrun replay serve`` prints them)."""

@@ -59,10 +59,11 @@ class EvalState:
     def __init__(self, name: str, fixtures_dir: Path | None, budget: BudgetLimits | None) -> None:
         self.name = name
         self.fixtures_dir = fixtures_dir
-        self.meter = BudgetMeter(budget, f"eval {name!r} budget") if budget is not None else None
+        self.meter = BudgetMeter(budget, f"eval {name!r} budget")  # without limits it only counts
         self.lock = threading.Lock()
         self.next_index: dict[str, int] = {}
         self.served: set[tuple[str, int]] = set()
+        # On disk when the eval registered: what the report lists as unplayed if never requested.
         self.existing = list_fixtures(fixtures_dir) if fixtures_dir is not None else {}
         self.calls = 0
         self.input_tokens = 0

@@ -12,20 +12,11 @@ import re
 
 from evalrun.errors import ExitCode
 from evalrun.results import BaselineChange, EvalResult, RunResults, Status
+from evalrun.verdict import VERDICT_WORDS
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # C0/C1 controls other than tab and newlines, and what XML 1.0 cannot carry (surrogates, U+FFFE/U+FFFF).
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-
-_VERDICTS = {
-    ExitCode.OK: "passed",
-    ExitCode.FAILED: "failed",
-    ExitCode.USAGE: "configuration error",
-    ExitCode.REGRESSED: "baseline regressed",
-    ExitCode.UNCHECKED: "not everything was checked",
-    ExitCode.NOTHING_SELECTED: "nothing was selected to run",
-    ExitCode.INTERRUPTED: "interrupted",
-}
 
 
 def describe_verdict(results: RunResults) -> str:
@@ -34,7 +25,7 @@ def describe_verdict(results: RunResults) -> str:
     if code is None:
         return "interrupted (no exit code)" if results.interrupted else "unfinished (no exit code)"
     try:
-        label = _VERDICTS[ExitCode(code)]
+        label = VERDICT_WORDS[ExitCode(code)]  # the terminal's words, so report and console agree
     except ValueError:
         label = "unknown outcome"
     return f"{label} (exit {code})"

@@ -36,7 +36,6 @@ class FakeUpstream:
     requests: list[Received] = field(default_factory=list)
     hold_stream: bool = False
     release: threading.Event = field(default_factory=threading.Event)
-    first_chunk_sent: threading.Event = field(default_factory=threading.Event)
 
     def __enter__(self) -> FakeUpstream:
         owner = self
@@ -123,7 +122,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
             if number == 0 and self.fake.hold_stream:
-                self.fake.first_chunk_sent.set()
                 self.fake.release.wait(10)
         self.wfile.write(b"0\r\n\r\n")
 
