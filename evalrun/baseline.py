@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.atomic import write_atomic
-from evalrun.errors import BaselineError, BaselineRefused
+from evalrun.errors import BaselineError, BaselineRefused, file_label
 from evalrun.manifest import Manifest
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, RunResults, Status
 
@@ -54,7 +54,7 @@ def load_baseline(path: Path) -> Baseline | None:
     Raises ``BaselineError`` with one line naming the file and the line (invalid
     TOML) or the key (wrong shape).
     """
-    label = _label(path)
+    label = file_label(path)
     fix = f"rerun {update_command_for(path.stem)}"
     try:
         raw = path.read_bytes()
@@ -127,6 +127,27 @@ def _describe_value(value: Any) -> str:
 # --- comparing ---------------------------------------------------------------
 
 
+def compare_tier(
+    manifest: Manifest,
+    results: RunResults,
+    baseline: Mapping[str, Mapping[str, int]] | None,
+    *,
+    strict: bool,
+    update_command: str,
+) -> BaselineComparison:
+    """Compare results with their tier's baseline as every command does: the tier's evals
+    of the manifest, its baseline file, and the manifest's ``[baseline] strict`` too."""
+    tier = results.tier
+    return compare_to_baseline(
+        baseline,
+        results,
+        {e.name for e in manifest.evals if e.tier == tier},
+        baseline_path(manifest, tier),
+        strict=strict or manifest.baseline.strict,
+        update_command=update_command,
+    )
+
+
 def compare_to_baseline(
     baseline: Mapping[str, Mapping[str, int]] | None,
     results: RunResults,
@@ -170,7 +191,7 @@ def compare_to_baseline(
         regressions.extend(stale)
         stale = []
     return BaselineComparison(
-        path=_label(path),
+        path=file_label(path),
         exists=baseline is not None,
         regressions=sorted(regressions, key=_order),
         stale=sorted(stale, key=_order),
@@ -311,7 +332,7 @@ def write_baseline(path: Path, data: Mapping[str, Mapping[str, int]], command: s
         # Lone surrogates can arrive through JSON reports; TOML cannot hold them.
         bad = exc.object[max(0, exc.start - 20):exc.end + 20] if isinstance(exc.object, str) else ""
         raise BaselineError(
-            f"{_label(path)}: a check or eval name is not valid Unicode (near {bad!r}); "
+            f"{file_label(path)}: a check or eval name is not valid Unicode (near {bad!r}); "
             f"rename it in the scorer, then {command}"
         ) from None
     write_atomic(path, raw)
@@ -373,8 +394,3 @@ def _table_key(name: str) -> str:
     return name if _BARE_KEY.fullmatch(name) else _quote(name)
 
 
-def _label(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return str(path)

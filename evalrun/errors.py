@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from pathlib import Path
 
 
 class ExitCode(IntEnum):
@@ -51,3 +52,11 @@ class BaselineRefused(EvalrunError):
 
 class ReportError(Exception):
     """A scorer's report is unusable. Not fatal to the run: the eval fails."""
+
+
+def file_label(path: Path) -> str:
+    """How messages name a file: relative to the working directory when under it, else as given."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)

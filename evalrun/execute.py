@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from evalrun.errors import ReportError
 from evalrun.plan import PlannedEval
@@ -329,23 +328,13 @@ def _read_report(planned: PlannedEval, report_path: Path, stdout_path: Path | No
         from evalrun.formats.tap import parse_tap
 
         assert stdout_path is not None
-        return _as_parsed(parse_tap(stdout_path))
+        return parse_tap(stdout_path)
     if spec.format == "junit":
         from evalrun.formats.junit_in import parse_junit
 
         assert spec.junit is not None
-        return _as_parsed(parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}"))
+        return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}")
     return read_json_report(report_path)
-
-
-def _as_parsed(other: Any) -> ParsedReport:
-    return ParsedReport(
-        checks=list(other.checks),
-        metrics=dict(other.metrics or {}),
-        problem=other.problem,
-        note=other.skipped_note(),
-        skip_all=other.skip_all,
-    )
 
 
 def _unchecked(planned: PlannedEval, tier: str, status: Status, message: str) -> EvalResult:

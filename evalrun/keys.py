@@ -119,6 +119,18 @@ def scrub_environment(
     return scrubbed
 
 
+REDACTED = "[redacted by evalrun]"
+
+
+def scrub(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str:
+    """``text`` with every secret value replaced: the one place evalrun hides secrets in text."""
+    # Longest first: a secret that contains another must not be left half shown.
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, replacement)
+    return text
+
+
 def secret_values(env: Mapping[str, str], extra_key_vars: Iterable[str] = ()) -> set[str]:
     """The values of the key variables set in ``env``: what must never be written or printed."""
     values: set[str] = set()

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evalrun.errors import ManifestError
+from evalrun.errors import ManifestError, file_label
 
 TIERS = ("t1", "t2", "t3")
 INLINE_PROBE_KINDS = ("env", "cmd", "file", "tcp", "http", "postgres", "python", "command")
@@ -123,7 +123,7 @@ class _RawManifest(_Strict):
 
 def load_manifest(path: Path) -> Manifest:
     """Read and validate a manifest; raise ManifestError with a one-line message."""
-    label = _label(path)
+    label = file_label(path)
     try:
         raw_text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
@@ -153,13 +153,6 @@ def load_manifest(path: Path) -> Manifest:
     )
     _check_semantics(label, manifest)
     return manifest
-
-
-def _label(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _where(data: Any, loc: tuple[Any, ...]) -> str:

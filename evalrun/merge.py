@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrun.baseline import baseline_path, compare_to_baseline, load_baseline, update_command_for
+from evalrun.baseline import baseline_path, compare_tier, load_baseline, update_command_for
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan
@@ -66,13 +66,11 @@ def finish_merged(
     results: RunResults, manifest: Manifest, strict: bool = False, update_command: str | None = None
 ) -> RunResults:
     """Compare merged results with the tier's baseline and decide the exit code, as one run would."""
-    path = baseline_path(manifest, results.tier)
-    comparison = compare_to_baseline(
-        load_baseline(path),
+    comparison = compare_tier(
+        manifest,
         results,
-        {e.name for e in manifest.evals if e.tier == results.tier},
-        path,
-        strict=strict or manifest.baseline.strict,
+        load_baseline(baseline_path(manifest, results.tier)),
+        strict=strict,
         update_command=update_command or update_command_for(results.tier),
     )
     code = decide_exit_code(results.evals, comparison, results.interrupted)

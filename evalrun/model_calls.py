@@ -15,13 +15,12 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from evalrun.keys import endpoint_env, scrub_environment, secret_values
+from evalrun.keys import endpoint_env, scrub, scrub_environment, secret_values
 from evalrun.manifest import Manifest
 from evalrun.plan import PlannedEval
 from evalrun.results import EvalResult, Status
 
 BUDGET_MESSAGE = "not checked: budget exhausted"
-_REDACTED = "[redacted by evalrun]"
 
 
 class ModelCalls:
@@ -106,12 +105,7 @@ class ModelCalls:
         return result.model_copy(update={**changed, "checks": checks})
 
     def _scrub(self, text: str | None) -> str | None:
-        if text is None:
-            return None
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(secret, _REDACTED)
-        return text
-
+        return scrub(text, self.secrets) if text is not None else None
 
 def describe_models(result: EvalResult) -> str | None:
     """``agent: openai gpt-4o-mini-2024-07-18, 6 calls, 1234 tokens (replay)`` for the summary."""

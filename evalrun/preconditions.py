@@ -9,9 +9,8 @@ with the same reason). A skip is a result with a reason, never a pass.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from evalrun.errors import TierGuardError
 from evalrun.manifest import Manifest
@@ -80,11 +79,11 @@ def skips_are_failures(manifest: Manifest, tier: str, no_skips: bool) -> bool:
     return no_skips or manifest.tier(tier).skips == "fail"
 
 
-def ready_check(manifest: Manifest, root: Path):  # noqa: ANN201 - a ReadyCheck for services
+def ready_check(manifest: Manifest) -> Callable[[str, Mapping[str, str]], tuple[bool, str]]:
     """Services poll their ``ready`` requirement with evalrun's own probes."""
 
     def check(requirement: str, env: Mapping[str, str]) -> tuple[bool, str]:
-        result = check_probe(parse_probe(manifest, requirement), env, root)
+        result = check_probe(parse_probe(manifest, requirement), env, manifest.root)
         return result.ok, result.reason
 
     return check

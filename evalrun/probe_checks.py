@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from evalrun import keys
 from evalrun.process import ProcessOutcome, ProcessRequest, run_process
 
 if TYPE_CHECKING:
@@ -80,10 +81,7 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
 
 def scrub(text: str, secrets: list[str]) -> str:
     """Replace each known secret in ``text`` with ``***``."""
-    # Longest first: a secret that contains another must not be left half shown.
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
+    return keys.scrub(text, secrets, "***")
 
 
 # --------------------------------------------------------------------------- checkers

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from evalrun.errors import ManifestError
+from evalrun.errors import ManifestError, file_label
 from evalrun.manifest import INLINE_PROBE_KINDS, Manifest
 from evalrun.probe_checks import (
     CHECKERS, MODULE_NAME, first_line, passwords_in, redact, scrub, secret_values, seconds, split_host_port,
@@ -91,7 +91,7 @@ def validate_probes(manifest: Manifest) -> None:
 
 
 def _parse(manifest: Manifest, requirement: str, where: str) -> Probe:
-    label = _label(manifest.path)
+    label = file_label(manifest.path)
     if requirement in manifest.probes:
         return _parse_table(f"{label}: probes.{requirement}", requirement, manifest.probes[requirement])
     kind, sep, rest = requirement.partition(":")
@@ -177,13 +177,6 @@ def _check_target(kind: str, target: Any, place: str) -> None:
 def _has_var(target: Any) -> bool:
     words = target if isinstance(target, tuple) else (target,)
     return any(_VAR.search(w) for w in words)
-
-
-def _label(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 # --------------------------------------------------------------------------- running

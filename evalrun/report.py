@@ -56,10 +56,6 @@ def generate_report_schema() -> dict[str, Any]:
     return schema
 
 
-def render_schema(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
-
-
 @lru_cache(maxsize=1)
 def _validator() -> Any:
     import jsonschema  # heavy: imported only when a report is read
@@ -84,13 +80,22 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
 
 @dataclass(frozen=True)
 class ParsedReport:
-    """A report in any format, before the runner's rules."""
+    """A report in any format (JSON, TAP, JUnit), before the runner's rules."""
 
     checks: list[CheckResult]
     metrics: dict[str, Any] = field(default_factory=dict)
-    problem: str | None = None  # an eval-level failure the format itself reported
-    note: str | None = None  # said about the eval without failing it ("skipped in TAP: ...")
-    skip_all: str | None = None  # the whole stream was skipped (TAP "1..0 # SKIP why")
+    problem: str | None = None  # an eval-level failure: "Bail out! db gone", "planned 3, ran 2"
+    skipped: list[str] = field(default_factory=list)  # "name (reason)" of each skipped test: not checks
+    skip_all: str | None = None  # the whole stream was skipped (TAP "1..0 # SKIP why"): the reason
+    source: str = ""  # "TAP" or "JUnit", for messages
+
+    def skipped_note(self) -> str | None:
+        """One line for the eval's message, e.g. ``skipped in TAP: network (no network)``; None if none."""
+        if self.skip_all is not None:
+            return f"everything skipped in {self.source}: {self.skip_all}"
+        if not self.skipped:
+            return None
+        return f"skipped in {self.source}: " + "; ".join(self.skipped)
 
 
 def read_json_report(path: Path) -> ParsedReport:
@@ -157,13 +162,14 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
         if why:
             msg += f": {why}"
         return Verdict(Status.ERROR, _clip(msg), checks, parsed.metrics)
+    note = parsed.skipped_note()
     if parsed.skip_all is not None and not checks:
-        return Verdict(Status.SKIPPED, _clip(parsed.note or f"skipped: {parsed.skip_all}"), checks, parsed.metrics)
+        return Verdict(Status.SKIPPED, _clip(note or f"skipped: {parsed.skip_all}"), checks, parsed.metrics)
     if not checks:
         return Verdict(Status.FAILED, "the report has no checks", checks, parsed.metrics)
     if failed:
         return Verdict(Status.FAILED, _clip(_failed_message(failed)), checks, parsed.metrics)
-    return Verdict(Status.PASSED, _clip(parsed.note) if parsed.note else None, checks, parsed.metrics)
+    return Verdict(Status.PASSED, _clip(note) if note else None, checks, parsed.metrics)
 
 
 def _failed_message(failed: list[CheckResult]) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalrun.errors import ManifestError
+from evalrun.errors import ManifestError, file_label
 from evalrun.manifest import Manifest, probe_kind
 from evalrun.service_postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
 from evalrun.service_procs import (
@@ -103,7 +103,7 @@ class _StartFailed(Exception):
 
 def parse_services(manifest: Manifest) -> dict[str, ServiceSpec]:
     """Validate every ``[services.NAME]`` table; ManifestError names the key and the fix."""
-    label = _label(manifest.path)
+    label = file_label(manifest.path)
     specs = {name: _parse_one(label, manifest, name, table) for name, table in manifest.services.items()}
     for index, ev in enumerate(manifest.evals):
         owner: dict[str, str] = {}
@@ -177,13 +177,6 @@ def _parse_one(label: str, manifest: Manifest, name: str, table: dict[str, Any])
     if not isinstance(url_var, str) or not _VAR.match(url_var):
         raise bad("url_var", "must be a variable name, e.g. DATABASE_URL")
     return ServiceSpec(name, run, postgres, ready, float(timeout), dict(env), folder, url_var)
-
-
-def _label(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 # ---------------------------------------------------------------- manager

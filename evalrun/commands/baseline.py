@@ -11,7 +11,7 @@ from pathlib import Path
 
 from evalrun.baseline import (
     baseline_path,
-    compare_to_baseline,
+    compare_tier,
     format_comparison,
     load_baseline,
     update_baseline,
@@ -80,14 +80,10 @@ def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, 
     source = from_results or results_path(manifest, tier, None)
     results: RunResults = load_results(source)
     path = baseline_path(manifest, tier)
-    tier_names = {e.name for e in manifest.evals if e.tier == tier}
-    comparison = compare_to_baseline(
-        load_baseline(path),
-        results,
-        tier_names,
-        path,
-        strict=strict or manifest.baseline.strict,
-        update_command=update_command(manifest, tier),
+    if results.tier != tier:
+        raise ResultsError(f"{source}: holds tier {results.tier}, not {tier}; pass it to evalrun baseline diff {results.tier}")
+    comparison = compare_tier(
+        manifest, results, load_baseline(path), strict=strict, update_command=update_command(manifest, tier)
     )
     lines = format_comparison(comparison)
     for text in lines:

@@ -22,9 +22,9 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
-from evalrun.errors import ExitCode, UsageError
+from evalrun.errors import ExitCode, UsageError, file_label
 from evalrun.keys import endpoint_env
-from evalrun.replay.fixtures import default_session, display_path
+from evalrun.replay.fixtures import default_session
 from evalrun.replay.proxy import MODES, ReplayProxy
 from evalrun.replay.state import ProxyEvalReport
 
@@ -58,7 +58,7 @@ def serve(
     try:
         proxy.register_eval(eval_name, fixtures, default=True)
         try:  # Ctrl-C may come as soon as the banner is out: it ends the serving, not evalrun
-            say(f"evalrun replay: {mode} proxy for {display_path(fixtures)} on {proxy.url} (Ctrl-C to stop)")
+            say(f"evalrun replay: {mode} proxy for {file_label(fixtures)} on {proxy.url} (Ctrl-C to stop)")
             if mode != "replay":
                 say(f"evalrun replay: upstream {upstream or 'https://api.openai.com / https://api.anthropic.com'}")
             for name, value in endpoint_env(proxy.url).items():

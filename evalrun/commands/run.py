@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrun import __version__
-from evalrun.baseline import baseline_path, compare_to_baseline, format_comparison, load_baseline
+from evalrun.baseline import baseline_path, compare_tier, format_comparison, load_baseline
 from evalrun.console import Console, closing_line
 from evalrun.errors import ExitCode, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
@@ -145,12 +145,11 @@ def _run_plan(
     baseline = load_baseline(baseline_file) if options.compare else None  # a bad baseline is exit 2, before any scorer
     results = collect_results(plan, options, console)
     if options.compare:
-        results.baseline = compare_to_baseline(
-            baseline,
+        results.baseline = compare_tier(
+            manifest,
             results,
-            plan.tier_names(),
-            baseline_file,
-            strict=options.strict_baseline or manifest.baseline.strict,
+            baseline,
+            strict=options.strict_baseline,
             update_command=update_command(shown or manifest, options.tier),
         )
     code = decide_exit_code(results.evals, results.baseline, results.interrupted)
@@ -204,7 +203,7 @@ def collect_results(plan: Plan, options: RunOptions, console: Console) -> RunRes
         logs_dir=manifest.root / ".evalrun" / "logs",
         state_dir=state_dir,
         environ=environ,
-        ready_check=ready_check(manifest, manifest.root),
+        ready_check=ready_check(manifest),
     )
 
     models = ModelCalls(manifest, tier, will_run, environ, options.record)

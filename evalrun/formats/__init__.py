@@ -16,33 +16,10 @@ up as a vanished check, a regression.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
-from evalrun.results import CheckResult
+from evalrun.report import ParsedReport  # noqa: F401 - the one record every format becomes, re-exported
 
 EVIDENCE_LIMIT = 2048  # bytes of evidence kept per check: enough to read, small enough for results files
 MESSAGE_LIMIT = 500
-
-
-@dataclass(frozen=True)
-class ParsedReport:
-    """A foreign report, translated: what the runner would read from a JSON report."""
-
-    checks: list[CheckResult]
-    metrics: dict[str, Any]
-    problem: str | None  # an eval-level failure: "Bail out! db gone", "planned 3, ran 2", "no test points"
-    skipped: list[str] = field(default_factory=list)  # "name (reason)" of each skipped test: not checks
-    skip_all: str | None = None  # the whole stream was skipped (TAP "1..0 # SKIP why"): the reason
-    source: str = ""  # "TAP" or "JUnit", for messages
-
-    def skipped_note(self) -> str | None:
-        """One line for the eval's message, e.g. ``skipped in TAP: network (no network)``; None if none."""
-        if self.skip_all is not None:
-            return f"everything skipped in {self.source}: {self.skip_all}"
-        if not self.skipped:
-            return None
-        return f"skipped in {self.source}: " + "; ".join(self.skipped)
 
 
 def truncate(text: str, limit: int = EVIDENCE_LIMIT) -> str:

@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.atomic import write_atomic
+from evalrun.errors import file_label
+from evalrun.keys import REDACTED, scrub  # noqa: F401 - REDACTED re-exported for readers of fixtures
 
 FIXTURE_VERSION = 1
-REDACTED = "[redacted by evalrun]"
 
 # Credential headers are dropped outright, whatever their value.
 CREDENTIAL_HEADERS = frozenset(
@@ -110,17 +111,11 @@ def list_fixtures(fixtures_dir: Path) -> dict[tuple[str, int], Path]:
     return found
 
 
-def display_path(path: Path) -> str:
-    """``path`` relative to the working directory when under it, for messages."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def read_fixture(path: Path) -> Fixture:
     """Load one fixture; raise FixtureError naming the file, the place and the fix."""
-    where = display_path(path)
+    where = file_label(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -193,16 +188,12 @@ def write_fixture(
 
 def redact(value: Any, secrets: set[str]) -> Any:
     """``value`` with credential headers dropped and every secret replaced, at any depth."""
-    ordered = sorted((s for s in secrets if s), key=len, reverse=True)  # longest first: no partial leftovers
-    return _redact(value, ordered)
+    return _redact(value, secrets)
 
 
-def _redact(value: Any, secrets: list[str]) -> Any:
+def _redact(value: Any, secrets: set[str]) -> Any:
     if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
+        return scrub(value, secrets)
     if isinstance(value, dict):
         return {
             _redact(k, secrets): _redact(v, secrets)

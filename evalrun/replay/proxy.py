@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote, unquote
 
+from evalrun.errors import file_label
 from evalrun.keys import secret_values
 from evalrun.replay.budget import BudgetLimits, BudgetMeter
 from evalrun.replay.fixtures import (
@@ -58,7 +59,6 @@ from evalrun.replay.fixtures import (
     RecordedResponse,
     check_session,
     default_session,
-    display_path,
     fixture_path,
     read_fixture,
     redact,
@@ -205,7 +205,7 @@ class ReplayProxy:
         else:
             why = "was recorded before but not requested in this recording; delete it"
         return [
-            f"{display_path(p)} {why}"
+            f"{file_label(p)} {why}"
             for k, p in sorted(state.existing.items())
             if k not in state.served and p.exists()
         ]
@@ -281,7 +281,7 @@ class ReplayProxy:
         label = f"eval {state.name!r}, session {session!r}, call {index}"
         if not where.is_file():
             message = (
-                f"evalrun replay: missing fixture {display_path(where)} ({label}: {method} {shown}); "
+                f"evalrun replay: missing fixture {file_label(where)} ({label}: {method} {shown}); "
                 "record it with `evalrun t3 --record`, or make the code call the model as it did when recorded"
             )
             self._refuse(handler, state, key, 404, "evalrun_missing_fixture", message)
@@ -293,7 +293,7 @@ class ReplayProxy:
             return
         if fixture.method != method or fixture.path.split("?")[0] != path.split("?")[0]:
             message = (
-                f"evalrun replay: {display_path(where)} was recorded for {fixture.method} {fixture.path.split('?')[0]} "
+                f"evalrun replay: {file_label(where)} was recorded for {fixture.method} {fixture.path.split('?')[0]} "
                 f"but call {index} of session {session!r} is {method} {shown}; the calls changed order, re-record"
             )
             self._refuse(handler, state, key, 400, "evalrun_fixture_mismatch", message)
@@ -417,7 +417,7 @@ class ReplayProxy:
                 secrets=self.secrets,
             )
         except OSError as exc:
-            state.note_missing(None, f"evalrun record: cannot write {display_path(where)}: {exc.strerror or exc}")
+            state.note_missing(None, f"evalrun record: cannot write {file_label(where)}: {exc.strerror or exc}")
         finally:
             state.end_write()
 

@@ -117,7 +117,7 @@ def _baseline_is_unchanged(c: scorer.Check, outcome: Outcome) -> None:
 
 
 def _no_scorer_started(c: scorer.Check, outcome: Outcome) -> None:
-    c.false((outcome.folder / "started.marker").exists(), "a refused tier starts no scorer")
+    c.false((outcome.folder / "started.marker").exists(), "no scorer started")
 
 
 def _only_the_unguarded_eval_ran(c: scorer.Check, outcome: Outcome) -> None:
@@ -326,6 +326,7 @@ CASES: tuple[Case, ...] = (
         exit=1,
         texts=("skips are failures here: env GATE_BITES_NEVER_SET is not set",),
         statuses={"orders": "failed"},
+        extra=_no_scorer_started,
     ),
     Case(
         id="tier-guard",
