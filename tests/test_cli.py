@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -319,12 +320,18 @@ def test_ctrl_c_stops_scorers_saves_partial_results_and_exits_130(project) -> No
         [sys.executable, "-m", "evalrun", "t1", "-j", "2"], cwd=proj.root, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    # Interrupt only once "done" has finished and "slow" is hanging, so each has one right status.
     deadline = time.monotonic() + 30
-    while not (proj.root / "started").exists():
-        assert time.monotonic() < deadline, "the scorer never started"
+    while not ((proj.root / "started").exists() and any(ln.startswith("PASS") and " done " in ln for ln in lines)):
+        assert time.monotonic() < deadline, f"the scorers never got there: {lines}"
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    proc.wait(timeout=30)
+    reader.join(timeout=10)
+    out, err = "".join(lines), proc.stderr.read()
     assert proc.returncode == 130, out + err
     res = proj.results()
     assert res["interrupted"] is True and res["exit_code"] == 130
