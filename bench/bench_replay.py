@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.atomic import write_atomic
-from evalrun.replay import ReplayProxy
+from evalrun.models.replay.proxy import ReplayProxy
 
 TARGET_MS = 2.0
 REQUEST = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello " * 50}]}).encode()

@@ -64,7 +64,7 @@ def _call(fn: Callable[..., int], *args: object, **kwargs: object) -> None:
 
 
 def _console():  # noqa: ANN202 - imported lazily to keep --version fast
-    from evalrun.console import Console
+    from evalrun.reports_out.terminal import Console
 
     return Console()
 

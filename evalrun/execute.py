@@ -26,7 +26,9 @@ from pathlib import Path
 from evalrun.errors import ReportError
 from evalrun.plan import PlannedEval
 from evalrun.process import ProcessOutcome, ProcessRequest, run_process
-from evalrun.report import ParsedReport, judge, read_json_report
+from evalrun.reports_in.json_report import read_json_report
+from evalrun.reports_in.parsed import ParsedReport
+from evalrun.reports_in.rules import judge
 from evalrun.results import EvalResult, Status
 
 OUTPUT_TAIL_CHARS = 4000
@@ -325,12 +327,12 @@ def _judge_outcome(
 def _read_report(planned: PlannedEval, report_path: Path, stdout_path: Path | None) -> ParsedReport:
     spec = planned.spec
     if spec.format == "tap":
-        from evalrun.formats.tap import parse_tap
+        from evalrun.reports_in.tap import parse_tap
 
         assert stdout_path is not None
         return parse_tap(stdout_path)
     if spec.format == "junit":
-        from evalrun.formats.junit_in import parse_junit
+        from evalrun.reports_in.junit import parse_junit
 
         assert spec.junit is not None
         return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}")

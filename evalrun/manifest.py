@@ -40,7 +40,7 @@ class TierConfig(_Strict):
 
 
 class ModelsConfig(_Strict):
-    """``[models]``: how evalrun keeps model calls honest (see evalrun.keys, evalrun.replay)."""
+    """``[models]``: how evalrun keeps model calls honest (see evalrun.models.scorer_env, evalrun.models.replay)."""
 
     key_vars: list[str] = Field(default_factory=list)  # more key variables to keep out of t1/t2
     strict_replay: bool = False  # fixtures recorded but not requested fail the eval

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.checkout import clean_checkout
+from evalrun.selection.checkout import clean_checkout
 from evalrun.errors import UsageError
 from test_selection import git, write
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from evalrun.errors import ReportError
-from evalrun.formats import EVIDENCE_LIMIT
-from evalrun.formats.junit_in import parse_junit
+from evalrun.text import EVIDENCE_LIMIT
+from evalrun.reports_in.junit import parse_junit
 
 ASSETS = Path(__file__).parent / "assets" / "junit"
 PRODUCERS = Path(__file__).parent / "producers"

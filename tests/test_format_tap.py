@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.formats import EVIDENCE_LIMIT, ParsedReport
-from evalrun.formats.tap import parse_tap
+from evalrun.reports_in.parsed import ParsedReport
+from evalrun.text import EVIDENCE_LIMIT
+from evalrun.reports_in.tap import parse_tap
 
 ASSETS = Path(__file__).parent / "assets" / "tap"
 PRODUCERS = Path(__file__).parent / "producers"

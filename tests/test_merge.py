@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from evalrun.commands.run import RunOptions, collect_results
-from evalrun.console import Console
+from evalrun.reports_out.terminal import Console
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import load_manifest
 from evalrun.merge import finish_merged, merge_results
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, Status, load_results, write_results
-from evalrun.selection import Shard, select_shard
+from evalrun.selection.changed import Shard, select_shard
 from test_selection import write
 
 NAMES = ["alpha", "beta", "gamma", "delta", "eps"]

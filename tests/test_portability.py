@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.manifest import load_manifest
-from evalrun.portability import MAX_BYTES, find_absolute_paths, scan_absolute_paths
+from evalrun.absolute_paths import MAX_BYTES, find_absolute_paths, scan_absolute_paths
 from test_selection import write
 
 FIX = "use a path relative to the eval's folder or $EVALRUN_WORKDIR"

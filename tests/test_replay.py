@@ -14,8 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from fakes_upstream import ANTHROPIC_MODEL, OPENAI_MODEL, FakeUpstream  # noqa: E402
 
-from evalrun.keys import PLACEHOLDER  # noqa: E402
-from evalrun.replay import ReplayProxy  # noqa: E402
+from evalrun.secrets import PLACEHOLDER  # noqa: E402
+from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
 
 OPENAI_KEY = "sk-proj-REALKEY-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-api03-REALKEY-fedcba9876543210"

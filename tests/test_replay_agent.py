@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evalrun.keys import PLACEHOLDER, scrub_environment
-from evalrun.replay import ReplayProxy
+from evalrun.models.scorer_env import scrub_environment
+from evalrun.secrets import PLACEHOLDER
+from evalrun.models.replay.proxy import ReplayProxy
 
 AGENT = Path(__file__).resolve().parents[1] / "evals" / "agent"
 FIXTURES = AGENT / "fixtures"

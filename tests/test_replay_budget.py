@@ -13,7 +13,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakes_upstream import FakeUpstream  # noqa: E402
 
 from evalrun.manifest import Budget  # noqa: E402
-from evalrun.replay import BudgetMeter, ReplayProxy  # noqa: E402
+from evalrun.models.replay.budget import BudgetMeter
+from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}  # the fake reports 18 tokens
 

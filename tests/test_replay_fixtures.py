@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.replay.fixtures import (
-    REDACTED,
+from evalrun.secrets import REDACTED
+from evalrun.models.replay.fixtures import (
     FixtureError,
     check_session,
     default_session,
@@ -18,7 +18,7 @@ from evalrun.replay.fixtures import (
     read_fixture,
     redact,
 )
-from evalrun.replay.usage import read_usage
+from evalrun.models.replay.usage import read_usage
 
 GOOD = {
     "evalrun_fixture": 1, "session": "s", "index": 1, "provider": "openai",

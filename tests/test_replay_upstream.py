@@ -12,9 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from fakes_upstream import FakeUpstream  # noqa: E402
 
-from evalrun.keys import PLACEHOLDER  # noqa: E402
-from evalrun.replay import ReplayProxy  # noqa: E402
-from evalrun.replay.upstream import api_style, choose_target, upstream_headers  # noqa: E402
+from evalrun.secrets import PLACEHOLDER  # noqa: E402
+from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
+from evalrun.models.replay.upstream import api_style, choose_target, upstream_headers  # noqa: E402
 
 KEYS = {"OPENAI_API_KEY": "sk-openai-REAL-123456", "ANTHROPIC_API_KEY": "sk-ant-REAL-654321"}
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from evalrun.errors import ReportError
-from evalrun.report import ParsedReport, explain_failure, judge, read_json_report
+from evalrun.reports_in.json_report import read_json_report
+from evalrun.reports_in.parsed import ParsedReport
+from evalrun.reports_in.rules import explain_failure, judge
 from evalrun.results import CheckResult, Status
 
 

@@ -11,10 +11,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from evalrun.errors import ReportError
-from evalrun.formats.junit_in import parse_junit
-from evalrun.reporters.github import append_github_step_summary, github_annotations
-from evalrun.reporters.junit import render_junit, write_junit
-from evalrun.reporters.markdown import render_markdown, write_markdown
+from evalrun.reports_in.junit import parse_junit
+from evalrun.reports_out.github import append_github_step_summary, github_annotations
+from evalrun.reports_out.junit import render_junit, write_junit
+from evalrun.reports_out.markdown import render_markdown, write_markdown
 from evalrun.results import BaselineChange, BaselineComparison, CheckResult, EvalResult, RunResults, Status
 
 NASTY = 'insert as user B\nsucceeded | 100% <script>alert(1)</script> `tick` *star*'

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from evalrun.manifest import load_manifest
-from evalrun.services import ServiceManager, ServiceSpec, parse_services
+from evalrun.services.manager import ServiceManager, ServiceSpec, parse_services
 
 REPO = Path(__file__).resolve().parent.parent
 EVAL_DIR = REPO / "evals" / "rls-isolation"

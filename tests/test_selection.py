@@ -14,7 +14,7 @@ from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import load_manifest
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, Status, write_results
-from evalrun.selection import (
+from evalrun.selection.changed import (
     Shard,
     _glob_regex,
     _matches,

@@ -16,7 +16,7 @@ import pytest
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
-from evalrun.services import ServiceManager, ServiceSpec, parse_services, reap_leftovers
+from evalrun.services.manager import ServiceManager, ServiceSpec, parse_services, reap_leftovers
 
 STUBS = Path(__file__).parent / "stubs"
 STUB = STUBS / "service_stub.py"

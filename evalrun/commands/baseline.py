@@ -18,7 +18,7 @@ from evalrun.baseline import (
     write_baseline,
 )
 from evalrun.commands.run import RunOptions, collect_results, load_checked_manifest, results_path, update_command
-from evalrun.console import Console
+from evalrun.reports_out.terminal import Console
 from evalrun.errors import ExitCode, ResultsError, UsageError
 from evalrun.manifest import TIERS
 from evalrun.plan import make_plan

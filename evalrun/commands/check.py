@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.commands.run import load_checked_manifest
-from evalrun.console import Console
-from evalrun.portability import find_absolute_paths
+from evalrun.reports_out.terminal import Console
+from evalrun.absolute_paths import find_absolute_paths
 
 
 def check(*, manifest_path: Path, console: Console) -> int:

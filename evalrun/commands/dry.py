@@ -7,10 +7,10 @@ import shlex
 from pathlib import Path
 
 from evalrun.commands.run import RunOptions, load_checked_manifest, select_plan
-from evalrun.console import Console
+from evalrun.reports_out.terminal import Console
 from evalrun.errors import ExitCode, UsageError
 from evalrun.plan import make_plan
-from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
+from evalrun.probes.preconditions import Preconditions, probe_evals, tier_guard_problem
 
 
 def dry(

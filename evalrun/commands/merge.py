@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.commands.run import load_checked_manifest, report_run, results_path, update_command, write_ci_reports
-from evalrun.console import Console
+from evalrun.reports_out.terminal import Console
 from evalrun.merge import finish_merged, merge_results
 from evalrun.plan import make_plan
 from evalrun.results import write_results

@@ -23,10 +23,10 @@ from types import FrameType
 from urllib.parse import urlsplit
 
 from evalrun.errors import ExitCode, UsageError, file_label
-from evalrun.keys import endpoint_env
-from evalrun.replay.fixtures import default_session
-from evalrun.replay.proxy import MODES, ReplayProxy
-from evalrun.replay.state import ProxyEvalReport
+from evalrun.models.scorer_env import endpoint_env
+from evalrun.models.replay.fixtures import default_session
+from evalrun.models.replay.proxy import MODES, ReplayProxy
+from evalrun.models.replay.state import ProxyEvalReport
 
 
 def serve(

@@ -19,20 +19,20 @@ from typing import TYPE_CHECKING
 
 from evalrun import __version__
 from evalrun.baseline import baseline_path, compare_tier, format_comparison, load_baseline
-from evalrun.console import Console, closing_line
+from evalrun.reports_out.terminal import Console, closing_line
 from evalrun.errors import ExitCode, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
-from evalrun.model_calls import BUDGET_MESSAGE, ModelCalls, describe_models
+from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
 from evalrun.plan import Plan, PlannedEval, make_plan
-from evalrun.preconditions import check_tier_guard, probe_evals, ready_check, skips_are_failures
-from evalrun.probes import validate_probes
+from evalrun.probes.preconditions import check_tier_guard, probe_evals, ready_check, skips_are_failures
+from evalrun.probes.run import validate_probes
 from evalrun.results import EvalResult, RunResults, Status, write_results
-from evalrun.services import ServiceManager, parse_services, reap_leftovers
+from evalrun.services.manager import ServiceManager, parse_services, reap_leftovers
 from evalrun.verdict import VERDICT_WORDS, decide_exit_code
 
 if TYPE_CHECKING:
-    from evalrun.selection import ChangedSelection
+    from evalrun.selection.changed import ChangedSelection
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def load_checked_manifest(path: Path) -> Manifest:
 def select_plan(manifest: Manifest, options: RunOptions) -> tuple[Plan, ChangedSelection | None]:
     """The tier, the filters, then ``--changed-since``, then ``--shard``: every shard drops the same evals."""
     # Only runs that ask for them pay for git and the shard split.
-    from evalrun.selection import durations_from, parse_shard, select_changed, select_shard
+    from evalrun.selection.changed import durations_from, parse_shard, select_changed, select_shard
 
     shard = parse_shard(options.shard) if options.shard else None  # a bad --shard is exit 2 before anything
     if options.record and options.tier != "t3":
@@ -111,7 +111,7 @@ def _run_in_clean_checkout(options: RunOptions, console: Console) -> int:
     The selection is made in the real repository (the export has no .git); results
     and reports are written where an ordinary run would write them.
     """
-    from evalrun.checkout import clean_checkout
+    from evalrun.selection.checkout import clean_checkout
 
     manifest = load_checked_manifest(options.manifest_path)
     plan, _ = select_plan(manifest, options)
@@ -164,9 +164,9 @@ def _run_plan(
 
 def write_ci_reports(results: RunResults, junit: Path | None, markdown: Path | None, console: Console) -> None:
     """JUnit XML, a Markdown summary, and GitHub's step summary and annotations when asked for."""
-    from evalrun.reporters.github import append_github_step_summary, github_annotations
-    from evalrun.reporters.junit import write_junit
-    from evalrun.reporters.markdown import write_markdown
+    from evalrun.reports_out.github import append_github_step_summary, github_annotations
+    from evalrun.reports_out.junit import write_junit
+    from evalrun.reports_out.markdown import write_markdown
 
     if junit is not None:
         write_junit(results, junit)

@@ -24,7 +24,7 @@ def schema_path(name: str) -> Path:
 
 def generate_schema(name: str) -> dict[str, Any]:
     if name == "report":
-        from evalrun.report import generate_report_schema
+        from evalrun.reports_in.json_report import generate_report_schema
 
         return generate_report_schema()
     if name == "manifest":

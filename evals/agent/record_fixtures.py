@@ -21,8 +21,8 @@ from pathlib import Path
 
 import fake_model
 
-from evalrun.keys import scrub_environment
-from evalrun.replay import ReplayProxy
+from evalrun.models.scorer_env import scrub_environment
+from evalrun.models.replay.proxy import ReplayProxy
 
 HERE = Path(__file__).resolve().parent
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from evalrun.services import ServiceManager, ServiceSpec
+from evalrun.services.manager import ServiceManager, ServiceSpec
 
 
 def _tcp_ready(requirement: str, env) -> tuple[bool, str]:

@@ -1,0 +1,1 @@
+"""The record/replay model proxy (``proxy.ReplayProxy`` tells the whole story): fixtures, upstream, usage, budgets."""

@@ -1,0 +1,87 @@
+"""Model keys kept out of the tiers that promise not to spend: the scorer's environment.
+
+This module owns which environment variables are model provider keys and what
+a scorer sees of them in each tier:
+
+- t1 (static): every key variable is replaced by ``PLACEHOLDER`` (set even
+  when evalrun's own environment lacks it, so an SDK constructor such as
+  ``OpenAI()`` does not refuse to start), and every model base-URL variable
+  points at ``T1_MODEL_URL``, the discard port on 127.0.0.1 where nothing
+  answers. A t1 eval that tries a model fails fast with "connection refused".
+- t2 (replay): keys replaced the same way; the base-URL variables point at the
+  record/replay proxy (``model_url``), or at ``T1_MODEL_URL`` when the tier
+  runs no proxy. A t2 eval cannot make a live call even on a machine that
+  holds real keys: it has none, and its endpoint serves fixtures.
+- t3 (live): keys kept; the base-URL variables point at the proxy when one
+  runs (``model_url`` given), so calls are counted and budgeted.
+
+The base-URL variables, for a base such as ``http://127.0.0.1:PORT/e/<eval>``
+(see ``endpoint_env``)::
+
+    OPENAI_BASE_URL     = <base>/v1     (OpenAI SDKs, and OpenAI-compatible clients)
+    OPENAI_API_BASE     = <base>/v1     (the older name still read by LangChain, LiteLLM)
+    ANTHROPIC_BASE_URL  = <base>        (Anthropic SDKs append /v1/messages themselves)
+    EVALRUN_MODEL_URL   = <base>        (evalrun's own: append the provider's path)
+
+In t1 and t2 ``127.0.0.1`` and ``localhost`` are added to ``NO_PROXY`` so a
+machine-wide HTTP proxy cannot route the scorer's model calls elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from evalrun.secrets import PLACEHOLDER, key_vars
+
+
+# The discard port (9): nothing listens there, so a connection is refused at once.
+T1_MODEL_URL = "http://127.0.0.1:9/evalrun-t1-has-no-model"
+
+
+BASE_URL_VARS: tuple[str, ...] = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "EVALRUN_MODEL_URL")
+
+def endpoint_env(base_url: str) -> dict[str, str]:
+    """The base-URL variables for a model endpoint at ``base_url`` (no trailing slash)."""
+    base = base_url.rstrip("/")
+    return {
+        "OPENAI_BASE_URL": f"{base}/v1",
+        "OPENAI_API_BASE": f"{base}/v1",
+        "ANTHROPIC_BASE_URL": base,
+        "EVALRUN_MODEL_URL": base,
+    }
+
+
+def scrub_environment(
+    env: Mapping[str, str],
+    tier: str,
+    model_url: str | None,
+    extra_key_vars: Iterable[str] = (),
+) -> dict[str, str]:
+    """The environment a scorer of ``tier`` gets, built from evalrun's own ``env``.
+
+    ``model_url`` is the proxy's base URL for this eval, or None when no proxy runs.
+    """
+    if tier not in ("t1", "t2", "t3"):
+        raise ValueError(f"unknown tier {tier!r}; use t1, t2 or t3")
+    scrubbed = dict(env)
+    if tier == "t3":
+        if model_url is not None:
+            scrubbed.update(endpoint_env(model_url))
+        return scrubbed
+    for name in key_vars(extra_key_vars):
+        scrubbed[name] = PLACEHOLDER
+    target = model_url if tier == "t2" and model_url is not None else T1_MODEL_URL
+    scrubbed.update(endpoint_env(target))
+    _bypass_http_proxy(scrubbed)
+    return scrubbed
+
+
+def _bypass_http_proxy(env: dict[str, str]) -> None:
+    # httpx, requests and urllib route 127.0.0.1 through HTTP(S)_PROXY unless
+    # NO_PROXY says otherwise; a corporate proxy must not receive model calls.
+    for name in ("NO_PROXY", "no_proxy"):
+        hosts = [h for h in env.get(name, "").split(",") if h.strip()]
+        for host in ("127.0.0.1", "localhost"):
+            if host not in hosts:
+                hosts.append(host)
+        env[name] = ",".join(hosts)

@@ -1,0 +1,89 @@
+"""Deciding, before any scorer starts, what may run: tier guards, probes, skip policy.
+
+This module owns the step between the plan and the execution: a tier's
+``require`` guard (unmet: the whole tier is refused, exit 2, no scorer starts),
+each distinct probe of the planned evals run once and concurrently, and the skip
+policy (``skips = "fail"`` on a tier or ``--no-skips``: a skip becomes a failure
+with the same reason). A skip is a result with a reason, never a pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from evalrun.errors import TierGuardError
+from evalrun.manifest import Manifest
+from evalrun.plan import PlannedEval
+from evalrun.probes.run import ProbeResult, check_probe, parse_probe, run_probes
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Why one planned eval will not run, if it will not."""
+
+    skip: str | None = None
+    fail: str | None = None
+
+    @property
+    def runs(self) -> bool:
+        return self.skip is None and self.fail is None
+
+
+@dataclass(frozen=True)
+class Preconditions:
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    probes: dict[str, ProbeResult] = field(default_factory=dict)
+
+    def for_eval(self, name: str) -> Decision:
+        return self.decisions.get(name, Decision())
+
+
+def tier_guard_problem(manifest: Manifest, tier: str, env: Mapping[str, str]) -> str | None:
+    """Why the tier's ``require`` guard is unmet, or None."""
+    required = manifest.tier(tier).require
+    if not required:
+        return None
+    results = run_probes([parse_probe(manifest, r) for r in required], env, manifest.root)
+    unmet = [results[r].reason for r in required if not results[r].ok]
+    return f"tier {tier} requires {', '.join(required)}: {'; '.join(unmet)}" if unmet else None
+
+
+def check_tier_guard(manifest: Manifest, tier: str, env: Mapping[str, str]) -> None:
+    """Refuse the whole tier when its ``require`` guard is unmet: no scorer starts."""
+    problem = tier_guard_problem(manifest, tier, env)
+    if problem:
+        raise TierGuardError(f"{problem}; refusing to run the tier (set what it needs, or run another tier)")
+
+
+def probe_evals(
+    manifest: Manifest, evals: list[PlannedEval], env: Mapping[str, str], skips_fail: bool
+) -> Preconditions:
+    """Run every distinct probe of the planned evals once, concurrently; decide each eval."""
+    wanted = {req: parse_probe(manifest, req) for p in evals for req in p.spec.requires}
+    results = run_probes(wanted.values(), env, manifest.root) if wanted else {}
+    decisions: dict[str, Decision] = {}
+    for p in evals:
+        reasons = [results[req].reason for req in p.spec.requires if not results[req].ok]
+        if not reasons:
+            continue
+        reason = "; ".join(reasons)
+        if skips_fail:
+            decisions[p.name] = Decision(fail=f"would skip, and skips are failures here: {reason}")
+        else:
+            decisions[p.name] = Decision(skip=reason)
+    return Preconditions(decisions=decisions, probes=results)
+
+
+def skips_are_failures(manifest: Manifest, tier: str, no_skips: bool) -> bool:
+    return no_skips or manifest.tier(tier).skips == "fail"
+
+
+def ready_check(manifest: Manifest) -> Callable[[str, Mapping[str, str]], tuple[bool, str]]:
+    """Services poll their ``ready`` requirement with evalrun's own probes."""
+
+    def check(requirement: str, env: Mapping[str, str]) -> tuple[bool, str]:
+        result = check_probe(parse_probe(manifest, requirement), env, manifest.root)
+        return result.ok, result.reason
+
+    return check

@@ -1,0 +1,115 @@
+"""The rules the runner applies to any scorer's report, whatever the scorer says.
+
+Zero assertions fails a check, no checks fails the eval, a non-zero exit fails
+the eval, a zero exit without a valid report fails, duplicate check names are an
+error. It also finds the line that explains a crash, so users read
+``KeyError: 'tenant'`` rather than the last stack frame.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from evalrun.reports_in.parsed import ParsedReport
+from evalrun.results import CheckResult, Status
+from evalrun.text import MESSAGE_LIMIT, shorten
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the runner's rules make of one finished scorer."""
+
+    status: Status
+    message: str | None
+    checks: list[CheckResult]
+    metrics: dict[str, Any]
+
+
+def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int | None, output: str) -> Verdict:
+    """Apply DESIGN.md's rules to a scorer that ran to its end (not timed out)."""
+    if parsed is None:
+        why = explain_failure(output)
+        if exit_code == 0 and report_error and report_error.startswith("invalid report"):
+            msg = report_error
+        elif exit_code == 0:
+            msg = f"exited 0 but {report_error or 'wrote no valid report'}"
+        else:
+            msg = f"exited {exit_code}: {why}" if why else f"exited {exit_code} ({report_error})"
+            if why and report_error and "no report" not in report_error:
+                msg += f"; {report_error}"
+        return Verdict(Status.ERROR, _clip(msg), [], {})
+    checks = [_apply_check_rules(c) for c in parsed.checks]
+    names: set[str] = set()
+    for c in checks:
+        if c.name in names:
+            return Verdict(Status.ERROR, f'duplicate check name "{c.name}" in the report', checks, parsed.metrics)
+        names.add(c.name)
+    failed = [c for c in checks if not c.passed]
+    if parsed.problem:
+        suffix = f" (exited {exit_code})" if exit_code != 0 else ""
+        return Verdict(Status.FAILED, _clip(parsed.problem + suffix), checks, parsed.metrics)
+    if exit_code != 0 and failed:
+        # Test runners (node, prove, pytest) exit non-zero because a test failed:
+        # the failed check is the explanation, and the eval has failed either way.
+        return Verdict(Status.FAILED, _clip(f"{_failed_message(failed)} (exited {exit_code})"), checks, parsed.metrics)
+    if exit_code != 0:
+        why = explain_failure(output)
+        passed = sum(c.passed for c in checks)
+        msg = f"exited {exit_code} although its report says {passed} of {len(checks)} checks passed"
+        if why:
+            msg += f": {why}"
+        return Verdict(Status.ERROR, _clip(msg), checks, parsed.metrics)
+    note = parsed.skipped_note()
+    if parsed.skip_all is not None and not checks:
+        return Verdict(Status.SKIPPED, _clip(note or f"skipped: {parsed.skip_all}"), checks, parsed.metrics)
+    if not checks:
+        return Verdict(Status.FAILED, "the report has no checks", checks, parsed.metrics)
+    if failed:
+        return Verdict(Status.FAILED, _clip(_failed_message(failed)), checks, parsed.metrics)
+    return Verdict(Status.PASSED, _clip(note) if note else None, checks, parsed.metrics)
+
+
+def _failed_message(failed: list[CheckResult]) -> str:
+    first = failed[0]
+    msg = f'check "{first.name}" failed' + (f": {first.message}" if first.message else "")
+    if len(failed) > 1:
+        msg += f" (and {len(failed) - 1} more failed check{'s' if len(failed) > 2 else ''})"
+    return msg
+
+
+def _apply_check_rules(check: CheckResult) -> CheckResult:
+    if check.assertions == 0:
+        note = "asserted nothing"
+        message = f"{note}; {check.message}" if check.message and check.passed is False else note
+        return check.model_copy(update={"passed": False, "message": message})
+    return check
+
+
+_TRACEBACK_START = "Traceback (most recent call last):"
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(: .*)?$")
+_ERRORISH = re.compile(
+    r"(error|exception|fatal|panic|failed|failure|not found|denied|refused|abort|cannot|can't|unable)",
+    re.IGNORECASE,
+)
+
+
+def explain_failure(output: str) -> str:
+    """The line(s) that explain a crash: a Python traceback's final exception line,
+    else the last lines that look like an error, else the last non-empty line."""
+    lines = [ln.rstrip() for ln in output.splitlines()]
+    if _TRACEBACK_START in lines:
+        start = len(lines) - 1 - lines[::-1].index(_TRACEBACK_START)
+        for ln in reversed(lines[start + 1 :]):
+            if ln and not ln.startswith((" ", "\t")) and _EXCEPTION_LINE.match(ln):
+                return _clip(ln)
+    errorish = [ln.strip() for ln in lines if ln.strip() and _ERRORISH.search(ln)]
+    if errorish:
+        return _clip(" | ".join(errorish[-3:]))
+    tail = [ln.strip() for ln in lines if ln.strip()]
+    return _clip(tail[-1]) if tail else ""
+
+
+def _clip(text: str) -> str:
+    return shorten(text, MESSAGE_LIMIT)

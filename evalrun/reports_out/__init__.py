@@ -1,0 +1,1 @@
+"""What evalrun reports, out: the terminal, JUnit XML, Markdown, GitHub annotations and step summary."""

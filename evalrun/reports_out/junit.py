@@ -1,0 +1,161 @@
+"""The JUnit XML reporter: results as the test report GitHub, GitLab and Jenkins read.
+
+Shape (the common subset of Jenkins' junit-10 schema, GitLab's parser and
+GitHub test-report actions):
+
+- a ``<testsuites>`` root with totals;
+- a ``<testsuite>`` per eval, named after it, with tests/failures/errors/
+  skipped/time, its tier, status and metrics as ``<properties>`` (first, as
+  the schema orders them) and, when it did not pass, the scorer's output tail
+  as ``<system-out>``;
+- a ``<testcase>`` per check (``classname`` = ``<tier>.<eval>``, ``assertions``)
+  with a ``<failure>`` when it failed;
+- an eval-level testcase named ``(eval)`` when the eval as a whole has
+  something to say: ``<skipped>`` with the reason for a skipped, budget or
+  interrupted eval, ``<error>`` for an error or timeout, ``<failure>`` when a
+  runner rule failed it while no check did (non-zero exit, no checks);
+- a ``<failure>`` testcase per baseline regression, named for the check
+  (``baseline: check "x" vanished``); a vanished eval's regression goes into a
+  ``<testsuite name="evalrun baseline">``.
+
+Characters XML 1.0 cannot carry (terminal colour codes, NULs) are removed or
+spelled out, so a scorer's output can never make the file unreadable.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from evalrun.atomic import write_atomic
+from evalrun.text import truncate
+from evalrun.reports_out.describe import describe_failure, describe_unchecked, printable, regression_case_name
+from evalrun.results import BaselineChange, EvalResult, RunResults, Status
+
+EVAL_CASE = "(eval)"
+BASELINE_SUITE = "evalrun baseline"
+_OUTPUT_LIMIT = 8192
+
+
+def write_junit(results: RunResults, path: Path) -> None:
+    """Write the JUnit XML report atomically."""
+    write_atomic(path, render_junit(results))
+
+
+def render_junit(results: RunResults) -> bytes:
+    """The JUnit XML document for ``results``, UTF-8 with an XML declaration."""
+    root = ET.Element("testsuites", {"name": _clean(f"evalrun {results.tier}")})
+    regressions = _regressions_by_eval(results)
+    known = {result.name for result in results.evals}
+    for result in results.evals:
+        root.append(_suite_for_eval(result, regressions.get(result.name, [])))
+    orphans = [change for name, changes in regressions.items() if name not in known for change in changes]
+    if orphans:
+        root.append(_suite_for_orphans(orphans))
+    # No "skipped" total on the root: Jenkins' junit-10 schema allows it only on <testsuite>.
+    totals = {key: 0 for key in ("tests", "failures", "errors")}
+    for suite in root:
+        for key in totals:
+            totals[key] += int(suite.get(key, "0"))
+    root.attrib.update({key: str(value) for key, value in totals.items()})
+    root.set("time", _seconds(sum(r.duration_s for r in results.evals)))
+    ET.indent(root)
+    return ET.tostring(root, encoding="UTF-8", xml_declaration=True) + b"\n"
+
+
+def _regressions_by_eval(results: RunResults) -> dict[str, list[BaselineChange]]:
+    grouped: dict[str, list[BaselineChange]] = {}
+    if results.baseline is not None:
+        for change in results.baseline.regressions:
+            grouped.setdefault(change.eval, []).append(change)
+    return grouped
+
+
+def _suite_for_eval(result: EvalResult, regressions: list[BaselineChange]) -> ET.Element:
+    suite = ET.Element("testsuite", {"name": _clean(result.name), "time": _seconds(result.duration_s)})
+    properties = ET.SubElement(suite, "properties")
+    for name, value in _properties(result):
+        ET.SubElement(properties, "property", {"name": _clean(name), "value": _clean(value)})
+    classname = f"{result.tier}.{result.name}"
+    if result.status.is_unchecked:
+        case = _case(suite, EVAL_CASE, classname, time=result.duration_s)
+        ET.SubElement(case, "skipped", {"message": _clean(describe_unchecked(result))})
+    else:
+        for check in result.checks:
+            case = _case(suite, check.name, classname, assertions=check.assertions)
+            if not check.passed:
+                _outcome(case, "failure", check.message or "check failed", check.evidence, kind="check")
+        if result.status in (Status.ERROR, Status.TIMEOUT):
+            case = _case(suite, EVAL_CASE, classname, time=result.duration_s)
+            _outcome(case, "error", describe_failure(result), result.output_tail, kind=result.status.value)
+        elif result.status is Status.FAILED and all(check.passed for check in result.checks):
+            case = _case(suite, EVAL_CASE, classname, time=result.duration_s)
+            _outcome(case, "failure", describe_failure(result), result.output_tail, kind="eval")
+    for change in regressions:
+        case = _case(suite, regression_case_name(change), classname)
+        _outcome(case, "failure", change.message, _counts(change), kind="baseline")
+    if result.status is not Status.PASSED and result.output_tail:
+        ET.SubElement(suite, "system-out").text = _clean(truncate(result.output_tail, _OUTPUT_LIMIT))
+    _count(suite)
+    return suite
+
+
+def _suite_for_orphans(changes: list[BaselineChange]) -> ET.Element:
+    suite = ET.Element("testsuite", {"name": BASELINE_SUITE, "time": _seconds(0)})
+    for change in changes:
+        case = _case(suite, regression_case_name(change), f"baseline.{change.eval}")
+        _outcome(case, "failure", change.message, _counts(change), kind="baseline")
+    _count(suite)
+    return suite
+
+
+def _properties(result: EvalResult) -> list[tuple[str, str]]:
+    pairs = [("tier", result.tier), ("status", result.status.value), ("dir", result.dir)]
+    if result.exit_code is not None:
+        pairs.append(("exit_code", str(result.exit_code)))
+    for key in sorted(result.metrics):
+        pairs.append((f"metric.{key}", _text(result.metrics[key])))
+    return pairs
+
+
+def _case(
+    suite: ET.Element, name: str, classname: str, *, assertions: int | None = None, time: float | None = None
+) -> ET.Element:
+    attrs = {"name": _clean(name), "classname": _clean(classname)}
+    if assertions is not None:
+        attrs["assertions"] = str(assertions)
+    attrs["time"] = _seconds(time or 0.0)
+    return ET.SubElement(suite, "testcase", attrs)
+
+
+def _outcome(case: ET.Element, tag: str, message: str, detail: str | None, *, kind: str) -> None:
+    node = ET.SubElement(case, tag, {"message": _clean(message), "type": kind})
+    if detail:
+        node.text = _clean(truncate(detail, _OUTPUT_LIMIT))
+
+
+def _count(suite: ET.Element) -> None:
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+    suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+
+
+def _counts(change: BaselineChange) -> str:
+    return f"baseline assertions: {change.baseline}\ncurrent assertions: {change.current}"
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _seconds(value: float) -> str:
+    return f"{max(value, 0.0):.3f}"
+
+
+def _clean(text: str) -> str:
+    """Text XML 1.0 can carry: colour codes dropped, other forbidden characters spelled out."""
+    return printable(text)

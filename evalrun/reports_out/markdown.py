@@ -1,0 +1,175 @@
+"""The Markdown reporter: a summary for a pull request or a GitHub job page.
+
+Order is what a reviewer needs first: the verdict and exit code, the counts, a
+table of evals, then failures with their messages (evidence folded away),
+baseline regressions, what was not checked and why, and a stale-baseline note
+with the command that updates it. Every piece of scorer text is escaped, so a
+message cannot break the table or inject markup, and the whole stays well
+under GitHub's 1 MiB step-summary limit however many checks fail.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from evalrun.atomic import write_atomic
+from evalrun.text import one_line, truncate
+from evalrun.reports_out.describe import describe_unchecked, describe_verdict, printable, update_hint
+from evalrun.results import RunResults, Status
+
+_ICONS = {
+    Status.PASSED: "✅",
+    Status.FAILED: "❌",
+    Status.ERROR: "💥",
+    Status.TIMEOUT: "⏱️",
+    Status.SKIPPED: "⚠️",
+    Status.INTERRUPTED: "⏹️",
+    Status.BUDGET: "💸",
+}
+_MAX_EVIDENCE = 20  # evidence blocks shown in all; the rest is in the results file
+_EVIDENCE_BYTES = 1024
+_MAX_FAILED_CHECKS = 50  # per eval
+_MAX_BYTES = 900_000  # GitHub refuses step summaries over 1 MiB
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
+
+
+def render_markdown(results: RunResults) -> str:
+    """The Markdown summary of ``results``."""
+    parts = [_heading(results), _counts(results), _table(results)]
+    parts += _failures(results)
+    parts += _regressions(results)
+    parts += _unchecked(results)
+    parts += _stale(results)
+    text = "\n\n".join(part for part in parts if part) + "\n"
+    if len(text.encode("utf-8")) > _MAX_BYTES:
+        text = truncate(text, _MAX_BYTES) + "\n\n_Summary cut to fit; the results file has everything._\n"
+    return text
+
+
+def write_markdown(results: RunResults, path: Path) -> None:
+    """Write the Markdown summary atomically."""
+    write_atomic(path, render_markdown(results))
+
+
+def _heading(results: RunResults) -> str:
+    icon = "✅" if results.exit_code == 0 else "❌"
+    return f"## {icon} evalrun {_md(results.tier)}: {describe_verdict(results)}"
+
+
+def _counts(results: RunResults) -> str:
+    by_status: dict[Status, int] = {}
+    for result in results.evals:
+        by_status[result.status] = by_status.get(result.status, 0) + 1
+    statuses = ", ".join(f"{count} {status.value}" for status, count in by_status.items())
+    checks = sum(len(r.checks) for r in results.evals)
+    assertions = sum(c.assertions for r in results.evals for c in r.checks)
+    seconds = sum(r.duration_s for r in results.evals)
+    evals = f"**{len(results.evals)} eval{'s' if len(results.evals) != 1 else ''}**"
+    line = f"{evals}: {statuses or 'none ran'} · {checks} checks, {assertions} assertions · {seconds:.1f} s"
+    if results.interrupted:
+        line += "\n\n**Interrupted:** these results are partial."
+    return line
+
+
+def _table(results: RunResults) -> str:
+    if not results.evals:
+        return ""
+    rows = ["| eval | status | checks passed | assertions | time |", "| --- | --- | --- | ---: | ---: |"]
+    for result in results.evals:
+        passed = sum(1 for c in result.checks if c.passed)
+        assertions = sum(c.assertions for c in result.checks)
+        status = f"{_ICONS.get(result.status, '')} {result.status.value}"
+        checks = f"{passed}/{len(result.checks)}" if result.checks else "-"
+        rows.append(f"| {_md(result.name)} | {status} | {checks} | {assertions} | {result.duration_s:.1f} s |")
+    return "\n".join(rows)
+
+
+def _failures(results: RunResults) -> list[str]:
+    failing = [r for r in results.evals if r.status.is_failure]
+    if not failing:
+        return []
+    parts = ["### Failures"]
+    evidence_left = _MAX_EVIDENCE
+    for result in failing:
+        parts.append(f"#### {_md(result.name)} ({result.status.value}, in {_md(result.dir)})")
+        lines: list[str] = []
+        if result.message:
+            lines.append(f"- {_md(one_line(result.message))}")
+        failed = [c for c in result.checks if not c.passed]
+        for check in failed[:_MAX_FAILED_CHECKS]:
+            message = f": {_md(one_line(check.message))}" if check.message else ""
+            lines.append(f"- check **{_md(check.name)}** failed{message}")
+        if len(failed) > _MAX_FAILED_CHECKS:
+            lines.append(f"- ... and {len(failed) - _MAX_FAILED_CHECKS} more failed checks")
+        parts.append("\n".join(lines) or "- failed")
+        for check in failed:
+            if check.evidence and evidence_left > 0:
+                evidence_left -= 1
+                parts.append(_details(f"evidence: {check.name}", check.evidence))
+        if result.output_tail and evidence_left > 0 and (result.status is not Status.FAILED or not failed):
+            evidence_left -= 1
+            parts.append(_details("output tail", result.output_tail))
+    return parts
+
+
+def _regressions(results: RunResults) -> list[str]:
+    baseline = results.baseline
+    if baseline is None or not baseline.regressions:
+        return []
+    lines = [f"- **{_md(change.eval)}**: {_md(change.message)}" for change in baseline.regressions]
+    title = f"### Baseline regressions (`{_code(baseline.path)}`)"
+    note = (
+        "A check that vanished or asserts less is a regression even when everything passed. "
+        "Restore it, or if the change is intended, record it with "
+        f"`{_code(update_hint(results))}` and commit the baseline."
+    )
+    return [title, "\n".join(lines), note]
+
+
+def _unchecked(results: RunResults) -> list[str]:
+    unchecked = [r for r in results.evals if r.status.is_unchecked]
+    not_compared = results.baseline.not_compared if results.baseline is not None else []
+    if not unchecked and not not_compared:
+        return []
+    parts = ["### Not checked"]
+    if unchecked:
+        parts.append("\n".join(f"- **{_md(r.name)}**: {_md(one_line(describe_unchecked(r)))}" for r in unchecked))
+        parts.append("A skip is never a pass: meet the requirement, or run the tier where it is met.")
+    if not_compared:
+        names = ", ".join(_md(name) for name in not_compared)
+        parts.append(f"Not compared with the baseline (filtered out or not run): {names}")
+    return parts
+
+
+def _stale(results: RunResults) -> list[str]:
+    baseline = results.baseline
+    if baseline is None or not baseline.stale:
+        return []
+    lines = [f"- **{_md(change.eval)}**: {_md(change.message)}" for change in baseline.stale]
+    missing = "" if baseline.exists else " (it does not exist yet)"
+    return [
+        f"### Stale baseline (`{_code(baseline.path)}`{missing})",
+        "\n".join(lines),
+        f"Record these with `{_code(update_hint(results))}` and commit `{_code(baseline.path)}`.",
+    ]
+
+
+def _details(summary: str, body: str) -> str:
+    text = printable(truncate(body, _EVIDENCE_BYTES))
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    title = html.escape(one_line(printable(summary), 200))
+    return f"<details><summary>{title}</summary>\n\n{fence}\n{text}\n{fence}\n\n</details>"
+
+
+def _md(text: str) -> str:
+    """Scorer text made inert in Markdown and table cells: one line, markup escaped."""
+    flat = " ".join(printable(text).split())
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
+
+
+def _code(text: str) -> str:
+    """Text for inside a single-backtick code span (backticks and pipes can't be escaped there)."""
+    return " ".join(text.split()).replace("`", "'").replace("|", "/")

@@ -1,0 +1,303 @@
+"""Narrowing a plan further: ``--changed-since REF`` and ``--shard I/N``.
+
+Both take a ``Plan`` (already narrowed by ``--eval``/``--tag``) and return a
+narrower one; what they leave out joins ``filtered_out`` and what they did is
+recorded in ``plan.filters``, so the results file, the baseline comparison and
+``evalrun merge`` can all see it. Changed-only errs towards running more: a
+change to the manifest, to evalrun's own code, or to files an eval declares in
+``paths`` selects it. Sharding is a pure function of the plan and the
+durations, so every machine computes the same split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import re
+import statistics
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from evalrun.baseline import baseline_path, load_baseline
+from evalrun.selection.checkout import git_says, repo_toplevel, run_git, split_z
+from evalrun.errors import BaselineError, UsageError
+from evalrun.manifest import Manifest
+from evalrun.plan import Plan
+from evalrun.results import load_results
+
+FLAG = "--changed-since"
+# Untracked droppings of running things, never a reason to select an eval.
+_IGNORED_PARTS = ("__pycache__", ".evalrun")
+
+
+@dataclass(frozen=True)
+class SelectionReason:
+    """Why ``--changed-since`` kept or left out one planned eval."""
+
+    eval: str
+    selected: bool
+    reason: str  # "evals/a/score.py changed", "manifest.toml changed: everything is selected", ...
+
+
+@dataclass(frozen=True)
+class ChangedSelection:
+    plan: Plan  # the narrowed plan
+    reasons: list[SelectionReason]  # one per eval of the input plan, in plan order
+    changed: list[str]  # every changed file, relative to the repository's top folder
+
+    def reason_for(self, name: str) -> str | None:
+        return next((r.reason for r in self.reasons if r.eval == name), None)
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # 1-based
+    total: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.total}"
+
+
+# --- changed-only ------------------------------------------------------------
+
+
+def changed_files(path: Path, ref: str) -> list[Path]:
+    """Absolute paths of files that differ between ``ref`` and the working tree, untracked ones included.
+
+    ``path`` is any file or folder inside the repository. Staged and unstaged
+    changes both count; a deleted or renamed-away file is listed too.
+    """
+    return _changed_files(repo_toplevel(path.resolve(), FLAG), ref)
+
+
+def _changed_files(top: Path, ref: str) -> list[Path]:
+    commit = _resolve_ref(top, ref)
+    diff = run_git(top, ["diff", "--name-only", "--no-renames", "-z", commit, "--"], FLAG)
+    if diff.returncode != 0:
+        raise UsageError(f"{FLAG} {ref}: git diff failed in {top} ({git_says(diff)}); check the repository")
+    untracked = run_git(top, ["ls-files", "--others", "--exclude-standard", "-z"], FLAG)
+    if untracked.returncode != 0:
+        raise UsageError(f"{FLAG} {ref}: git ls-files failed in {top} ({git_says(untracked)}); check the repository")
+    names = set(split_z(diff.stdout))
+    names.update(n for n in split_z(untracked.stdout) if not set(n.split("/")) & set(_IGNORED_PARTS))
+    return sorted(top / n for n in names)
+
+
+def select_changed(plan: Plan, ref: str, package_dir: Path | None) -> ChangedSelection:
+    """Keep the planned evals touched by the changes since ``ref``; say why for each one.
+
+    ``package_dir`` is evalrun's own package folder: when it lies inside the
+    repository (evalrun developing itself, or vendored), a change there selects
+    everything. So does a change to the manifest file.
+    """
+    manifest = plan.manifest
+    top = repo_toplevel(manifest.path.resolve(), FLAG)
+    changed = _changed_files(top, ref)
+    changed_labels = [p.relative_to(top).as_posix() for p in changed]
+    everything = _reason_for_everything(manifest, changed, package_dir, top)
+    baseline_touched = _baseline_changes(manifest, changed, ref, top)
+    reasons: list[SelectionReason] = []
+    for planned in plan.evals:
+        if everything:
+            reasons.append(SelectionReason(planned.name, True, everything))
+            continue
+        why = _reason_for_eval(manifest, planned.spec.dir, planned.spec.paths, changed)
+        why = why or baseline_touched.get(planned.name)
+        reasons.append(SelectionReason(planned.name, why is not None, why or f"not changed since {ref}"))
+    kept = {r.eval for r in reasons if r.selected}
+    unchanged = [p.name for p in plan.evals if p.name not in kept]
+    narrowed = replace(
+        plan,
+        evals=[p for p in plan.evals if p.name in kept],
+        filtered_out=[*plan.filtered_out, *unchanged],
+        filters={**plan.filters, "changed_since": [ref], "unchanged": unchanged},
+    )
+    return ChangedSelection(plan=narrowed, reasons=reasons, changed=changed_labels)
+
+
+def _resolve_ref(top: Path, ref: str) -> str:
+    if not ref or ref.startswith("-"):
+        raise UsageError(f"{FLAG} {ref!r}: not a git ref; pass a branch, tag or commit such as origin/main")
+    proc = run_git(top, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], FLAG)
+    if proc.returncode != 0:
+        raise UsageError(
+            f"{FLAG} {ref}: git does not know that ref in {top}; fetch it (a shallow CI clone needs the "
+            f"history: fetch-depth 0) or pass a commit"
+        )
+    return proc.stdout.decode().strip()
+
+
+def _reason_for_everything(manifest: Manifest, changed: list[Path], package_dir: Path | None, top: Path) -> str | None:
+    manifest_file = manifest.path.resolve()
+    if manifest_file in changed:
+        return f"{_label(manifest, manifest_file)} changed: everything is selected"
+    if package_dir is not None:
+        package = package_dir.resolve()
+        if package.is_relative_to(top):
+            own = [p for p in changed if p.is_relative_to(package)]
+            if own:
+                return f"{_files(manifest, own)} changed (evalrun's own code): everything is selected"
+    return None
+
+
+def _reason_for_eval(manifest: Manifest, folder: str, globs: list[str], changed: list[Path]) -> str | None:
+    eval_dir = (manifest.root / folder).resolve()
+    inside = [p for p in changed if p.is_relative_to(eval_dir)]
+    if inside:
+        return f"{_files(manifest, inside)} changed"
+    for pattern in globs:
+        regex = _glob_regex(pattern)
+        hits = [p for p in changed if _matches(regex, _label(manifest, p))]
+        if hits:
+            return f"{_files(manifest, hits)} changed (paths: {pattern})"
+    return None
+
+
+def _baseline_changes(manifest: Manifest, changed: list[Path], ref: str, top: Path) -> dict[str, str]:
+    """Evals whose entry in a changed baseline file differs from ``ref``'s: the gate must recheck them."""
+    touched: dict[str, str] = {}
+    for tier in manifest.tiers:
+        path = baseline_path(manifest, tier).resolve()
+        if path not in changed:
+            continue
+        label = _label(manifest, path)
+        names = [e.name for e in manifest.evals if e.tier == tier]
+        try:
+            new = load_baseline(path) or {}
+        except BaselineError:
+            touched.update({n: f"{label} changed and does not load: selected to surface the error" for n in names})
+            continue
+        old = _baseline_at(ref, path.relative_to(top), top)
+        for name in names:
+            if old is None or old.get(name) != new.get(name):
+                touched[name] = f"{label} changed: its entry for this eval differs from {ref}"
+    return touched
+
+
+def _baseline_at(ref: str, rel: Path, top: Path) -> dict[str, object] | None:
+    """The baseline as committed at ``ref``; {} when it did not exist, None when unreadable."""
+    proc = run_git(top, ["show", f"{ref}:{rel.as_posix()}"], FLAG)
+    if proc.returncode != 0:
+        return {}
+    try:
+        return tomllib.loads(proc.stdout.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob relative to the manifest: ``*`` and ``?`` stay in one folder, ``**`` spans folders."""
+    norm = posixpath.normpath(pattern.replace("\\", "/")).lstrip("/") if pattern not in ("", ".") else "."
+    parts = norm.split("/")
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]+/)*")
+            continue
+        out.append(_segment_regex(part) + ("" if last else "/"))
+    return re.compile("".join(out))
+
+
+def _segment_regex(part: str) -> str:
+    out, i = [], 0
+    while i < len(part):
+        ch = part[i]
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[" and "]" in part[i + 2 :]:
+            end = part.index("]", i + 2)
+            body = part[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def _matches(regex: re.Pattern[str], rel: str) -> bool:
+    # A glob naming a folder ("lib" or "lib/*") covers every file below it.
+    candidate = rel
+    while candidate and candidate != ".":
+        if regex.fullmatch(candidate):
+            return True
+        candidate = posixpath.dirname(candidate)
+    return False
+
+
+def _files(manifest: Manifest, paths: list[Path]) -> str:
+    first = _label(manifest, paths[0])
+    return first if len(paths) == 1 else f"{first} and {len(paths) - 1} more"
+
+
+def _label(manifest: Manifest, path: Path) -> str:
+    """``path`` relative to the manifest's folder, with forward slashes (``..`` when outside it)."""
+    return Path(os.path.relpath(path, manifest.root)).as_posix()
+
+
+# --- shards ------------------------------------------------------------------
+
+
+def parse_shard(text: str) -> Shard:
+    """``"2/3"`` -> Shard(2, 3); 1-based, so the shards of 3 are 1/3, 2/3 and 3/3."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if match is None:
+        raise UsageError(f"--shard {text}: expected I/N, this machine's shard and the number of shards, e.g. 2/3")
+    index, total = int(match.group(1)), int(match.group(2))
+    if total < 1:
+        raise UsageError(f"--shard {text}: the number of shards must be at least 1, e.g. 1/1")
+    if not 1 <= index <= total:
+        raise UsageError(f"--shard {text}: shards count from 1; use 1/{total} to {total}/{total}")
+    return Shard(index, total)
+
+
+def assign_shards(names: list[str], total: int, durations: dict[str, float] | None) -> list[list[str]]:
+    """Split ``names`` into ``total`` lists; the same input always gives the same split.
+
+    With durations: longest first, each to the least loaded shard (ties: the
+    fewer evals, then the lower shard); an eval without a known duration counts as the median.
+    Without: round-robin over the sorted names.
+    """
+    ordered = sorted(set(names))
+    shards: list[list[str]] = [[] for _ in range(total)]
+    known = {n: d for n, d in (durations or {}).items() if n in ordered and d >= 0}
+    if not known:
+        for i, name in enumerate(ordered):
+            shards[i % total].append(name)
+        return shards
+    fallback = statistics.median(known.values())
+    loads = [0.0] * total
+    for name in sorted(ordered, key=lambda n: (-known.get(n, fallback), n)):
+        target = min(range(total), key=lambda i: (loads[i], len(shards[i]), i))  # count: zero durations still spread
+        shards[target].append(name)
+        loads[target] += known.get(name, fallback)
+    return [sorted(s) for s in shards]
+
+
+def select_shard(plan: Plan, shard: Shard, durations: dict[str, float] | None) -> Plan:
+    """This machine's share of the plan; the other shards' evals join ``filtered_out``."""
+    split = assign_shards([p.name for p in plan.evals], shard.total, durations)
+    mine = set(split[shard.index - 1])
+    others = [p.name for p in plan.evals if p.name not in mine]
+    # A fingerprint of the whole split lets merge tell "split differently" from "a shard is missing".
+    digest = hashlib.sha256(json.dumps(split).encode()).hexdigest()[:12]
+    return replace(
+        plan,
+        evals=[p for p in plan.evals if p.name in mine],
+        filtered_out=[*plan.filtered_out, *others],
+        filters={**plan.filters, "shard": [str(shard)], "shard_split": [digest]},
+    )
+
+
+def durations_from(results_path: Path) -> dict[str, float] | None:
+    """Per-eval durations of the evals that ran in a results file; None when there is no such file."""
+    if not results_path.exists():
+        return None
+    results = load_results(results_path)  # a corrupt file is a one-line ResultsError, not a silent imbalance
+    return {e.name: e.duration_s for e in results.evals if not e.status.is_unchecked}

