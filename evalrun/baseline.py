@@ -40,9 +40,14 @@ def baseline_path(manifest: Manifest, tier: str) -> Path:
     return manifest.root / manifest.baseline.dir / f"{tier}.toml"
 
 
-def update_command_for(tier: str) -> str:
-    """The command that regenerates a tier's baseline, quoted in every hint."""
-    return f"evalrun baseline --update {tier}"
+def update_command(tier: str, manifest_path: Path | None = None) -> str:
+    """The command that regenerates a tier's baseline, quoted in every hint (with ``--manifest`` when not the default)."""
+    extra = ""
+    if manifest_path is not None:
+        default = Path("manifest.toml")
+        if manifest_path != default and manifest_path.resolve() != default.resolve():
+            extra = f" --manifest {manifest_path}"
+    return f"evalrun baseline --update {tier}{extra}"
 
 
 # --- reading -----------------------------------------------------------------
@@ -55,7 +60,7 @@ def load_baseline(path: Path) -> Baseline | None:
     TOML) or the key (wrong shape).
     """
     label = file_label(path)
-    fix = f"rerun {update_command_for(path.stem)}"
+    fix = f"rerun {update_command(path.stem)}"
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -345,17 +350,20 @@ def _sorted_baseline(data: Mapping[str, Mapping[str, int]]) -> Baseline:
 # --- formatting --------------------------------------------------------------
 
 
-def format_comparison(cmp: BaselineComparison) -> list[str]:
-    """Plain terminal lines: regressions, then the stale note, then what was not compared."""
+def format_comparison(cmp: BaselineComparison, run_failed: bool = False) -> list[str]:
+    """Plain terminal lines: regressions, then the stale note, then what was not compared.
+
+    A failed run is never suggested as a baseline: ``baseline --update`` would refuse it.
+    """
+    run = f"once every eval passes, run: {cmp.update_command}" if run_failed else f"run: {cmp.update_command}"
     lines = [f"regression: {change.message}" for change in cmp.regressions]
     if cmp.strict and any(change.kind in _STALE_KINDS for change in cmp.regressions):
-        lines.append(
-            f"baseline is strict: new checks and higher counts must be committed; run: {cmp.update_command}"
-        )
+        lines.append(f"baseline is strict: new checks and higher counts must be committed; {run}")
     if not cmp.exists:
-        lines.append(f"no baseline at {cmp.path}; create it with: {cmp.update_command}")
+        create = f"once every eval passes, create it with: {cmp.update_command}" if run_failed else f"create it with: {cmp.update_command}"
+        lines.append(f"no baseline at {cmp.path}; {create}")
     elif cmp.stale:
-        lines.append(f"baseline is stale: {_summarize_stale(cmp.stale)}; run: {cmp.update_command}")
+        lines.append(f"baseline is stale: {_summarize_stale(cmp.stale)}; {run}")
         lines.extend(f"  {change.message}" for change in cmp.stale)
     if cmp.not_compared:
         lines.append(f"not compared: {', '.join(cmp.not_compared)}")

@@ -1,23 +1,24 @@
-"""The command line: parse arguments, call one command function, map errors.
+"""The command line: parse arguments, call one command function, and the one error boundary.
 
 Nothing here decides anything. Each command is a function in
-``evalrun/commands/`` that takes typed arguments and returns an exit code;
-``EvalrunError`` becomes one line on stderr and its exit code, Ctrl-C 130, and
-anything unexpected a short message with the traceback saved to a log.
+``evalrun/commands/`` that takes typed arguments and returns an exit code.
+``main`` is the only place errors become exit codes: an ``EvalrunError`` is one
+line on stderr and its exit code, a usage mistake typer finds is exit 2,
+Ctrl-C (or SIGTERM) 130, a closed stdout changes nothing, and anything
+unexpected exits 70 with a short message and the traceback saved to a log.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: typer reads these annotations at
+# definition time, and the run commands' options depend on the tier.
 
-import inspect
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from evalrun import __version__
-from evalrun.errors import EvalrunError, ExitCode
+from evalrun.errors import ExitCode, UsageError
 
 app = typer.Typer(
     name="evalrun",
@@ -32,35 +33,35 @@ app.add_typer(baseline_app, name="baseline")
 replay_app = typer.Typer(help="The record/replay model proxy.", no_args_is_help=True)
 app.add_typer(replay_app, name="replay")
 
-ManifestOpt = Annotated[Path, typer.Option("--manifest", "-m", help="Path of the manifest.")]
-EvalOpt = Annotated[Optional[list[str]], typer.Option("--eval", "-e", help="Only this eval (repeatable).")]
-TagOpt = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="Only evals with this tag (repeatable).")]
-JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="Scorers run at once (default: the CPU count).", min=0)]
-JsonOpt = Annotated[Optional[Path], typer.Option("--json", help="Results file (default .evalrun/results/<tier>.json).")]
-StrictOpt = Annotated[bool, typer.Option("--strict-baseline", help="A stale baseline is a regression too.")]
-NoSkipsOpt = Annotated[bool, typer.Option("--no-skips", help="Every skip of this run is a failure.")]
-JunitOpt = Annotated[Optional[Path], typer.Option("--junit", help="Also write JUnit XML here.")]
-MarkdownOpt = Annotated[Optional[Path], typer.Option("--markdown", help="Also write a Markdown summary here.")]
-ChangedOpt = Annotated[
-    Optional[str], typer.Option("--changed-since", help="Only evals whose folder or paths changed since this git ref.")
+ManifestOpt = Annotated[Path, typer.Option("--manifest", "-m", metavar="PATH", help="Path of the manifest.")]
+EvalOpt = Annotated[
+    Optional[list[str]], typer.Option("--eval", "-e", metavar="NAME", help="Only this eval (repeatable).")
 ]
-ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="Run shard I of N (e.g. 2/3); combine with merge.")]
-CleanOpt = Annotated[bool, typer.Option("--clean-checkout", help="Run from git archive HEAD in a temporary folder.")]
-RecordOpt = Annotated[bool, typer.Option("--record", help="t3: record the model answers as replay fixtures.")]
-WorktreeOpt = Annotated[
-    bool, typer.Option("--worktree", help="With --clean-checkout: lay uncommitted changes of tracked files on top.")
+TagOpt = Annotated[
+    Optional[list[str]], typer.Option("--tag", "-t", metavar="TAG", help="Only evals with this tag (repeatable).")
+]
+JobsOpt = Annotated[
+    int,
+    typer.Option("--jobs", "-j", metavar="N", min=0, show_default=False, help="Scorers run at once (default: the CPU count)."),
+]
+JsonOpt = Annotated[
+    Optional[Path],
+    typer.Option("--json", metavar="PATH", help="Results file (default .evalrun/results/<tier>.json)."),
+]
+StrictOpt = Annotated[bool, typer.Option("--strict-baseline", metavar="", help="A stale baseline is a regression too.")]
+JunitOpt = Annotated[Optional[Path], typer.Option("--junit", metavar="PATH", help="Also write JUnit XML here.")]
+MarkdownOpt = Annotated[
+    Optional[Path], typer.Option("--markdown", metavar="PATH", help="Also write a Markdown summary here.")
+]
+ChangedOpt = Annotated[
+    Optional[str],
+    typer.Option("--changed-since", metavar="REF", help="Only evals whose folder or paths changed since this git ref."),
+]
+ShardOpt = Annotated[
+    Optional[str], typer.Option("--shard", metavar="I/N", help="Run shard I of N (e.g. 2/3); combine with merge.")
 ]
 
 DEFAULT_MANIFEST = Path("manifest.toml")
-
-
-def _call(fn: Callable[..., int], *args: object, **kwargs: object) -> None:
-    try:
-        code = fn(*args, **kwargs)
-    except EvalrunError as exc:
-        typer.echo(f"evalrun: error: {exc}", err=True)
-        raise typer.Exit(int(exc.exit_code)) from None
-    raise typer.Exit(code)
 
 
 def _console():  # noqa: ANN202 - imported lazily to keep --version fast
@@ -78,132 +79,169 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool, typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """evalrun: run a tier of evals and gate on the result."""
 
 
-def _run_options(
-    manifest_path: ManifestOpt = DEFAULT_MANIFEST,
-    evals: EvalOpt = None,
-    tags: TagOpt = None,
-    jobs: JobsOpt = 0,
-    json_path: JsonOpt = None,
-    strict_baseline: StrictOpt = False,
-    no_skips: NoSkipsOpt = False,
-    junit_path: JunitOpt = None,
-    markdown_path: MarkdownOpt = None,
-    changed_since: ChangedOpt = None,
-    shard: ShardOpt = None,
-    clean_checkout: CleanOpt = False,
-    worktree: WorktreeOpt = False,
-    record: RecordOpt = False,
-) -> None:
-    """The options of every run command, named as RunOptions' fields: typer reads this signature."""
+def _run_command(fixed_tier: Optional[str], summary: str) -> None:
+    """Register ``evalrun t1`` (tier fixed) or ``evalrun run --tier T``, with the options every run takes."""
+    TierOpt = Annotated[
+        Optional[str], typer.Option("--tier", metavar="TIER", hidden=fixed_tier is not None, help="t1, t2 or t3.")
+    ]
+    RecordOpt = Annotated[
+        bool,
+        typer.Option(
+            "--record", metavar="", hidden=fixed_tier in ("t1", "t2"), help="t3: record the model answers as replay fixtures."
+        ),
+    ]
 
+    def command(
+        tier: TierOpt = fixed_tier,
+        manifest_path: ManifestOpt = DEFAULT_MANIFEST,
+        evals: EvalOpt = None,
+        tags: TagOpt = None,
+        jobs: JobsOpt = 0,
+        json_path: JsonOpt = None,
+        strict_baseline: StrictOpt = False,
+        no_skips: Annotated[bool, typer.Option("--no-skips", metavar="", help="Every skip of this run is a failure.")] = False,
+        junit_path: JunitOpt = None,
+        markdown_path: MarkdownOpt = None,
+        changed_since: ChangedOpt = None,
+        shard: ShardOpt = None,
+        clean_checkout: Annotated[
+            bool, typer.Option("--clean-checkout", metavar="", help="Run from git archive HEAD in a temporary folder.")
+        ] = False,
+        worktree: Annotated[
+            bool,
+            typer.Option("--worktree", metavar="", help="With --clean-checkout: lay uncommitted changes of tracked files on top."),
+        ] = False,
+        record: RecordOpt = False,
+    ) -> int:
+        from evalrun.commands.run import run_tier
+        from evalrun.pipeline import RunRequest
 
-def _run_command(name: str, tier: str | None, summary: str) -> None:
-    """Register ``evalrun t1`` (tier fixed) or ``evalrun run --tier T`` with the shared options."""
+        if tier is None:
+            raise UsageError("run: name the tier with --tier t1|t2|t3, or use evalrun t1|t2|t3")
+        if fixed_tier is not None and tier != fixed_tier:
+            raise UsageError(f"evalrun {fixed_tier} --tier {tier}: the tier is {fixed_tier}; run evalrun {tier}")
+        request = RunRequest(
+            manifest_path=manifest_path,
+            tier=tier,
+            evals=list(evals or []),
+            tags=list(tags or []),
+            jobs=jobs,
+            json_path=json_path,
+            strict_baseline=strict_baseline,
+            no_skips=no_skips,
+            junit_path=junit_path,
+            markdown_path=markdown_path,
+            changed_since=changed_since,
+            shard=shard,
+            clean_checkout=clean_checkout,
+            worktree=worktree,
+            record=record,
+        )
+        return run_tier(request, _console())
 
-    def command(**options: Any) -> None:
-        from evalrun.commands.run import RunOptions, run_tier
-
-        chosen = options.pop("tier", tier)
-        options["evals"], options["tags"] = list(options["evals"] or []), list(options["tags"] or [])
-        _call(run_tier, RunOptions(tier=chosen, **options), _console())
-
-    params = list(inspect.signature(_run_options, eval_str=True).parameters.values())
-    if tier is None:
-        tier_opt = Annotated[str, typer.Option("--tier", help="t1, t2 or t3.")]
-        params.insert(0, inspect.Parameter("tier", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=tier_opt))
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__doc__ = summary
-    app.command(name=name)(command)
+    app.command(name=fixed_tier or "run")(command)
 
 
-_run_command("t1", "t1", "Run tier t1 (static: no services, no database, no model key).")
-_run_command("t2", "t2", "Run tier t2 (replay: local services, recorded model answers).")
-_run_command("t3", "t3", "Run tier t3 (live: real model calls, within a budget).")
-_run_command("run", None, "Run the evals of one tier.")
+_run_command("t1", "Run tier t1 (static: no services, no database, no model key).")
+_run_command("t2", "Run tier t2 (replay: local services, recorded model answers).")
+_run_command("t3", "Run tier t3 (live: real model calls, within a budget).")
+_run_command(None, "Run the evals of one tier.")
 
 
 @app.command()
 def merge(
-    results: Annotated[list[Path], typer.Argument(help="The shards' results files.")],
+    results: Annotated[list[Path], typer.Argument(metavar="RESULTS...", help="The shards' results files.")],
     manifest: ManifestOpt = DEFAULT_MANIFEST,
-    tier: Annotated[Optional[str], typer.Option("--tier", help="Default: the first file's tier.")] = None,
+    tier: Annotated[
+        Optional[str], typer.Option("--tier", metavar="TIER", help="Default: the first file's tier.")
+    ] = None,
     json_path: JsonOpt = None,
     strict_baseline: StrictOpt = False,
     junit: JunitOpt = None,
     markdown: MarkdownOpt = None,
-) -> None:
+) -> int:
     """Combine shard results, check they cover the tier, compare the baseline, decide the exit code."""
     from evalrun.commands.merge import merge_shards
 
-    _call(merge_shards, paths=results, manifest_path=manifest, tier=tier, json_path=json_path,
-          strict=strict_baseline, junit=junit, markdown=markdown, console=_console())
+    return merge_shards(
+        paths=results, manifest_path=manifest, tier=tier, json_path=json_path, strict=strict_baseline,
+        junit=junit, markdown=markdown, console=_console(),
+    )
 
 
 @app.command()
-def check(manifest: ManifestOpt = DEFAULT_MANIFEST) -> None:
+def check(manifest: ManifestOpt = DEFAULT_MANIFEST) -> int:
     """Validate the manifest and warn about absolute paths of this machine in eval sources."""
     from evalrun.commands.check import check as check_command
 
-    _call(check_command, manifest_path=manifest, console=_console())
+    return check_command(manifest_path=manifest, console=_console())
 
 
 @app.command()
 def dry(
-    tier: Annotated[Optional[str], typer.Argument(help="t1, t2 or t3 (default: every tier).")] = None,
+    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: every tier).")] = None,
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     eval_: EvalOpt = None,
     tag: TagOpt = None,
-    no_probe: Annotated[bool, typer.Option("--no-probe", help="Do not run the probes.")] = False,
+    no_probe: Annotated[bool, typer.Option("--no-probe", metavar="", help="Do not run the probes.")] = False,
     changed_since: ChangedOpt = None,
     shard: ShardOpt = None,
-) -> None:
+) -> int:
     """List the planned runs and whether each would run or skip, and why; run no scorer."""
     from evalrun.commands.dry import dry as dry_command
 
-    _call(dry_command, manifest, tier, list(eval_ or []), list(tag or []), _console(), probe=not no_probe,
-          changed_since=changed_since, shard=shard)
+    return dry_command(
+        manifest, tier, list(eval_ or []), list(tag or []), _console(), probe=not no_probe,
+        changed_since=changed_since, shard=shard,
+    )
 
 
 @app.command()
-def schema(name: Annotated[str, typer.Argument(help="report, manifest or results.")]) -> None:
+def schema(name: Annotated[str, typer.Argument(metavar="NAME", help="report, manifest or results.")]) -> int:
     """Print a published JSON Schema."""
     from evalrun.commands.schema import schema as schema_command
 
-    _call(schema_command, name)
+    return schema_command(name)
 
 
 @baseline_app.callback(invoke_without_command=True)
 def baseline(
     ctx: typer.Context,
-    update: Annotated[Optional[str], typer.Option("--update", help="Run TIER and write baselines/TIER.toml.")] = None,
-    all_tiers: Annotated[bool, typer.Option("--all", help="With --update: every tier of the manifest.")] = False,
+    update: Annotated[
+        Optional[str], typer.Option("--update", metavar="TIER", help="Run TIER and write baselines/TIER.toml.")
+    ] = None,
+    all_tiers: Annotated[bool, typer.Option("--all", metavar="", help="With --update: every tier of the manifest.")] = False,
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     eval_: EvalOpt = None,
     tag: TagOpt = None,
     jobs: JobsOpt = 0,
     from_results: Annotated[
-        Optional[Path], typer.Option("--from-results", help="Write from this results file instead of running.")
+        Optional[Path],
+        typer.Option("--from-results", metavar="PATH", help="Write from this results file instead of running."),
     ] = None,
-) -> None:
+) -> Optional[int]:
     """Write or inspect the committed baseline."""
     if ctx.invoked_subcommand is not None:
-        return
+        return None
+    if update == "--all":  # `--update --all`, as documented: --update read "--all" as its tier
+        update, all_tiers = None, True
+    elif update is not None and update.startswith("-"):
+        raise UsageError(f"--update {update}: name a tier (t1, t2, t3) or pass --all")
     if update is None and not all_tiers:
         typer.echo(ctx.get_help())
-        raise typer.Exit(int(ExitCode.USAGE))
+        return int(ExitCode.USAGE)
     from evalrun.commands.baseline import update_baselines
 
-    tiers = [update] if update else []
-    _call(
-        update_baselines,
+    return update_baselines(
         manifest_path=manifest,
-        tiers=tiers,
+        tiers=[update] if update else [],
         all_tiers=all_tiers,
         evals=list(eval_ or []),
         tags=list(tag or []),
@@ -215,47 +253,91 @@ def baseline(
 
 @baseline_app.command("diff")
 def baseline_diff(
-    tier: Annotated[str, typer.Argument(help="t1, t2 or t3.")],
+    tier: Annotated[str, typer.Argument(metavar="TIER", help="t1, t2 or t3.")],
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     from_results: Annotated[
-        Optional[Path], typer.Option("--from-results", help="Results file (default .evalrun/results/<tier>.json).")
+        Optional[Path],
+        typer.Option("--from-results", metavar="PATH", help="Results file (default .evalrun/results/<tier>.json)."),
     ] = None,
     strict_baseline: StrictOpt = False,
-) -> None:
+) -> int:
     """Compare the last results with the baseline without running scorers."""
     from evalrun.commands.baseline import diff_baseline
 
-    _call(diff_baseline, manifest_path=manifest, tier=tier, from_results=from_results,
-          strict=strict_baseline, console=_console())
+    return diff_baseline(
+        manifest_path=manifest, tier=tier, from_results=from_results, strict=strict_baseline, console=_console()
+    )
 
 
 @replay_app.command("serve")
 def replay_serve(
-    fixtures: Annotated[Path, typer.Option("--fixtures", help="Folder of fixtures/<session>/<index>.json.")],
-    mode: Annotated[str, typer.Option("--mode", help="replay, record or live.")] = "replay",
-    upstream: Annotated[Optional[str], typer.Option("--upstream", help="The provider's base URL (record, live).")] = None,
-    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (default: any free one).")] = 0,
-    eval_name: Annotated[str, typer.Option("--eval", help="Session name when no X-Evalrun-Session is sent.")] = "serve",
-) -> None:
+    fixtures: Annotated[
+        Path, typer.Option("--fixtures", metavar="DIR", help="Folder of fixtures/<session>/<index>.json.")
+    ],
+    mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="replay, record or live.")] = "replay",
+    upstream: Annotated[
+        Optional[str], typer.Option("--upstream", metavar="URL", help="The provider's base URL (record, live).")
+    ] = None,
+    port: Annotated[
+        int, typer.Option("--port", metavar="PORT", show_default=False, help="Port on 127.0.0.1 (default: any free one).")
+    ] = 0,
+    eval_name: Annotated[
+        str, typer.Option("--eval", metavar="NAME", help="Session name when no X-Evalrun-Session is sent.")
+    ] = "serve",
+) -> int:
     """Run the proxy in the foreground until Ctrl-C."""
     from evalrun.commands.replay import serve
 
-    _call(serve, fixtures, mode, upstream, port, eval_name)
+    return serve(fixtures, mode, upstream, port, eval_name)
 
 
-def main() -> None:
-    """Console-script entry point."""
+def main(argv: Optional[list[str]] = None) -> int:
+    """The one error boundary: every way out of evalrun passes here."""
+    from evalrun.errors import EvalrunError
+
     try:
-        app()
-    except KeyboardInterrupt:
-        typer.echo("evalrun: interrupted", err=True)
-        sys.exit(int(ExitCode.INTERRUPTED))
-    except SystemExit:
-        raise
-    except Exception as exc:  # the one place an unexpected error is caught
-        log = _write_crash_log()
-        typer.echo(f"evalrun: internal error: {type(exc).__name__}: {exc} (traceback in {log})", err=True)
-        sys.exit(70)
+        code = app(args=argv, prog_name="evalrun", standalone_mode=False)
+    except EvalrunError as exc:
+        _say(f"evalrun: error: {exc}")
+        code = int(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        _say("evalrun: interrupted")
+        code = int(ExitCode.INTERRUPTED)
+    except Exception as exc:
+        if _is_usage_exception(exc):  # bad arguments, found by typer: its own message, exit 2
+            exc.show()  # type: ignore[attr-defined]
+            code = int(exc.exit_code)  # type: ignore[attr-defined]
+        else:  # the one place an unexpected error is caught
+            log = _write_crash_log()
+            _say(f"evalrun: internal error: {type(exc).__name__}: {exc} (traceback in {log})")
+            code = 70
+    return _closed_stdout(code if isinstance(code, int) else 0)
+
+
+def _is_usage_exception(exc: Exception) -> bool:
+    """Typer's (click's) own argument errors: they know how to show themselves and their exit code."""
+    return callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int)
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def _closed_stdout(code: Optional[int]) -> int:
+    """A reader that went away (``evalrun t1 | head -1``) must not change the verdict."""
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError, OSError):
+        import os
+
+        # Point stdout at /dev/null so the interpreter's own flush at exit stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return int(ExitCode.OK if code is None else code)
 
 
 def _write_crash_log() -> str:

@@ -40,6 +40,10 @@ class ResultsError(EvalrunError):
     """A results file is missing or invalid."""
 
 
+class OutputError(EvalrunError):
+    """An output file (--json, --junit, --markdown, a baseline) cannot be written there."""
+
+
 class TierGuardError(EvalrunError):
     """A tier's ``require`` guard is unmet: refuse to run the tier at all."""
 

@@ -61,6 +61,7 @@ class ExecuteRequest:
     grace: float = 2.0
     prepare: Prepare | None = None
     finalize: Finalize | None = None
+    on_start: Callable[[str], None] | None = None  # an eval's scorer is about to start
     on_finish: Callable[[EvalResult], None] | None = None
 
 
@@ -226,6 +227,8 @@ def _run_one(
     elif prep.skip is not None:
         result = _unchecked(planned, request.tier, prep.status or Status.SKIPPED, prep.skip)
     else:
+        if request.on_start:
+            request.on_start(planned.name)
         result = run_scorer(planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel)
     if request.finalize:
         result = request.finalize(planned, result)

@@ -1,24 +1,26 @@
-"""Loading ``manifest.toml`` into validated, plain data.
+"""Loading ``manifest.toml`` into validated, plain data, in one pass.
 
 This module owns the manifest's shape (the contract users write against) and
 every message about a manifest mistake. No tomllib or pydantic exception leaves
 it: each becomes a ``ManifestError`` naming the file, the place and the fix, e.g.
-``manifest.toml: evals[3] ("rls-isolation").timeout: must be > 0``.
+``manifest.toml: evals[3] ("rls-isolation").timeout: must be > 0``. Probe and
+service tables are parsed here too (their shapes live in ``evalrun.probes.spec``
+and ``evalrun.services.spec``), so a loaded manifest is valid as a whole.
 """
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
 from evalrun.errors import ManifestError, file_label
+from evalrun.probes.spec import SERVICE_KINDS, Probe, ProbeTable, parse_probe_table, parse_requirement
+from evalrun.services.spec import ServiceSpec, ServiceTable, check_exports, parse_service_tables
 
 TIERS = ("t1", "t2", "t3")
-INLINE_PROBE_KINDS = ("env", "cmd", "file", "tcp", "http", "postgres", "python", "command")
-SERVICE_PROBE_KINDS = ("tcp", "http", "postgres")
 DEFAULT_TIMEOUT = 300.0
 
 
@@ -87,11 +89,13 @@ class EvalSpec(_Strict):
 class Manifest(_Strict):
     """The validated manifest. ``root`` is the folder that holds it."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
     path: Path
     root: Path
     tiers: dict[str, TierConfig]
-    probes: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    services: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    probes: dict[str, Probe] = Field(default_factory=dict)  # the named [probes.NAME]
+    services: dict[str, ServiceSpec] = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
     models: ModelsConfig = ModelsConfig()
     evals: list[EvalSpec] = Field(default_factory=list)
@@ -111,11 +115,27 @@ class Manifest(_Strict):
     def tier(self, name: str) -> TierConfig:
         return self.tiers.get(name, TierConfig())
 
+    def requirement(self, requirement: str) -> Probe:
+        """The probe behind a ``requires`` entry (validated when the manifest was loaded)."""
+        return parse_requirement(file_label(self.path), self.probes, requirement, "requires")
+
+
+# Probe and service tables are checked by their own parsers (for their precise
+# messages); the published schema still describes their shape.
+_ProbeTables = Annotated[
+    dict[str, dict[str, Any]],
+    WithJsonSchema({"type": "object", "additionalProperties": ProbeTable.model_json_schema()}),
+]
+_ServiceTables = Annotated[
+    dict[str, dict[str, Any]],
+    WithJsonSchema({"type": "object", "additionalProperties": ServiceTable.model_json_schema()}),
+]
+
 
 class _RawManifest(_Strict):
     tiers: dict[str, TierConfig] = Field(default_factory=dict)
-    probes: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    services: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    probes: _ProbeTables = Field(default_factory=dict)
+    services: _ServiceTables = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
     models: ModelsConfig = ModelsConfig()
     evals: list[EvalSpec] = Field(default_factory=list)
@@ -141,12 +161,13 @@ def load_manifest(path: Path) -> Manifest:
     except ValidationError as exc:
         raise ManifestError(_describe_validation_error(label, data, exc)) from None
     root = path.resolve().parent
+    probes = {name: parse_probe_table(f"{label}: probes.{name}", name, table) for name, table in raw.probes.items()}
     manifest = Manifest(
         path=path,
         root=root,
         tiers=raw.tiers or {t: TierConfig() for t in TIERS},
-        probes=raw.probes,
-        services=raw.services,
+        probes=probes,
+        services=parse_service_tables(label, root, raw.services, probes),
         baseline=raw.baseline,
         models=raw.models,
         evals=raw.evals,
@@ -235,14 +256,10 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
         for service in spec.services:
             if service not in manifest.services:
                 raise ManifestError(f"{where}.services: unknown service {service!r}; define [services.{service}]")
+        check_exports(label, index, spec.name, spec.services, manifest.services)
         for req in spec.requires:
-            kind = probe_kind(manifest, req)
-            if kind is None:
-                raise ManifestError(
-                    f"{where}.requires: unknown probe {req!r}; define [probes.{req}] "
-                    f"or use one of {', '.join(k + ':' for k in INLINE_PROBE_KINDS)}"
-                )
-            if spec.tier == "t1" and kind in SERVICE_PROBE_KINDS:
+            kind = parse_requirement(label, manifest.probes, req, f'evals[{index}] ("{spec.name}").requires').kind
+            if spec.tier == "t1" and kind in SERVICE_KINDS:
                 raise ManifestError(
                     f"{where}.requires: {req!r} is a {kind} probe, a service; t1 is static by promise, "
                     f"move the eval to t2"
@@ -255,22 +272,7 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             raise ManifestError(f"{where}.services: t1 is static by promise and uses no services; move the eval to t2")
     for tier_name, tier in manifest.tiers.items():
         for req in tier.require:
-            if probe_kind(manifest, req) is None:
-                raise ManifestError(f"{label}: tiers.{tier_name}.require: unknown probe {req!r}")
-
-
-def probe_kind(manifest: Manifest, requirement: str) -> str | None:
-    """The kind of a ``requires`` entry: a named probe's kind or an inline shorthand's prefix."""
-    if requirement in manifest.probes:
-        table = manifest.probes[requirement]
-        for kind in INLINE_PROBE_KINDS:
-            if kind in table:
-                return kind
-        return "unknown"
-    kind, sep, rest = requirement.partition(":")
-    if sep and rest and kind in INLINE_PROBE_KINDS:
-        return kind
-    return None
+            parse_requirement(label, manifest.probes, req, f"tiers.{tier_name}.require")
 
 
 def manifest_schema() -> dict[str, Any]:

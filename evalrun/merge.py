@@ -5,19 +5,17 @@ single one: the files are of one tier, every shard 1..N is there exactly once,
 the shards ran with the same options, no eval appears twice, and together they
 hold exactly the evals the manifest plans for that tier. A missing shard or
 eval is an error (exit 2), never a green run. The merged results are then
-compared with the baseline and judged by ``finish_merged``, as one run would be.
+judged by the pipeline's ``judge`` step, as one run would be.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from evalrun.baseline import baseline_path, compare_tier, load_baseline, update_command_for
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, load_results
-from evalrun.verdict import decide_exit_code
 
 # Options that decide which evals a shard's plan held; every shard must agree on them.
 _SHARED_FILTERS = ("evals", "tags", "changed_since", "unchanged")
@@ -60,21 +58,6 @@ def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None
         },
         evals=merged,
     )
-
-
-def finish_merged(
-    results: RunResults, manifest: Manifest, strict: bool = False, update_command: str | None = None
-) -> RunResults:
-    """Compare merged results with the tier's baseline and decide the exit code, as one run would."""
-    comparison = compare_tier(
-        manifest,
-        results,
-        load_baseline(baseline_path(manifest, results.tier)),
-        strict=strict,
-        update_command=update_command or update_command_for(results.tier),
-    )
-    code = decide_exit_code(results.evals, comparison, results.interrupted)
-    return results.model_copy(update={"baseline": comparison, "exit_code": int(code)})
 
 
 def _refuse_repeated_paths(paths: list[Path]) -> None:

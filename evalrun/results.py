@@ -118,9 +118,6 @@ class RunResults(BaseModel):
     baseline: BaselineComparison | None = None
     exit_code: int | None = None
 
-    def by_name(self) -> dict[str, EvalResult]:
-        return {e.name: e for e in self.evals}
-
 
 def write_results(results: RunResults, path: Path) -> None:
     """Write the results file atomically: a killed run never leaves it torn."""

@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.commands.run import RunOptions, collect_results
+from evalrun.pipeline import RunRequest, collect
 from evalrun.reports_out.terminal import Console
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import load_manifest
-from evalrun.merge import finish_merged, merge_results
+from evalrun.baseline import baseline_path, load_baseline
+from evalrun.merge import merge_results
+from evalrun.pipeline import judge
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, Status, load_results, write_results
-from evalrun.selection.changed import Shard, select_shard
+from evalrun.selection.shards import Shard, select_shard
 from test_selection import write
 
 NAMES = ["alpha", "beta", "gamma", "delta", "eps"]
@@ -46,8 +48,8 @@ def run_shard(root: Path, shard: Shard, tags: list[str] | None = None, tier: str
     """One shard through the real pipeline (real scorer subprocesses), written where CI would upload it."""
     manifest = load_manifest(root / "manifest.toml")
     plan = select_shard(make_plan(manifest, tier, [], tags or []), shard, None)
-    options = RunOptions(manifest_path=root / "manifest.toml", tier=tier, jobs=2)
-    results = collect_results(plan, options, Console(io.StringIO(), env={}))
+    options = RunRequest(manifest_path=root / "manifest.toml", tier=tier, jobs=2)
+    results = collect(plan, options, Console(io.StringIO(), env={}), {})
     path = root / "shards" / f"{tier}-{shard.index}-of-{shard.total}.json"
     write_results(results, path)
     return path
@@ -186,3 +188,8 @@ def test_unreadable_or_repeated_files_are_one_line_errors(suite: Path) -> None:
     merged = finish_merged(merge_results([good], manifest), manifest)
     write_results(merged, suite / "merged.json")
     assert load_results(suite / "merged.json").exit_code == 3  # gamma's count dropped: judged, written, read back
+
+
+def finish_merged(merged, manifest):
+    """Judge merged results as ``evalrun merge`` does."""
+    return judge(merged, manifest, load_baseline(baseline_path(manifest, merged.tier)), strict=False)

@@ -22,9 +22,7 @@ from evalrun.probes.run import (
     Probe,
     ProbeResult,
     check_probe,
-    parse_probe,
     run_probes,
-    validate_probes,
 )
 from evalrun.secrets import redact_passwords as redact
 from servers import http_server, refused_port, silent_listener, unanswered_port
@@ -38,6 +36,10 @@ def make_manifest(folder: Path, body: str) -> Manifest:
     path = folder / "manifest.toml"
     path.write_text('[tiers.t1]\n[tiers.t2]\n[tiers.t3]\n' + body)
     return load_manifest(path)
+
+
+def parse_probe(manifest: Manifest, requirement: str) -> Probe:
+    return manifest.requirement(requirement)
 
 
 def check(manifest: Manifest, requirement: str, env: dict[str, str] | None = None) -> ProbeResult:
@@ -95,11 +97,8 @@ def postgres() -> Iterator[str]:
     ],
 )
 def test_bad_named_probe_is_a_manifest_error(project: Path, table: str, message: str) -> None:
-    manifest = make_manifest(project, f"[probes.db]\n{table}\n")
     with pytest.raises(ManifestError, match=message):
-        parse_probe(manifest, "db")
-    with pytest.raises(ManifestError, match=message):
-        validate_probes(manifest)
+        make_manifest(project, f"[probes.db]\n{table}\n")  # refused while the manifest loads, unused or not
 
 
 @pytest.mark.parametrize(
@@ -119,14 +118,13 @@ def test_bad_inline_probe_is_a_manifest_error(project: Path, requirement: str, m
         parse_probe(manifest, requirement)
 
 
-def test_validate_probes_names_where_a_bad_inline_requirement_is_used(project: Path) -> None:
+def test_loading_names_where_a_bad_inline_requirement_is_used(project: Path) -> None:
     (project / "e").mkdir()
-    manifest = make_manifest(
-        project, '[[evals]]\nname = "x"\ntier = "t2"\ndir = "e"\nrun = ["true"]\nrequires = ["tcp:nohostport"]\n'
-    )
     with pytest.raises(ManifestError, match=r'manifest\.toml: evals\[0\] \("x"\)\.requires: .*expected HOST:PORT'):
-        validate_probes(manifest)
-    validate_probes(make_manifest(project, '[probes.db]\ntcp = "127.0.0.1:5432"\n'))  # nothing to complain about
+        make_manifest(
+            project, '[[evals]]\nname = "x"\ntier = "t2"\ndir = "e"\nrun = ["true"]\nrequires = ["tcp:nohostport"]\n'
+        )
+    make_manifest(project, '[probes.db]\ntcp = "127.0.0.1:5432"\n')  # nothing to complain about
 
 
 def test_parse_named_and_inline_probes(project: Path) -> None:

@@ -65,7 +65,7 @@ def _results(**overrides: object) -> RunResults:
         stale=[BaselineChange(eval="rls", check="owner enforced", kind="new-check", baseline=None, current=2,
                               message='new check "owner enforced" (2 assertions)')],
         not_compared=["needs-key", "spent"],
-        update_command="evalrun baseline --update --tier t2",
+        update_command="evalrun baseline --update t2",
     )
     data: dict[str, object] = dict(
         evalrun_version="0.1.0", tier="t2", manifest="manifest.toml", started_at="2025-01-01T00:00:00Z",
@@ -277,7 +277,7 @@ def test_markdown_failures_regressions_skips_and_stale() -> None:
     assert "<strong>needs-key</strong>: skipped: env OPENAI_API_KEY is not set" in html
     assert "Not compared with the baseline (filtered out or not run): needs-key, spent" in text
     assert "### Stale baseline (`baselines/t2.toml`)" in text
-    assert "Record these with `evalrun baseline --update --tier t2` and commit `baselines/t2.toml`." in text
+    assert "Record these with `evalrun baseline --update t2` and commit `baselines/t2.toml`." in text
 
 
 def test_markdown_passing_run_is_short() -> None:
@@ -372,7 +372,7 @@ def test_annotations_regressions_and_stale_baseline() -> None:
     assert vanished_eval.startswith("::error file=baselines/t2.toml,title=evalrun removed-eval::baseline regression")
     assert lines[-1] == (
         "::warning file=baselines/t2.toml,title=evalrun baseline is stale::1 change not in the baseline yet "
-        '(first: new check "owner enforced" (2 assertions)); run `evalrun baseline --update --tier t2` '
+        '(first: new check "owner enforced" (2 assertions)); run `evalrun baseline --update t2` '
         "and commit baselines/t2.toml"
     )
 

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from evalrun.manifest import load_manifest
-from evalrun.services.manager import ServiceManager, ServiceSpec, parse_services
+from evalrun.services.manager import ServiceManager
+from evalrun.services.spec import ServiceSpec
 
 REPO = Path(__file__).resolve().parent.parent
 EVAL_DIR = REPO / "evals" / "rls-isolation"
@@ -277,4 +278,4 @@ def test_the_manifest_runs_it_in_t2_with_the_embedded_db() -> None:
     manifest = load_manifest(REPO / "manifest.toml")
     (spec,) = [e for e in manifest.evals if e.name == "rls-isolation"]
     assert (spec.tier, spec.run, spec.services, spec.timeout) == ("t2", ["python", "score.py"], ["db"], 120)
-    assert parse_services(manifest)["db"].postgres == "embedded"
+    assert manifest.services["db"].postgres == "embedded"

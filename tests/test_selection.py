@@ -14,17 +14,12 @@ from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import load_manifest
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, Status, write_results
-from evalrun.selection.changed import (
-    Shard,
-    _glob_regex,
-    _matches,
-    assign_shards,
-    changed_files,
-    durations_from,
-    parse_shard,
-    select_changed,
-    select_shard,
-)
+from evalrun.selection.changed import _glob_regex, _matches, changed_files, select_changed
+from evalrun.selection.shards import Shard, assign_shards, durations_from, parse_shard, select_shard
+
+def reason_for(selection, name: str) -> str | None:
+    return next((r.reason for r in selection.reasons if r.eval == name), None)
+
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -128,9 +123,9 @@ def test_modified_staged_untracked_and_deleted_files_select_their_evals(repo: Pa
     (repo / "evals/d/score.py").unlink()  # t2: not in this plan, must not leak into it
     sel = selected(repo)
     assert names(sel) == ["a", "b", "c"]
-    assert sel.reason_for("a") == "evals/a/score.py changed"
-    assert sel.reason_for("b") == "evals/b/helper.py changed"
-    assert sel.reason_for("c") == "evals/c/notes.txt changed"
+    assert reason_for(sel, "a") == "evals/a/score.py changed"
+    assert reason_for(sel, "b") == "evals/b/helper.py changed"
+    assert reason_for(sel, "c") == "evals/c/notes.txt changed"
     top = repo if (repo / ".git").exists() else repo.parent
     prefix = "" if repo == top else "suite/"
     assert f"{prefix}evals/d/score.py" in sel.changed  # a deletion is a change
@@ -143,7 +138,7 @@ def test_a_deleted_file_selects_its_eval(repo: Path) -> None:
     git(repo, "tag", "with-extra")
     (repo / "evals/b/extra.txt").unlink()
     sel = selected(repo, ref="with-extra")
-    assert names(sel) == ["b"] and sel.reason_for("b") == "evals/b/extra.txt changed"
+    assert names(sel) == ["b"] and reason_for(sel, "b") == "evals/b/extra.txt changed"
 
 
 def test_committed_changes_since_ref_count_and_several_files_are_summarised(repo: Path) -> None:
@@ -152,7 +147,7 @@ def test_committed_changes_since_ref_count_and_several_files_are_summarised(repo
     git(repo, "commit", "-q", "-m", "later")
     sel = selected(repo)
     assert names(sel) == ["a"]
-    assert sel.reason_for("a") == "evals/a/one.py and 1 more changed"
+    assert reason_for(sel, "a") == "evals/a/one.py and 1 more changed"
     assert names(selected(repo, ref="HEAD")) == []  # against the new commit nothing differs
 
 
@@ -168,7 +163,7 @@ def test_paths_globs_select_with_the_pattern_named(repo: Path) -> None:
     (repo / "lib/sub/util.py").write_text("x = 2\n")
     sel = selected(repo)
     assert names(sel) == ["c"]
-    assert sel.reason_for("c") == "lib/sub/util.py changed (paths: lib/**)"
+    assert reason_for(sel, "c") == "lib/sub/util.py changed (paths: lib/**)"
 
 
 def test_a_file_outside_every_eval_and_glob_selects_nothing(repo: Path) -> None:
@@ -192,7 +187,7 @@ def test_a_change_to_evalruns_own_package_selects_everything(repo: Path) -> None
     (top / "pkg/evalrun_like.py").write_text("# changed\n")
     sel = selected(repo, package_dir=top / "pkg")
     assert names(sel) == ["a", "b", "c"]
-    assert sel.reason_for("a").endswith("evalrun_like.py changed (evalrun's own code): everything is selected")
+    assert reason_for(sel, "a").endswith("evalrun_like.py changed (evalrun's own code): everything is selected")
     # An installed evalrun, outside the repository, is not the repository's business.
     assert names(selected(repo, package_dir=Path(__file__).resolve().parent.parent / "evalrun")) == []
 
@@ -204,7 +199,7 @@ def test_a_baseline_entry_change_selects_only_that_eval(repo: Path) -> None:
     (repo / "baselines/t1.toml").write_text('[a]\n"x" = 1\n\n[b]\n"y" = 3\n')
     sel = selected(repo, ref="HEAD")
     assert names(sel) == ["b"]
-    assert sel.reason_for("b") == "baselines/t1.toml changed: its entry for this eval differs from HEAD"
+    assert reason_for(sel, "b") == "baselines/t1.toml changed: its entry for this eval differs from HEAD"
 
 
 def test_existing_filters_are_kept(repo: Path) -> None:

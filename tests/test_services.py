@@ -16,7 +16,9 @@ import pytest
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
-from evalrun.services.manager import ServiceManager, ServiceSpec, parse_services, reap_leftovers
+from evalrun.services.leftovers import reap_leftovers
+from evalrun.services.manager import ServiceManager
+from evalrun.services.spec import ServiceSpec
 
 STUBS = Path(__file__).parent / "stubs"
 STUB = STUBS / "service_stub.py"
@@ -105,7 +107,7 @@ env = { PORT = "8000" }
 postgres = "embedded"
 ready_timeout = 12
 """)
-    specs = parse_services(load_manifest(path))
+    specs = load_manifest(path).services
     api, db = specs["api"], specs["db"]
     assert api.run == ("python", "server.py") and api.dir == tmp_path / "svc" and api.ready_timeout == 30.0
     assert api.env == {"PORT": "8000"} and api.postgres is None
@@ -135,10 +137,10 @@ BAD_TABLES = [
 
 @pytest.mark.parametrize(("table", "message"), BAD_TABLES)
 def test_parse_services_refuses_bad_tables_with_one_line(tmp_path: Path, table: str, message: str) -> None:
-    manifest = load_manifest(write_manifest(tmp_path, table))
+    path = write_manifest(tmp_path, table)
     with pytest.raises(ManifestError) as info:
-        parse_services(manifest)
-    assert str(info.value).startswith(f"{manifest.path}: {message}")
+        load_manifest(path)
+    assert str(info.value).startswith(f"{path}: {message}")
     assert "\n" not in str(info.value)
 
 
@@ -149,7 +151,7 @@ def test_parse_services_refuses_two_services_exporting_one_variable_to_an_eval(t
         '[[evals]]\nname = "e"\ntier = "t2"\ndir = "ev"\nrun = ["x"]\nservices = ["db", "db2"]\n',
     )
     with pytest.raises(ManifestError, match=r'evals\[0\] \("e"\)\.services: db and db2 both export DATABASE_URL'):
-        parse_services(load_manifest(path))
+        load_manifest(path)
 
 
 # ---------------------------------------------------------------- lifetime

@@ -7,22 +7,23 @@ the last results with the baseline without running any scorer.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from evalrun.baseline import (
     baseline_path,
-    compare_tier,
     format_comparison,
     load_baseline,
     update_baseline,
+    update_command,
     write_baseline,
 )
-from evalrun.commands.run import RunOptions, collect_results, load_checked_manifest, results_path, update_command
-from evalrun.reports_out.terminal import Console
-from evalrun.errors import ExitCode, ResultsError, UsageError
+from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
+from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, judge, load
 from evalrun.plan import make_plan
-from evalrun.results import RunResults, load_results, write_results
+from evalrun.reports_out.terminal import Console
+from evalrun.results import load_results, write_results
 
 
 def update_baselines(
@@ -36,18 +37,20 @@ def update_baselines(
     from_results: Path | None,
     console: Console,
 ) -> int:
-    manifest = load_checked_manifest(manifest_path)
+    manifest = load(manifest_path)
+    if all_tiers and tiers:
+        raise UsageError(f"--update {tiers[0]} and --all: name one tier or pass --all, not both")
     if all_tiers:
         tiers = [t for t in TIERS if t in manifest.tiers]
     for tier in tiers:
         if tier not in TIERS:
-            raise UsageError(f"--update {tier}: unknown tier; use one of {', '.join(TIERS)}")
+            raise UsageError(f"--update {tier}: unknown tier; use one of {', '.join(TIERS)}, or --all")
     if all_tiers and from_results is not None:
         raise UsageError("--from-results reads one tier's results; use it with --update TIER, not --all")
     pending: list[tuple[str, Path, dict[str, dict[str, int]], list[str]]] = []
     for tier in tiers:
         plan = make_plan(manifest, tier, evals, tags)
-        path = baseline_path(manifest, tier)
+        path = check_writable(baseline_path(manifest, tier), "baseline")
         old = load_baseline(path)
         if from_results is not None:
             results = load_results(from_results)
@@ -58,14 +61,19 @@ def update_baselines(
                 keep = {p.name for p in plan.evals}
                 results = results.model_copy(update={"evals": [e for e in results.evals if e.name in keep]})
         else:
-            results = collect_results(plan, RunOptions(manifest_path, tier, evals, tags, jobs), console)
-            write_results(results, results_path(manifest, tier, None))
+            results = collect(plan, RunRequest(manifest_path, tier, evals, tags, jobs), console, os.environ)
+            write_results(results, default_results_path(manifest, tier))
+            if results.interrupted:
+                raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered
         new, notes = update_baseline(old, results, plan.tier_names(), filtered)  # raises BaselineRefused
         pending.append((tier, path, new, notes))
     # Write only after every tier was accepted: a refusal leaves every file as it was.
     for tier, path, new, notes in pending:
-        write_baseline(path, new, update_command(manifest, tier))
+        try:
+            write_baseline(path, new, update_command(tier, manifest_path))
+        except OSError as exc:
+            raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
         for note in notes:
             console.note(f"{tier}: {note}")
         checks = sum(len(v) for v in new.values())
@@ -74,17 +82,16 @@ def update_baselines(
 
 
 def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, strict: bool, console: Console) -> int:
-    manifest = load_checked_manifest(manifest_path)
+    manifest = load(manifest_path)
     if tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
-    source = from_results or results_path(manifest, tier, None)
-    results: RunResults = load_results(source)
+    source = from_results or default_results_path(manifest, tier)
+    results = load_results(source)
     path = baseline_path(manifest, tier)
     if results.tier != tier:
         raise ResultsError(f"{source}: holds tier {results.tier}, not {tier}; pass it to evalrun baseline diff {results.tier}")
-    comparison = compare_tier(
-        manifest, results, load_baseline(path), strict=strict, update_command=update_command(manifest, tier)
-    )
+    comparison = judge(results, manifest, load_baseline(path), strict=strict).baseline
+    assert comparison is not None
     lines = format_comparison(comparison)
     for text in lines:
         console.line(text)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrun.commands.run import load_checked_manifest
-from evalrun.reports_out.terminal import Console
 from evalrun.absolute_paths import find_absolute_paths
+from evalrun.pipeline import load
+from evalrun.reports_out.terminal import Console
 
 
 def check(*, manifest_path: Path, console: Console) -> int:
-    manifest = load_checked_manifest(manifest_path)
+    manifest = load(manifest_path)
     warnings = find_absolute_paths(manifest)
     for line in warnings:
         console.warn(f"warning: {line}")

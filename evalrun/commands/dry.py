@@ -6,11 +6,11 @@ import os
 import shlex
 from pathlib import Path
 
-from evalrun.commands.run import RunOptions, load_checked_manifest, select_plan
-from evalrun.reports_out.terminal import Console
 from evalrun.errors import ExitCode, UsageError
+from evalrun.pipeline import RunRequest, describe_filters, load, select
 from evalrun.plan import make_plan
 from evalrun.probes.preconditions import Preconditions, probe_evals, tier_guard_problem
+from evalrun.reports_out.terminal import Console
 
 
 def dry(
@@ -23,12 +23,13 @@ def dry(
     changed_since: str | None = None,
     shard: str | None = None,
 ) -> int:
-    manifest = load_checked_manifest(manifest_path)
+    manifest = load(manifest_path)
     changed = None
     if (changed_since or shard) and tier is None:
         raise UsageError("--changed-since and --shard select within one tier; name it: evalrun dry t1 ...")
     if tier is not None:
-        plan, changed = select_plan(manifest, RunOptions(manifest_path, tier, evals, tags, changed_since=changed_since, shard=shard))
+        request = RunRequest(manifest_path, tier, evals, tags, changed_since=changed_since, shard=shard)
+        plan, changed = select(manifest, request)
     else:
         plan = make_plan(manifest, tier, evals, tags)
     if changed is not None:
@@ -36,21 +37,24 @@ def dry(
             console.line(f"{reason.eval}: {'selected' if reason.selected else 'left out'}: {reason.reason}")
     scope = tier or "all tiers"
     if not plan.evals:
-        console.warn(f"nothing selected to run in {scope}")
+        console.warn(f"nothing selected to run in {scope} ({describe_filters(plan)})")
         return int(ExitCode.NOTHING_SELECTED)
     environ = dict(os.environ)
     pre = probe_evals(manifest, plan.evals, environ, skips_fail=False) if probe else Preconditions()
     console.line(f"planned in {scope}: {len(plan.evals)} eval{'s' if len(plan.evals) != 1 else ''} (nothing is run)")
-    tiers = [tier] if tier else sorted({p.spec.tier for p in plan.evals})
-    for t in tiers:
+    refused: dict[str, str] = {}
+    for t in [tier] if tier else sorted({p.spec.tier for p in plan.evals}):
         problem = tier_guard_problem(manifest, t, environ) if probe else None
         if problem:
+            refused[t] = problem
             console.warn(f"tier {t} would be refused: {problem}")
     for p in plan.evals:
         s = p.spec
         argv = " ".join(s.run) if s.shell else shlex.join(s.run)
         decision = pre.for_eval(p.name)
-        if not probe:
+        if s.tier in refused:
+            verdict = f"would not run: tier {s.tier} would be refused"
+        elif not probe:
             verdict = "not probed (--no-probe)" if s.requires else "would run"
         elif decision.skip:
             verdict = f"would SKIP: {decision.skip}"

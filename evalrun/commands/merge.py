@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from evalrun.commands.run import load_checked_manifest, report_run, results_path, update_command, write_ci_reports
+from evalrun.baseline import baseline_path, load_baseline
+from evalrun.merge import merge_results
+from evalrun.pipeline import Outputs, check_writable, default_results_path, judge, load, report, write
 from evalrun.reports_out.terminal import Console
-from evalrun.merge import finish_merged, merge_results
-from evalrun.plan import make_plan
-from evalrun.results import write_results
 
 
 def merge_shards(
@@ -22,14 +22,19 @@ def merge_shards(
     markdown: Path | None,
     console: Console,
 ) -> int:
-    manifest = load_checked_manifest(manifest_path)
+    manifest = load(manifest_path)
+    junit = check_writable(junit, "--junit") if junit else None
+    markdown = check_writable(markdown, "--markdown") if markdown else None
     merged = merge_results(paths, manifest, tier)
-    merged = finish_merged(merged, manifest, strict, update_command(manifest, merged.tier))
-    out = results_path(manifest, merged.tier, json_path)
-    write_results(merged, out)
-    for result in merged.evals:
+    outputs = Outputs(
+        results=check_writable(json_path or default_results_path(manifest, merged.tier), "--json"),
+        junit=junit,
+        markdown=markdown,
+    )
+    judged = judge(merged, manifest, load_baseline(baseline_path(manifest, merged.tier)), strict=strict)
+    for result in judged.evals:
         console.eval_finished(result)
-    report_run(merged, make_plan(manifest, merged.tier, [], []), console)
-    console.line(f"merged {len(paths)} shard results: {out}")
-    write_ci_reports(merged, junit, markdown, console)
-    return int(merged.exit_code or 0)
+    write(judged, outputs, console, os.environ)
+    report(judged, console)
+    console.line(f"merged {len(paths)} shard results: {outputs.results}")
+    return int(judged.exit_code or 0)

@@ -26,12 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from evalrun.probes.spec import MODULE_NAME, Probe, split_host_port
 from evalrun.process import ProcessOutcome, ProcessRequest, run_process
 
-if TYPE_CHECKING:
-    from evalrun.probes.run import Probe  # annotations only: evalrun.probes.run imports this module
 
-MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # Exit 3: not importable (find_spec of "a.b" raises when "a" itself is missing).
 _FIND_SPEC = (
     "import importlib.util as u, sys\n"
@@ -236,15 +234,6 @@ def first_line(text: str) -> str:
 def seconds(value: float) -> str:
     """A timeout as the user would write it: ``2.0``, ``0.25``."""
     return f"{value:.1f}" if round(value, 1) == value else f"{value:g}"
-
-
-def split_host_port(target: str) -> tuple[str, int, str]:
-    """``host:port`` or ``[v6]:port`` -> (host, port, problem); problem is "" when fine."""
-    host, sep, port_text = target.rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        return "", 0, f"expected HOST:PORT with a port 1-65535, e.g. 127.0.0.1:5432, got {target!r}"
-    return host, int(port_text), ""
 
 
 CHECKERS = {

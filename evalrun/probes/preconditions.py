@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from evalrun.errors import TierGuardError
 from evalrun.manifest import Manifest
 from evalrun.plan import PlannedEval
-from evalrun.probes.run import ProbeResult, check_probe, parse_probe, run_probes
+from evalrun.probes.run import check_probe, run_probes
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,6 @@ class Decision:
 @dataclass(frozen=True)
 class Preconditions:
     decisions: dict[str, Decision] = field(default_factory=dict)
-    probes: dict[str, ProbeResult] = field(default_factory=dict)
 
     def for_eval(self, name: str) -> Decision:
         return self.decisions.get(name, Decision())
@@ -44,7 +43,7 @@ def tier_guard_problem(manifest: Manifest, tier: str, env: Mapping[str, str]) ->
     required = manifest.tier(tier).require
     if not required:
         return None
-    results = run_probes([parse_probe(manifest, r) for r in required], env, manifest.root)
+    results = run_probes([manifest.requirement(r) for r in required], env, manifest.root)
     unmet = [results[r].reason for r in required if not results[r].ok]
     return f"tier {tier} requires {', '.join(required)}: {'; '.join(unmet)}" if unmet else None
 
@@ -60,7 +59,7 @@ def probe_evals(
     manifest: Manifest, evals: list[PlannedEval], env: Mapping[str, str], skips_fail: bool
 ) -> Preconditions:
     """Run every distinct probe of the planned evals once, concurrently; decide each eval."""
-    wanted = {req: parse_probe(manifest, req) for p in evals for req in p.spec.requires}
+    wanted = {req: manifest.requirement(req) for p in evals for req in p.spec.requires}
     results = run_probes(wanted.values(), env, manifest.root) if wanted else {}
     decisions: dict[str, Decision] = {}
     for p in evals:
@@ -72,7 +71,7 @@ def probe_evals(
             decisions[p.name] = Decision(fail=f"would skip, and skips are failures here: {reason}")
         else:
             decisions[p.name] = Decision(skip=reason)
-    return Preconditions(decisions=decisions, probes=results)
+    return Preconditions(decisions=decisions)
 
 
 def skips_are_failures(manifest: Manifest, tier: str, no_skips: bool) -> bool:
@@ -83,7 +82,7 @@ def ready_check(manifest: Manifest) -> Callable[[str, Mapping[str, str]], tuple[
     """Services poll their ``ready`` requirement with evalrun's own probes."""
 
     def check(requirement: str, env: Mapping[str, str]) -> tuple[bool, str]:
-        result = check_probe(parse_probe(manifest, requirement), env, manifest.root)
+        result = check_probe(manifest.requirement(requirement), env, manifest.root)
         return result.ok, result.reason
 
     return check

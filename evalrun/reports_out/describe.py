@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from evalrun.baseline import update_command
 from evalrun.errors import ExitCode
 from evalrun.results import BaselineChange, EvalResult, RunResults, Status
 from evalrun.verdict import VERDICT_WORDS
@@ -68,7 +69,7 @@ def update_hint(results: RunResults) -> str:
     """The command that records the current state, as the baseline comparison gave it."""
     if results.baseline is not None and results.baseline.update_command:
         return results.baseline.update_command
-    return f"evalrun baseline --update --tier {results.tier}"
+    return update_command(results.tier)
 
 
 def printable(text: str) -> str:

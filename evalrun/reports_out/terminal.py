@@ -47,6 +47,9 @@ class Console:
         self._rich: Any = None
         self._progress: Any = None
         self._task: Any = None
+        self._label = ""
+        self._running: list[str] = []
+        self._closed = False
         if self.color or self.live:
             from rich.console import Console as RichConsole
 
@@ -64,8 +67,17 @@ class Console:
                 target = self._progress.console if self._progress is not None else self._rich
                 target.print(markup)
             else:
-                self.stream.write(text + "\n")
-                self.stream.flush()
+                self._write(text)
+
+    def _write(self, text: str) -> None:
+        """A plain line; a reader that went away (``| head -1``) stops the printing, never the run."""
+        if self._closed:
+            return
+        try:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        except (BrokenPipeError, ValueError):
+            self._closed = True
 
     def note(self, text: str) -> None:
         self.line(text, "cyan")
@@ -92,9 +104,22 @@ class Console:
                 target.print(w + body)
                 if self._progress is not None:
                     self._progress.advance(self._task)
+                if result.name in self._running:
+                    self._running.remove(result.name)
+                    self._show_running()
             else:
-                self.stream.write(text + "\n")
-                self.stream.flush()
+                self._write(text)
+
+    def eval_started(self, name: str) -> None:
+        """The progress bar names the evals that are running."""
+        with self._lock:
+            self._running.append(name)
+            self._show_running()
+
+    def _show_running(self) -> None:
+        if self._progress is not None:
+            shown = ", ".join(self._running[:3]) + (f" +{len(self._running) - 3}" if len(self._running) > 3 else "")
+            self._progress.update(self._task, description=f"{self._label}: {shown}" if shown else self._label)
 
     # -- progress ------------------------------------------------------------
     def start_progress(self, total: int, label: str) -> None:
@@ -110,6 +135,7 @@ class Console:
             console=self._rich,
             transient=True,
         )
+        self._label = label
         self._task = self._progress.add_task(label, total=total)
         self._progress.start()
 

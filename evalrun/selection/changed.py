@@ -1,22 +1,18 @@
-"""Narrowing a plan further: ``--changed-since REF`` and ``--shard I/N``.
+"""Narrowing a plan to what changed: ``--changed-since REF``.
 
-Both take a ``Plan`` (already narrowed by ``--eval``/``--tag``) and return a
-narrower one; what they leave out joins ``filtered_out`` and what they did is
+It takes a ``Plan`` (already narrowed by ``--eval``/``--tag``) and returns a
+narrower one; what it leaves out joins ``filtered_out`` and what it did is
 recorded in ``plan.filters``, so the results file, the baseline comparison and
 ``evalrun merge`` can all see it. Changed-only errs towards running more: a
 change to the manifest, to evalrun's own code, or to files an eval declares in
-``paths`` selects it. Sharding is a pure function of the plan and the
-durations, so every machine computes the same split.
+``paths`` selects it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import posixpath
 import re
-import statistics
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,7 +22,6 @@ from evalrun.selection.checkout import git_says, repo_toplevel, run_git, split_z
 from evalrun.errors import BaselineError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import Plan
-from evalrun.results import load_results
 
 FLAG = "--changed-since"
 # Untracked droppings of running things, never a reason to select an eval.
@@ -48,17 +43,6 @@ class ChangedSelection:
     reasons: list[SelectionReason]  # one per eval of the input plan, in plan order
     changed: list[str]  # every changed file, relative to the repository's top folder
 
-    def reason_for(self, name: str) -> str | None:
-        return next((r.reason for r in self.reasons if r.eval == name), None)
-
-
-@dataclass(frozen=True)
-class Shard:
-    index: int  # 1-based
-    total: int
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.total}"
 
 
 # --- changed-only ------------------------------------------------------------
@@ -239,65 +223,3 @@ def _files(manifest: Manifest, paths: list[Path]) -> str:
 def _label(manifest: Manifest, path: Path) -> str:
     """``path`` relative to the manifest's folder, with forward slashes (``..`` when outside it)."""
     return Path(os.path.relpath(path, manifest.root)).as_posix()
-
-
-# --- shards ------------------------------------------------------------------
-
-
-def parse_shard(text: str) -> Shard:
-    """``"2/3"`` -> Shard(2, 3); 1-based, so the shards of 3 are 1/3, 2/3 and 3/3."""
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-    if match is None:
-        raise UsageError(f"--shard {text}: expected I/N, this machine's shard and the number of shards, e.g. 2/3")
-    index, total = int(match.group(1)), int(match.group(2))
-    if total < 1:
-        raise UsageError(f"--shard {text}: the number of shards must be at least 1, e.g. 1/1")
-    if not 1 <= index <= total:
-        raise UsageError(f"--shard {text}: shards count from 1; use 1/{total} to {total}/{total}")
-    return Shard(index, total)
-
-
-def assign_shards(names: list[str], total: int, durations: dict[str, float] | None) -> list[list[str]]:
-    """Split ``names`` into ``total`` lists; the same input always gives the same split.
-
-    With durations: longest first, each to the least loaded shard (ties: the
-    fewer evals, then the lower shard); an eval without a known duration counts as the median.
-    Without: round-robin over the sorted names.
-    """
-    ordered = sorted(set(names))
-    shards: list[list[str]] = [[] for _ in range(total)]
-    known = {n: d for n, d in (durations or {}).items() if n in ordered and d >= 0}
-    if not known:
-        for i, name in enumerate(ordered):
-            shards[i % total].append(name)
-        return shards
-    fallback = statistics.median(known.values())
-    loads = [0.0] * total
-    for name in sorted(ordered, key=lambda n: (-known.get(n, fallback), n)):
-        target = min(range(total), key=lambda i: (loads[i], len(shards[i]), i))  # count: zero durations still spread
-        shards[target].append(name)
-        loads[target] += known.get(name, fallback)
-    return [sorted(s) for s in shards]
-
-
-def select_shard(plan: Plan, shard: Shard, durations: dict[str, float] | None) -> Plan:
-    """This machine's share of the plan; the other shards' evals join ``filtered_out``."""
-    split = assign_shards([p.name for p in plan.evals], shard.total, durations)
-    mine = set(split[shard.index - 1])
-    others = [p.name for p in plan.evals if p.name not in mine]
-    # A fingerprint of the whole split lets merge tell "split differently" from "a shard is missing".
-    digest = hashlib.sha256(json.dumps(split).encode()).hexdigest()[:12]
-    return replace(
-        plan,
-        evals=[p for p in plan.evals if p.name in mine],
-        filtered_out=[*plan.filtered_out, *others],
-        filters={**plan.filters, "shard": [str(shard)], "shard_split": [digest]},
-    )
-
-
-def durations_from(results_path: Path) -> dict[str, float] | None:
-    """Per-eval durations of the evals that ran in a results file; None when there is no such file."""
-    if not results_path.exists():
-        return None
-    results = load_results(results_path)  # a corrupt file is a one-line ResultsError, not a silent imbalance
-    return {e.name: e.duration_s for e in results.evals if not e.status.is_unchecked}

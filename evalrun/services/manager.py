@@ -1,14 +1,11 @@
 """Local services for t2 evals: start on demand, wait until ready, always stop.
 
-This module owns the ``[services.NAME]`` tables of the manifest (their
-validation and every message about them) and the lifetime of each service
-process: its own session, a log file, a readiness deadline, and the decision to
-stop it. How a process group is stopped, and the records that let the next
-invocation stop what a SIGKILLed run left behind, live in
-``evalrun.services.leftovers``; what the built-in throwaway PostgreSQL
+This module owns the lifetime of each service process: its own session, a
+log file, a readiness deadline, and the decision to stop it. The tables
+themselves are ``evalrun.services.spec``'s; how a process group is stopped, and
+the records that let the next invocation stop what a SIGKILLed run left behind,
+live in ``evalrun.services.leftovers``; what the built-in throwaway PostgreSQL
 (``postgres = "embedded"``) needs to launch lives in ``evalrun.services.postgres``.
-This module re-exports ``reap_leftovers``, ``DEFAULT_GRACE`` and
-``RECORD_VERSION`` so callers need only ``evalrun.services.manager``.
 """
 
 from __future__ import annotations
@@ -27,46 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalrun.errors import ManifestError, file_label
-from evalrun.manifest import Manifest, probe_kind
+from evalrun.services.spec import ServiceSpec
 from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
 from evalrun.services.leftovers import (
-    DEFAULT_GRACE, MARKER, RECORD_VERSION, reap_leftovers, remove_data_dir, stop_group, write_record,
+    DEFAULT_GRACE, MARKER, remove_data_dir, stop_group, write_record,
 )
 
-__all__ = [
-    "DEFAULT_GRACE", "DEFAULT_READY_TIMEOUT", "RECORD_VERSION", "ReadyCheck", "ServiceManager", "ServiceSpec",
-    "ServiceState", "parse_services", "reap_leftovers",
-]
-
-DEFAULT_READY_TIMEOUT = 30.0
 LOG_TAIL_LINES = 5
 LOG_TAIL_CHARS = 400
-_RUN_KEYS = ("run", "dir", "ready", "ready_timeout", "env")
-_POSTGRES_KEYS = ("postgres", "ready", "ready_timeout", "env", "url_var")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 ReadyCheck = Callable[[str, Mapping[str, str]], tuple[bool, str]]
-
-
-@dataclass(frozen=True)
-class ServiceSpec:
-    """One validated ``[services.NAME]`` table. ``dir`` is absolute."""
-
-    name: str
-    run: tuple[str, ...] | None
-    postgres: str | None
-    ready: str | None
-    ready_timeout: float
-    env: Mapping[str, str]
-    dir: Path
-    url_var: str = "DATABASE_URL"
-
-    def exports(self) -> set[str]:
-        """The variable names this service exports to the evals that use it."""
-        return set(self.env) | ({self.url_var} if self.postgres else set())
 
 
 @dataclass(frozen=True)
@@ -96,87 +64,6 @@ class _Running:
 
 class _StartFailed(Exception):
     """A service could not start; the message is the user's one line."""
-
-
-# ---------------------------------------------------------------- manifest
-
-
-def parse_services(manifest: Manifest) -> dict[str, ServiceSpec]:
-    """Validate every ``[services.NAME]`` table; ManifestError names the key and the fix."""
-    label = file_label(manifest.path)
-    specs = {name: _parse_one(label, manifest, name, table) for name, table in manifest.services.items()}
-    for index, ev in enumerate(manifest.evals):
-        owner: dict[str, str] = {}
-        for service in ev.services:
-            if service not in specs:
-                continue  # load_manifest already refuses unknown services
-            for var in sorted(specs[service].exports()):
-                if var in owner and owner[var] != service:
-                    raise ManifestError(
-                        f'{label}: evals[{index}] ("{ev.name}").services: {owner[var]} and {service} both '
-                        f"export {var}; rename it in one of them (env, or url_var for a postgres service)"
-                    )
-                owner[var] = service
-    return specs
-
-
-def _parse_one(label: str, manifest: Manifest, name: str, table: dict[str, Any]) -> ServiceSpec:
-    where = f"{label}: services.{name}"
-
-    def bad(key: str, problem: str) -> ManifestError:
-        return ManifestError(f"{where}.{key}: {problem}" if key else f"{where}: {problem}")
-
-    if not _NAME.match(name):
-        raise bad("", "service names may use letters, digits, '_', '.', '-' and must start with a letter or digit")
-    if ("run" in table) == ("postgres" in table):
-        raise bad("", 'set exactly one of run = ["program", ...] or postgres = "embedded"')
-    allowed = _RUN_KEYS if "run" in table else _POSTGRES_KEYS
-    for key in table:
-        if key not in allowed:
-            raise bad(key, f"unknown key; a {'run' if 'run' in table else 'postgres'} service takes {', '.join(allowed)}")
-    run: tuple[str, ...] | None = None
-    postgres: str | None = None
-    if "run" in table:
-        value = table["run"]
-        if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
-            raise bad("run", 'must be a non-empty array of non-empty strings, e.g. ["python", "server.py"]')
-        run = tuple(value)
-    else:
-        postgres = table["postgres"]
-        if postgres != "embedded":
-            raise bad("postgres", 'must be "embedded" (a throwaway local PostgreSQL)')
-    folder = manifest.root
-    if "dir" in table:
-        if not isinstance(table["dir"], str) or not table["dir"]:
-            raise bad("dir", "must be a non-empty string, a folder relative to the manifest")
-        folder = (manifest.root / table["dir"]).resolve()
-        if not folder.is_relative_to(manifest.root):
-            raise bad("dir", f"{table['dir']!r} lies outside the manifest's folder; keep services under it")
-        if not folder.is_dir():
-            raise bad("dir", f"{table['dir']!r} does not exist; create it or fix the path")
-    ready = table.get("ready")
-    if ready is not None:
-        if not isinstance(ready, str) or not ready:
-            raise bad("ready", 'must be a probe, e.g. "tcp:127.0.0.1:8000" or the name of a [probes.NAME]')
-        if probe_kind(manifest, ready) is None:
-            raise bad("ready", f"unknown probe {ready!r}; define [probes.{ready}] or use tcp:, http:, postgres:, ...")
-    timeout = table.get("ready_timeout", DEFAULT_READY_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise bad("ready_timeout", "must be a number of seconds")
-    if not timeout > 0:
-        raise bad("ready_timeout", "must be > 0")
-    env = table.get("env", {})
-    if not isinstance(env, dict):
-        raise bad("env", 'must be a table, e.g. env = { API_URL = "http://127.0.0.1:8000" }')
-    for key, value in env.items():
-        if not _VAR.match(key):
-            raise bad(f"env.{key}", "not a valid variable name; use letters, digits and '_'")
-        if not isinstance(value, str):
-            raise bad(f"env.{key}", 'must be a string; quote it, e.g. PORT = "8000"')
-    url_var = table.get("url_var", "DATABASE_URL")
-    if not isinstance(url_var, str) or not _VAR.match(url_var):
-        raise bad("url_var", "must be a variable name, e.g. DATABASE_URL")
-    return ServiceSpec(name, run, postgres, ready, float(timeout), dict(env), folder, url_var)
 
 
 # ---------------------------------------------------------------- manager

@@ -1,0 +1,426 @@
+"""The run, top to bottom.
+
+    load -> select -> preconditions -> services and models -> execute
+         -> compare -> decide -> write -> report
+
+``run`` strings the steps together in that order; each step is a function of
+this module that takes records and returns a new record, and each delegates
+to the module of its own name (``manifest``, ``plan``, ``probes``, ``services``,
+``models``, ``execute``, ``baseline``, ``verdict``, ``results``,
+``reports_out``). ``evalrun merge`` and ``evalrun baseline diff`` reuse the
+same ``judge`` (compare, then decide), ``write`` and ``report`` steps, so a
+merged or re-judged run is decided exactly as a single run is.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalrun import __version__
+from evalrun.baseline import Baseline, baseline_path, compare_tier, format_comparison, load_baseline, update_command
+from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
+from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
+from evalrun.manifest import Manifest, load_manifest
+from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
+from evalrun.plan import Plan, PlannedEval, make_plan
+from evalrun.probes.preconditions import (
+    Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures,
+)
+from evalrun.reports_out.terminal import Console, closing_line
+from evalrun.results import EvalResult, RunResults, Status, write_results
+from evalrun.services.leftovers import reap_leftovers
+from evalrun.services.manager import ServiceManager
+from evalrun.verdict import VERDICT_WORDS, decide_exit_code
+
+if TYPE_CHECKING:
+    from evalrun.selection.changed import ChangedSelection
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a run command asks for: the tier, the filters, and where outputs go."""
+
+    manifest_path: Path
+    tier: str
+    evals: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    jobs: int = 0
+    json_path: Path | None = None
+    strict_baseline: bool = False
+    no_skips: bool = False
+    junit_path: Path | None = None
+    markdown_path: Path | None = None
+    changed_since: str | None = None
+    shard: str | None = None
+    clean_checkout: bool = False
+    worktree: bool = False
+    record: bool = False  # t3: write the model answers as replay fixtures
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run writes: the results file, and the CI reports asked for."""
+
+    results: Path
+    junit: Path | None = None
+    markdown: Path | None = None
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def run(request: RunRequest, console: Console, environ: Mapping[str, str]) -> int:
+    """Run one tier and return its exit code."""
+    if request.clean_checkout or request.worktree:
+        return _run_in_clean_checkout(request, console, environ)
+    manifest = load(request.manifest_path)
+    plan, _ = select(manifest, request)
+    outputs = plan_outputs(manifest, request)
+    return _run_plan(manifest, plan, request, outputs, console, environ, shown=manifest)
+
+
+def _run_plan(
+    manifest: Manifest,
+    plan: Plan,
+    request: RunRequest,
+    outputs: Outputs,
+    console: Console,
+    environ: Mapping[str, str],
+    *,
+    shown: Manifest,
+) -> int:
+    baseline = load_baseline(baseline_path(manifest, request.tier))  # a bad baseline is exit 2, before any scorer
+    collected = collect(plan, request, console, environ)
+    judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
+    write(judged, outputs, console, environ)
+    report(judged, console)
+    return int(judged.exit_code or 0)
+
+
+# --------------------------------------------------------------------------- load, select
+
+
+def load(manifest_path: Path) -> Manifest:
+    """The manifest, validated whole (probes and services included): exit 2 on a mistake."""
+    return load_manifest(manifest_path)
+
+
+def select(manifest: Manifest, request: RunRequest) -> tuple[Plan, ChangedSelection | None]:
+    """The tier, the filters, then ``--changed-since``, then ``--shard``: every shard drops the same evals."""
+    # Only runs that ask for them pay for git and the shard split.
+    from evalrun.selection.changed import select_changed
+    from evalrun.selection.shards import durations_from, parse_shard, select_shard
+
+    shard = parse_shard(request.shard) if request.shard else None  # a bad --shard is exit 2 before anything
+    if request.record and request.tier != "t3":
+        raise UsageError(f"--record: only t3 makes live calls to record; {request.tier} never does")
+    plan = make_plan(manifest, request.tier, request.evals, request.tags)
+    changed = None
+    if request.changed_since:
+        package_dir = Path(__file__).resolve().parent  # a change to evalrun itself selects everything
+        changed = select_changed(plan, request.changed_since, package_dir)
+        plan = changed.plan
+    if shard is not None:
+        # Balance by the durations of the last whole run (the file merge writes), which every shard reads alike.
+        plan = select_shard(plan, shard, durations_from(default_results_path(manifest, request.tier)))
+    return plan, changed
+
+
+def default_results_path(manifest: Manifest, tier: str, shard: str | None = None) -> Path:
+    """``.evalrun/results/<tier>.json``; a shard's own file is ``<tier>.shard-I-of-N.json``."""
+    folder = manifest.root / ".evalrun" / "results"
+    if shard:
+        index, _, total = shard.replace(" ", "").partition("/")
+        return folder / f"{tier}.shard-{index}-of-{total}.json"
+    return folder / f"{tier}.json"
+
+
+def plan_outputs(manifest: Manifest, request: RunRequest) -> Outputs:
+    """Where this run writes, each path checked before any scorer starts."""
+    results = request.json_path or default_results_path(manifest, request.tier, request.shard)
+    return Outputs(
+        results=check_writable(results, "--json"),
+        junit=check_writable(request.junit_path, "--junit") if request.junit_path else None,
+        markdown=check_writable(request.markdown_path, "--markdown") if request.markdown_path else None,
+    )
+
+
+def check_writable(path: Path, flag: str) -> Path:
+    """``path`` if a file can be written there; else an ``OutputError`` naming the flag, the path and the fix."""
+    path = Path(os.path.abspath(path))
+    if path.is_dir():
+        raise OutputError(f"{flag} {path}: is a directory; pass a file path, e.g. {path / 'out'}")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"{flag} {path}: {parent} is not a directory; pass a path inside a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path}: cannot write in {parent} (permission denied); choose a writable folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OutputError(f"{flag} {path}: the file is not writable (permission denied); choose another path")
+    return path
+
+
+# --------------------------------------------------------------------------- preconditions, services, execute
+
+
+def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str]) -> RunResults:
+    """Guard, probe, start services and the model proxy, execute; results not yet compared or judged.
+
+    Ctrl-C or SIGTERM at any phase ends here as results that mark every planned
+    eval either done or interrupted.
+    """
+    manifest, tier = plan.manifest, request.tier
+    started = _now()
+    environ = dict(environ)
+    with _sigterm_as_interrupt():
+        check_tier_guard(manifest, tier, environ)  # unmet: exit 2 before any scorer starts
+        state_dir = manifest.root / ".evalrun" / "services"
+        for line in reap_leftovers(state_dir):
+            console.warn(line)
+        try:
+            pre = probe_evals(manifest, plan.evals, environ, skips_are_failures(manifest, tier, request.no_skips))
+            if not plan.evals:
+                console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
+            results, interrupted = _start_and_execute(plan, request, pre, console, environ, state_dir)
+        except KeyboardInterrupt:
+            console.stop_progress()
+            results, interrupted = [_interrupted(p, tier) for p in plan.evals], True
+    return RunResults(
+        evalrun_version=__version__,
+        tier=tier,
+        manifest=str(plan.manifest.path),
+        started_at=started,
+        finished_at=_now(),
+        interrupted=interrupted,
+        selection={**plan.filters, "filtered_out": plan.filtered_out},
+        evals=results,
+    )
+
+
+def _start_and_execute(
+    plan: Plan,
+    request: RunRequest,
+    pre: Preconditions,
+    console: Console,
+    environ: dict[str, str],
+    state_dir: Path,
+) -> tuple[list[EvalResult], bool]:
+    """Services and the model proxy up, every planned eval executed, everything stopped again."""
+    manifest, tier = plan.manifest, request.tier
+    will_run = [p for p in plan.evals if pre.for_eval(p.name).runs]
+    services = ServiceManager(
+        manifest.services,
+        logs_dir=manifest.root / ".evalrun" / "logs",
+        state_dir=state_dir,
+        environ=environ,
+        ready_check=ready_check(manifest),
+    )
+    models = ModelCalls(manifest, tier, will_run, environ, request.record)
+
+    def prepare(planned: PlannedEval) -> Preparation:
+        decision = pre.for_eval(planned.name)
+        if decision.fail or decision.skip:
+            return Preparation(fail=decision.fail, skip=decision.skip)
+        if models.budget_exhausted():
+            return Preparation(skip=BUDGET_MESSAGE, status=Status.BUDGET)
+        failure = services.failure_for(planned.spec.services)
+        if failure:
+            return Preparation(fail=failure)
+        return Preparation(env={**services.env_for(planned.spec.services), **models.env_for(planned)})
+
+    try:
+        with services, models:
+            if models.mode:
+                console.note(f"model calls: {models.mode} through {models.proxy.url}")
+            for name in sorted({s for p in will_run for s in p.spec.services}):
+                console.note(f"starting service {name}")
+                state = services.start(name)
+                if not state.ok:
+                    console.error(state.failure or f"service {name} failed")
+            console.start_progress(len(plan.evals), tier)
+            outcome = execute(
+                ExecuteRequest(
+                    evals=plan.evals,
+                    tier=tier,
+                    jobs=request.jobs or default_jobs(),
+                    base_env=scorer_base_env(models.base_env),
+                    prepare=prepare,
+                    finalize=models.finalize,
+                    on_start=console.eval_started,
+                    on_finish=console.eval_finished,
+                )
+            )
+            console.stop_progress()
+            for line in services.stop_all():
+                console.note(line)
+    finally:
+        console.stop_progress()
+    return outcome.results, outcome.interrupted
+
+
+def default_jobs() -> int:
+    return os.cpu_count() or 1
+
+
+# --------------------------------------------------------------------------- compare, decide
+
+
+def judge(
+    results: RunResults,
+    manifest: Manifest,
+    baseline: Baseline | None,
+    *,
+    strict: bool,
+    shown: Manifest | None = None,
+) -> RunResults:
+    """Compare with the tier's baseline, then decide the exit code: a new, judged record.
+
+    ``shown`` is the manifest named in hints (the real one, not a temporary export).
+    """
+    comparison = compare_tier(
+        manifest,
+        results,
+        baseline,
+        strict=strict,
+        update_command=update_command(results.tier, (shown or manifest).path),
+    )
+    code = decide_exit_code(results.evals, comparison, results.interrupted)
+    return results.model_copy(update={"baseline": comparison, "exit_code": int(code)})
+
+
+# --------------------------------------------------------------------------- write, report
+
+
+def write(results: RunResults, outputs: Outputs, console: Console, environ: Mapping[str, str]) -> None:
+    """The results file, then JUnit XML, a Markdown summary and GitHub's step summary and annotations."""
+    from evalrun.reports_out.github import append_github_step_summary, github_annotations
+    from evalrun.reports_out.junit import write_junit
+    from evalrun.reports_out.markdown import write_markdown
+
+    _write_output(lambda: write_results(results, outputs.results), "--json", outputs.results)
+    if outputs.junit is not None:
+        _write_output(lambda: write_junit(results, outputs.junit), "--junit", outputs.junit)
+    if outputs.markdown is not None:
+        _write_output(lambda: write_markdown(results, outputs.markdown), "--markdown", outputs.markdown)
+    if environ.get("GITHUB_STEP_SUMMARY"):
+        try:
+            append_github_step_summary(results, environ)
+        except ReportError as exc:  # a summary we cannot write must not change the verdict
+            console.warn(f"GITHUB_STEP_SUMMARY: {exc}")
+    if environ.get("GITHUB_ACTIONS") == "true":
+        for line in github_annotations(results):
+            console.line(line)
+
+
+def _write_output(write_one: object, flag: str, path: Path) -> None:
+    try:
+        write_one()  # type: ignore[operator]
+    except OSError as exc:
+        raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc}); choose a writable path") from None
+
+
+def report(results: RunResults, console: Console, outputs: Outputs | None = None) -> None:
+    """Baseline lines, what was not checked, models, the summary table, the closing line and the verdict."""
+    console.line("")
+    if results.baseline is not None:
+        for text in format_comparison(results.baseline, results.exit_code == ExitCode.FAILED):
+            console.line(text, "red" if text.startswith("regression") else "yellow")
+    unchecked = [r for r in results.evals if r.status.is_unchecked]
+    if unchecked:
+        console.warn(f"not checked ({len(unchecked)}):")
+        for r in unchecked:
+            console.warn(f"  {r.status.value:<11} {r.name}: {r.message}")
+    answered = [line for line in map(describe_models, results.evals) if line]
+    if answered:
+        console.line("models that answered:")
+        for line in answered:
+            console.line(f"  {line}")
+    console.summary(results.evals)
+    console.line(closing_line(results.evals))
+    code = results.exit_code if results.exit_code is not None else 0
+    words = VERDICT_WORDS.get(ExitCode(code), "")
+    console.line(f"evalrun {results.tier}: {words} (exit {code})", "green" if code == 0 else "bold red")
+
+
+def describe_filters(plan: Plan) -> str:
+    """What narrowed the plan, for "nothing selected" lines."""
+    parts = [f"--eval {e}" for e in plan.filters.get("evals", [])]
+    parts += [f"--tag {t}" for t in plan.filters.get("tags", [])]
+    parts += [f"--changed-since {r}" for r in plan.filters.get("changed_since", [])]
+    parts += [f"--shard {s}" for s in plan.filters.get("shard", [])]
+    if parts:
+        return "filters: " + " ".join(parts)
+    return "the tier has no evals in the manifest"
+
+
+# --------------------------------------------------------------------------- clean checkout
+
+
+def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mapping[str, str]) -> int:
+    """Run from ``git archive HEAD`` (plus uncommitted changes with --worktree) in a temporary folder.
+
+    The selection is made in the real repository (the export has no .git); results
+    and reports are written where an ordinary run would write them.
+    """
+    from evalrun.selection.checkout import clean_checkout
+
+    manifest = load(request.manifest_path)
+    plan, _ = select(manifest, request)
+    outputs = plan_outputs(manifest, request)
+    keep = {p.name for p in plan.evals}
+    with clean_checkout(request.manifest_path, request.worktree) as exported:
+        console.note(
+            f"running from a clean checkout of HEAD{' plus uncommitted changes' if request.worktree else ''}: "
+            f"{exported.parent}"
+        )
+        inner = load(exported)
+        full = make_plan(inner, request.tier, [], [])
+        narrowed = Plan(
+            manifest=inner,
+            tier=request.tier,
+            evals=[p for p in full.evals if p.name in keep],
+            filtered_out=plan.filtered_out,
+            filters={**plan.filters, "clean_checkout": ["worktree" if request.worktree else "HEAD"]},
+        )
+        inner_request = replace(request, manifest_path=exported, clean_checkout=False, worktree=False)
+        return _run_plan(inner, narrowed, inner_request, outputs, console, environ, shown=manifest)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _interrupted(planned: PlannedEval, tier: str) -> EvalResult:
+    return EvalResult(
+        name=planned.name, tier=tier, dir=planned.spec.dir, status=Status.INTERRUPTED, message="not run: interrupted"
+    )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """A CI runner's cancel (SIGTERM) stops the run the way Ctrl-C does."""
+
+    def _raise(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
