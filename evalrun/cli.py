@@ -65,9 +65,12 @@ DEFAULT_MANIFEST = Path("manifest.toml")
 
 
 def _console():  # noqa: ANN202 - imported lazily to keep --version fast
-    from evalrun.reports_out.terminal import Console
+    import os
 
-    return Console()
+    from evalrun.reports_out.terminal import Console
+    from evalrun.secrets import run_secrets
+
+    return Console(env=os.environ, secrets=run_secrets(os.environ))
 
 
 def _version(value: bool) -> None:

@@ -34,7 +34,8 @@ from evalrun.probes.preconditions import (
     Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures,
 )
 from evalrun.reports_out.terminal import Console, closing_line
-from evalrun.results import EvalResult, RunResults, Status, write_results
+from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
+from evalrun.secrets import run_secrets
 from evalrun.services.leftovers import reap_leftovers
 from evalrun.services.manager import ServiceManager
 from evalrun.verdict import VERDICT_WORDS, decide_exit_code
@@ -225,6 +226,11 @@ def _start_and_execute(
         ready_check=ready_check(manifest),
     )
     models = ModelCalls(manifest, tier, will_run, environ, request.record)
+    secrets = run_secrets(environ, manifest.models.key_vars)
+
+    def finalize(planned: PlannedEval, result: EvalResult) -> EvalResult:
+        # Redacted before anything is written or shown: results, JUnit, Markdown, baselines, history.
+        return redact_result(models.finalize(planned, result), secrets)
 
     def prepare(planned: PlannedEval) -> Preparation:
         decision = pre.for_eval(planned.name)
@@ -254,7 +260,7 @@ def _start_and_execute(
                     jobs=request.jobs or default_jobs(),
                     base_env=scorer_base_env(models.base_env),
                     prepare=prepare,
-                    finalize=models.finalize,
+                    finalize=finalize,
                     on_start=console.eval_started,
                     on_finish=console.eval_finished,
                 )

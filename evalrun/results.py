@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalrun.atomic import write_atomic
 from evalrun.errors import ResultsError
+from evalrun.secrets import FRAGMENT, scrub
 
 RESULTS_VERSION = 1
 
@@ -72,6 +73,31 @@ class EvalResult(BaseModel):
 
     def check_counts(self) -> dict[str, int]:
         return {c.name: c.assertions for c in self.checks}
+
+
+def redact_result(result: EvalResult, secrets: set[str]) -> EvalResult:
+    """``result`` with every secret scrubbed from every string a scorer or a process could put there.
+
+    Check names and metric values included: a check named after a key must not
+    reach a results file, JUnit, or a committed baseline.
+    """
+    if not secrets:
+        return result
+    if all(s.isascii() for s in secrets):
+        dumped = result.model_dump_json()  # cheap test first: most results hold no secret at all
+        if not any(s[i : i + FRAGMENT] in dumped for s in secrets for i in range(max(1, len(s) - FRAGMENT + 1))):
+            return result
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return scrub(value, secrets)
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return EvalResult.model_validate(clean(result.model_dump()))
 
 
 class BaselineChange(BaseModel):

@@ -93,13 +93,80 @@ def secret_like_values(env: Mapping[str, str]) -> list[str]:
     ]
 
 
+# A run of this many characters of a secret is itself a secret: text cut before
+# it reached us (a tail, a capped message) may hold only part of a key.
+FRAGMENT = 8
+
+
 def scrub(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str:
-    """``text`` with every secret value replaced: the one place evalrun hides known secrets in text."""
-    # Longest first: a secret that contains another must not be left half shown.
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, replacement)
-    return text
+    """``text`` with every secret value, and every run of ``FRAGMENT`` or more of its characters, replaced.
+
+    The one place evalrun hides known secrets in text. Fragments count because
+    a cut (by a scorer, a pipe's tail, a capped field) may leave part of a key.
+    """
+    values = sorted({s for s in secrets if s}, key=len, reverse=True)
+    if not values or not text:
+        return text
+    spans: list[tuple[int, int]] = []
+    for secret in values:
+        if len(secret) <= FRAGMENT:
+            spans += [(start, start + len(secret)) for start in _occurrences(text, secret)]
+            continue
+        spans += _fragment_spans(text, secret)
+    # evalrun's own placeholder is never a secret, whatever a key happens to share with it.
+    kept = [(m, m + len(PLACEHOLDER)) for m in _occurrences(text, PLACEHOLDER)]
+    spans = [(a, b) for a, b in spans if not any(k0 <= a and b <= k1 for k0, k1 in kept)]
+    if not spans:
+        return text
+    return _replace_spans(text, spans, replacement)
+
+
+def _occurrences(text: str, needle: str) -> list[int]:
+    found, start = [], text.find(needle)
+    while start != -1:
+        found.append(start)
+        start = text.find(needle, start + 1)
+    return found
+
+
+def _fragment_spans(text: str, secret: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` that are runs of ``FRAGMENT`` or more consecutive characters of ``secret``."""
+    spans: list[tuple[int, int]] = []
+    for offset in range(0, len(secret) - FRAGMENT + 1):
+        gram = secret[offset : offset + FRAGMENT]
+        start = text.find(gram)
+        while start != -1:
+            # Grow the match both ways while text and secret agree.
+            left, right = start, start + FRAGMENT
+            s_left, s_right = offset, offset + FRAGMENT
+            while left > 0 and s_left > 0 and text[left - 1] == secret[s_left - 1]:
+                left, s_left = left - 1, s_left - 1
+            while right < len(text) and s_right < len(secret) and text[right] == secret[s_right]:
+                right, s_right = right + 1, s_right + 1
+            spans.append((left, right))
+            start = text.find(gram, start + 1)
+    return spans
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]], replacement: str) -> str:
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, last = [], 0
+    for start, end in merged:
+        out.append(text[last:start])
+        out.append(replacement)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def run_secrets(env: Mapping[str, str], extra_key_vars: Iterable[str] = ()) -> set[str]:
+    """Everything a run must never show: provider key values and secret-looking variables' values."""
+    return key_values(env, extra_key_vars) | set(secret_like_values(env))
 
 
 def redact_passwords(text: str) -> str:

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from evalrun.models.scorer_env import endpoint_env, scrub_environment
-from evalrun.secrets import key_values, scrub
+from evalrun.secrets import key_values
 from evalrun.manifest import Manifest
 from evalrun.plan import PlannedEval
 from evalrun.results import EvalResult, Status
@@ -74,7 +74,7 @@ class ModelCalls:
         return self.proxy is not None and self.proxy.budget_exhausted()
 
     def finalize(self, planned: PlannedEval, result: EvalResult) -> EvalResult:
-        """Fold what the proxy saw into the result; redact key values from what is kept."""
+        """Fold what the proxy saw into the result (which the pipeline then redacts)."""
         update: dict[str, Any] = {}
         if planned.name in self._bases and result.status not in (Status.SKIPPED, Status.INTERRUPTED):
             report = self.proxy.eval_report(planned.name)
@@ -89,24 +89,8 @@ class ModelCalls:
                 update["message"] = "; ".join(failures) + (f"; {result.message}" if result.message else "")
             elif report.unplayed and result.status is Status.PASSED:
                 update["message"] = "note: " + "; ".join(report.unplayed)
-        result = result.model_copy(update=update) if update else result
-        return self.redact(result)
+        return result.model_copy(update=update) if update else result
 
-    def redact(self, result: EvalResult) -> EvalResult:
-        if not self.secrets:
-            return result
-        fields = {"message": result.message, "output_tail": result.output_tail}
-        changed = {k: self._scrub(v) for k, v in fields.items() if v and any(s in v for s in self.secrets)}
-        checks = [
-            c.model_copy(update={"message": self._scrub(c.message), "evidence": self._scrub(c.evidence)})
-            if any(s in (c.message or "") + (c.evidence or "") for s in self.secrets)
-            else c
-            for c in result.checks
-        ]
-        return result.model_copy(update={**changed, "checks": checks})
-
-    def _scrub(self, text: str | None) -> str | None:
-        return scrub(text, self.secrets) if text is not None else None
 
 def describe_models(result: EvalResult) -> str | None:
     """``agent: openai gpt-4o-mini-2024-07-18, 6 calls, 1234 tokens (replay)`` for the summary."""

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
 from evalrun.results import EvalResult, Status
+from evalrun.secrets import scrub
 
 _WORDS = {
     Status.PASSED: ("PASS", "green"),
@@ -38,8 +39,11 @@ def wants_color(stream: IO[str], env: Mapping[str, str]) -> bool:
 class Console:
     """A thread-safe printer that is rich on a terminal and plain elsewhere."""
 
-    def __init__(self, stream: IO[str] | None = None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, stream: IO[str] | None = None, env: Mapping[str, str] | None = None, secrets: Iterable[str] = ()
+    ) -> None:
         env = os.environ if env is None else env
+        self._secrets = set(secrets)  # scrubbed from every line: the last gate before the screen
         self.stream = stream or sys.stdout
         self.color = wants_color(self.stream, env)
         self.live = self.stream.isatty() and not env.get("CI") and env.get("TERM") != "dumb"
@@ -59,6 +63,7 @@ class Console:
 
     # -- lines ---------------------------------------------------------------
     def line(self, text: str, style: str | None = None) -> None:
+        text = scrub(text, self._secrets) if self._secrets else text
         with self._lock:
             if self._rich is not None:
                 from rich.markup import escape
@@ -92,6 +97,7 @@ class Console:
         word, style = _WORDS[result.status]
         detail = result.message or _counts(result)
         text = f"{word:<11} {result.name}  {detail}"
+        text = scrub(text, self._secrets) if self._secrets else text
         if result.status is Status.PASSED:
             text += f"  ({result.duration_s:.1f} s)"
         with self._lock:

@@ -1,0 +1,80 @@
+"""Secrets never leave evalrun, whole or in part: scrubbing, and every output of a run that holds a key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import eval_entry
+
+from evalrun.secrets import FRAGMENT, PLACEHOLDER, REDACTED, scrub
+
+KEY = "sk-live-Qm7xV2pLk9RtZ4wNc8YbH3jD6fGs1aUe5TiO0nWq"
+
+
+def fragments(text: str, secret: str = KEY) -> list[str]:
+    """Every run of FRAGMENT or more characters of ``secret`` found in ``text``."""
+    return [secret[i : i + FRAGMENT] for i in range(len(secret) - FRAGMENT + 1) if secret[i : i + FRAGMENT] in text]
+
+
+def test_scrub_replaces_the_whole_value_and_any_cut_part_of_it() -> None:
+    assert scrub(f"key={KEY};", {KEY}) == f"key={REDACTED};"
+    # Cut by someone before it reached us: a tail that starts inside the key, a message capped inside it.
+    assert fragments(scrub(f"{KEY[17:]} and more", {KEY})) == []
+    assert fragments(scrub(f"message: {KEY[:29]}…", {KEY})) == []
+    assert fragments(scrub(f"a{KEY[5:5 + FRAGMENT]}b", {KEY})) == []
+    # Short runs that merely share letters with a key stay: "sk-live" alone is no secret.
+    assert scrub("sk-live is a prefix", {KEY}) == "sk-live is a prefix"
+
+
+def test_scrub_never_touches_evalruns_placeholder() -> None:
+    key = "sk-test-evalrun-placeholder-0123456789"  # shares a long run with the placeholder
+    assert scrub(f"{PLACEHOLDER} {key}", {key}) == f"{PLACEHOLDER} {REDACTED}"
+
+
+LEAKY_SCORER = f"""
+import json, os, sys
+key = os.environ["OPENAI_API_KEY"]
+report = {{
+    "checks": [
+        {{"name": "uses " + key, "assertions": 1, "passed": True}},
+        {{"name": "long message", "assertions": 1, "passed": True,
+          "message": "x" * 480 + key, "evidence": "evidence " + key}},
+    ],
+    "metrics": {{"which_key": key, "half": key[:20]}},
+}}
+json.dump(report, open(os.environ["EVALRUN_REPORT"], "w"))
+# The runner keeps only the end of the output: make that end start inside the key.
+sys.stdout.write("A" * 100 + key + "B" * 3990 + "\\n")
+"""
+
+
+def test_a_key_in_check_names_messages_metrics_and_output_reaches_no_file_and_no_screen(project) -> None:
+    proj = project(
+        {
+            "manifest.toml": '[tiers.t3]\n' + eval_entry("leaky", tier="t3"),
+            "evals/leaky/score.py": LEAKY_SCORER,
+        }
+    )
+    env = {"OPENAI_API_KEY": KEY}
+    run = proj.run("t3", "--junit", "out/junit.xml", "--markdown", "out/summary.md", env=env)
+    assert run.code == 0, run.output
+    update = proj.run("baseline", "--update", "t3", env=env)
+    assert update.code == 0, update.output
+    written = [
+        proj.root / ".evalrun" / "results" / "t3.json",
+        proj.root / "out" / "junit.xml",
+        proj.root / "out" / "summary.md",
+        proj.root / "baselines" / "t3.toml",
+    ]
+    for path in written:
+        text = path.read_text(encoding="utf-8")
+        assert fragments(text) == [], f"{path.name} holds part of the key"
+        if path.suffix != ".md":  # a passing run's summary lists no check names
+            assert REDACTED in text, f"{path.name} shows no redaction: the scorer's key never reached it?"
+    for output in (run.output, update.output):
+        assert fragments(output) == []
+    results = proj.results("t3")
+    names = [c["name"] for c in results["evals"][0]["checks"]]
+    assert f"uses {REDACTED}" in names
+    assert re.search(r"B{100}", results["evals"][0]["output_tail"])  # the tail is kept, only the key is gone
