@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import queue
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -32,10 +31,6 @@ from evalrun.reports_in.rules import judge
 from evalrun.results import EvalResult, Status
 
 OUTPUT_TAIL_CHARS = 4000
-# "python" in a manifest's argv means the interpreter evalrun runs under, as in
-# nox and tox: a scorer gets the venv that has evalrun's SDK, not whatever
-# "python" the PATH happens to find first.
-_PYTHON_NAMES = ("python", "python3")
 
 
 @dataclass(frozen=True)
@@ -235,12 +230,6 @@ def _run_one(
     return result
 
 
-def scorer_argv(argv: list[str]) -> tuple[str, ...]:
-    if argv[0] in _PYTHON_NAMES:
-        return (sys.executable, *argv[1:])
-    return tuple(argv)
-
-
 def run_scorer(
     planned: PlannedEval,
     tier: str,
@@ -266,7 +255,7 @@ def run_scorer(
     if spec.format == "junit" and spec.junit:
         # A report left by an earlier run must never pass for this run's.
         (planned.dir / spec.junit).unlink(missing_ok=True)
-    argv = tuple(spec.run) if spec.shell else scorer_argv(spec.run)
+    argv = tuple(spec.run)
     started = time.monotonic()
     outcome = run_process(
         ProcessRequest(
@@ -313,10 +302,13 @@ def _judge_outcome(
         )
     parsed: ParsedReport | None = None
     report_error: str | None = None
-    try:
-        parsed = _read_report(planned, report_path, stdout_path)
-    except ReportError as exc:
-        report_error = str(exc)
+    if outcome.stdout_path_error:  # a TAP stream cut short is no report: say why, never judge the stub
+        report_error = f"invalid report: the scorer's stdout could not be saved ({outcome.stdout_path_error})"
+    else:
+        try:
+            parsed = _read_report(planned, report_path, stdout_path)
+        except ReportError as exc:
+            report_error = str(exc)
     verdict = judge(parsed, report_error, outcome.exit_code, tail)
     return EvalResult(
         status=verdict.status,

@@ -22,12 +22,15 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, Any, BinaryIO
+
+from evalrun.procfs import group_members
 
 CHUNK_BYTES = 64 * 1024
 # After the child exits, a grandchild may still hold the pipes (a server left
@@ -137,7 +140,7 @@ def run_process(request: ProcessRequest, cancel: threading.Event | None = None) 
         argv: list[str] = ["/bin/sh", "-c", " ".join(request.argv)]
         executable = "/bin/sh"
     else:
-        resolved, problem = _resolve_program(request.argv[0], request.cwd, request.env)
+        resolved, problem = resolve_program(request.argv[0], request.cwd, request.env)
         if resolved is None:
             return _not_started(request, problem)
         argv, executable = list(request.argv), resolved
@@ -153,23 +156,47 @@ def run_process(request: ProcessRequest, cancel: threading.Event | None = None) 
 
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            argv,
-            # argv[0] stays as the user wrote it; the resolved path is executed.
-            executable=executable,
-            cwd=request.cwd,
-            env=dict(request.env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # the child leads its own group: one killpg reaches all
-            bufsize=0,
-        )
+        proc = spawn(argv, request.cwd, request.env, executable=executable, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         if sink is not None:
             sink.close()
         return _not_started(request, f"could not start {request.argv[0]}: {exc.strerror or exc}")
     return _supervise(proc, request, cancel, sink, started)
+
+
+def spawn(
+    argv: list[str] | tuple[str, ...],
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    executable: str | None = None,
+    stdout: int | IO[Any] | None = subprocess.DEVNULL,
+    stderr: int | IO[Any] | None = subprocess.DEVNULL,
+    **extra: Any,
+) -> subprocess.Popen[bytes]:
+    """Start a program the one way evalrun starts programs: in a session of its own, no stdin.
+
+    Its own session makes it lead its own process group, so one ``killpg``
+    (``terminate_group``) reaches every process it starts. Raises OSError when
+    it cannot start; ``executable`` is the resolved path (``resolve_program``),
+    while argv[0] stays as the user wrote it — except ``python``, which becomes
+    evalrun's interpreter's path, so the child finds its virtualenv from argv[0].
+    """
+    argv = list(argv)
+    if argv[0] in PYTHON_NAMES:
+        argv[0] = executable = sys.executable
+    return subprocess.Popen(
+        argv,
+        executable=executable,
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+        bufsize=0,
+        **extra,
+    )
 
 
 def terminate_group(
@@ -367,13 +394,22 @@ def _not_started(request: ProcessRequest, problem: str | None, *, cancelled: boo
 # --- program lookup -------------------------------------------------------
 
 
-def _resolve_program(name: str, cwd: Path, env: Mapping[str, str]) -> tuple[str | None, str]:
-    """The absolute path to execute for ``name``, or None and the reason.
+# "python" as a program means the interpreter evalrun runs under, as in nox and
+# tox: scorers, services and probes get the venv that has evalrun's SDK, not
+# whatever "python" the PATH happens to find first.
+PYTHON_NAMES = ("python", "python3")
 
-    Resolved as the child would see it: a name with a slash relative to the
-    child's cwd, a bare name on the child's PATH (relative PATH entries, and
-    empty ones, which mean ".", also relative to the child's cwd).
+
+def resolve_program(name: str, cwd: Path, env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The absolute path to execute for ``name``, or None and the reason ("program not found: X").
+
+    The one program lookup of evalrun. Resolved as the child would see it: a
+    name with a slash relative to the child's cwd, a bare name on the child's
+    PATH (relative PATH entries, and empty ones, which mean ".", also relative
+    to the child's cwd); ``python``/``python3`` is evalrun's own interpreter.
     """
+    if name in PYTHON_NAMES:
+        return sys.executable, ""
     base = os.path.abspath(cwd)
     if "/" in name:
         candidate = os.path.join(base, name)  # an absolute name replaces base
@@ -439,23 +475,8 @@ def _group_alive(pgid: int, *, reap: bool = False) -> bool:
         return False
     # killpg also reaches zombies, and an init that never reaps (a bare
     # container, some VMs) keeps them forever; /proc tells them apart.
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True  # no /proc: assume alive, the caller's deadline bounds the wait
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parens.
-        fields = stat.rpartition(b")")[2].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    members = group_members(pgid)
+    return True if members is None else bool(members)  # no /proc: alive; the caller's deadline bounds the wait
 
 
 def _wait_group_gone(pgid: int, until: float, leader: subprocess.Popen[bytes] | None) -> bool:
@@ -471,4 +492,3 @@ def _wait_group_gone(pgid: int, until: float, leader: subprocess.Popen[bytes] | 
         delay = min(delay * 2, GROUP_POLL_S)
 
 
-__all__ = ["ProcessOutcome", "ProcessRequest", "run_process", "terminate_group"]

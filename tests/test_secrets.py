@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from conftest import eval_entry
 
@@ -32,17 +31,17 @@ def test_scrub_never_touches_evalruns_placeholder() -> None:
     assert scrub(f"{PLACEHOLDER} {key}", {key}) == f"{PLACEHOLDER} {REDACTED}"
 
 
-LEAKY_SCORER = f"""
+LEAKY_SCORER = """
 import json, os, sys
 key = os.environ["OPENAI_API_KEY"]
-report = {{
+report = {
     "checks": [
-        {{"name": "uses " + key, "assertions": 1, "passed": True}},
-        {{"name": "long message", "assertions": 1, "passed": True,
-          "message": "x" * 480 + key, "evidence": "evidence " + key}},
+        {"name": "uses " + key, "assertions": 1, "passed": True},
+        {"name": "long message", "assertions": 1, "passed": True,
+          "message": "x" * 480 + key, "evidence": "evidence " + key},
     ],
-    "metrics": {{"which_key": key, "half": key[:20]}},
-}}
+    "metrics": {"which_key": key, "half": key[:20]},
+}
 json.dump(report, open(os.environ["EVALRUN_REPORT"], "w"))
 # The runner keeps only the end of the output: make that end start inside the key.
 sys.stdout.write("A" * 100 + key + "B" * 3990 + "\\n")

@@ -6,8 +6,9 @@ they share, and redaction: passwords in URLs and DSNs are shown as ``***`` and
 known secret values are scrubbed from every reason. ``evalrun.probes.run`` parses
 probes, runs them under their deadlines and builds the one-line reasons.
 
-Each checker takes the probe, its expanded target, the environment and the
-manifest's folder, and returns None when the probe is met or the problem as a
+Each checker takes the probe, its expanded target, the environment, the
+manifest's folder and the run's cancel event (set on Ctrl-C: a probe's child
+process is stopped with the run), and returns None when the probe is met or the problem as a
 short phrase; ``CHECKERS`` maps each kind to its checker. httpx and psycopg are
 imported inside the checkers that use them, so importing evalrun stays cheap.
 """
@@ -16,18 +17,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import shutil
 import socket
+import threading
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from evalrun.probes.spec import MODULE_NAME, Probe, split_host_port
-from evalrun.process import ProcessOutcome, ProcessRequest, run_process
+from evalrun.process import ProcessOutcome, ProcessRequest, resolve_program, run_process
 
 
 # Exit 3: not importable (find_spec of "a.b" raises when "a" itself is missing).
@@ -44,24 +44,24 @@ _STOP_GRACE_S = 0.2
 # Each returns None when the probe is met, or the problem as a short phrase.
 
 
-def _check_env(probe: Probe, name: str, env: Mapping[str, str], root: Path) -> str | None:
+def _check_env(probe: Probe, name: str, env: Mapping[str, str], root: Path, cancel: threading.Event) -> str | None:
     if name not in env:
         return "is not set"
     return None if env[name] else "is empty"
 
 
-def _check_cmd(probe: Probe, program: str, env: Mapping[str, str], root: Path) -> str | None:
-    if _resolve_program(program, env, root):
+def _check_cmd(probe: Probe, program: str, env: Mapping[str, str], root: Path, cancel: threading.Event) -> str | None:
+    if resolve_program(program, root, env)[0]:
         return None
     return f"no executable file at {root / program}" if "/" in program else "not found on PATH"
 
 
-def _check_file(probe: Probe, relative: str, env: Mapping[str, str], root: Path) -> str | None:
+def _check_file(probe: Probe, relative: str, env: Mapping[str, str], root: Path, cancel: threading.Event) -> str | None:
     path = root / relative
     return None if path.exists() else f"no such file or folder: {path}"
 
 
-def _check_tcp(probe: Probe, address: str, env: Mapping[str, str], root: Path) -> str | None:
+def _check_tcp(probe: Probe, address: str, env: Mapping[str, str], root: Path, cancel: threading.Event) -> str | None:
     host, port, problem = split_host_port(address)
     if problem:
         return problem
@@ -78,7 +78,7 @@ def _check_tcp(probe: Probe, address: str, env: Mapping[str, str], root: Path) -
         return f"cannot connect: {exc.strerror or exc}"
 
 
-def _check_http(probe: Probe, url: str, env: Mapping[str, str], root: Path) -> str | None:
+def _check_http(probe: Probe, url: str, env: Mapping[str, str], root: Path, cancel: threading.Event) -> str | None:
     import httpx
 
     try:
@@ -143,7 +143,7 @@ def _json(value: Any) -> str:
     return _clip(json.dumps(value, default=str), 60)
 
 
-def _check_postgres(probe: Probe, dsn: str, env: Mapping[str, str], root: Path) -> str | None:
+def _check_postgres(probe: Probe, dsn: str, env: Mapping[str, str], root: Path, cancel: threading.Event) -> str | None:
     import psycopg
 
     try:
@@ -172,8 +172,8 @@ def _describe_pg_error(message: str, timeout: float) -> str:
     return line.removeprefix("FATAL:").strip() or "connection failed"
 
 
-def _check_command(probe: Probe, argv: tuple[str, ...], env: Mapping[str, str], root: Path) -> str | None:
-    outcome = _run(argv, env, root, probe.timeout)
+def _check_command(probe: Probe, argv: tuple[str, ...], env: Mapping[str, str], root: Path, cancel: threading.Event) -> str | None:
+    outcome = _run(argv, env, root, probe.timeout, cancel)
     if outcome.not_found:
         return outcome.not_found
     if outcome.timed_out:
@@ -184,14 +184,14 @@ def _check_command(probe: Probe, argv: tuple[str, ...], env: Mapping[str, str], 
     return None
 
 
-def _check_python(probe: Probe, module: str, env: Mapping[str, str], root: Path) -> str | None:
+def _check_python(probe: Probe, module: str, env: Mapping[str, str], root: Path, cancel: threading.Event) -> str | None:
     if not MODULE_NAME.match(module):
         return f"{module!r} is not a module name"
     # The scorer's interpreter is what matters: a scorer's ["python", ...] runs
-    # evalrun's own interpreter (see execute.scorer_argv), asked in a child process
+    # evalrun's own interpreter (see process.resolve_program), asked in a child process
     # so the probe does not import the module into evalrun.
     interpreter = sys.executable
-    outcome = _run((interpreter, "-c", _FIND_SPEC, module), env, root, probe.timeout)
+    outcome = _run((interpreter, "-c", _FIND_SPEC, module), env, root, probe.timeout, cancel)
     if outcome.not_found:
         return outcome.not_found
     if outcome.timed_out:
@@ -204,17 +204,12 @@ def _check_python(probe: Probe, module: str, env: Mapping[str, str], root: Path)
     return None
 
 
-def _resolve_program(program: str, env: Mapping[str, str], root: Path) -> str | None:
-    if "/" in program:
-        path = root / program
-        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-    return shutil.which(program, path=env.get("PATH", os.defpath))
-
-
-def _run(argv: tuple[str, ...], env: Mapping[str, str], root: Path, timeout: float) -> ProcessOutcome:
+def _run(
+    argv: tuple[str, ...], env: Mapping[str, str], root: Path, timeout: float, cancel: threading.Event
+) -> ProcessOutcome:
     """Run argv in root under the probe's deadline; the whole group is stopped after it."""
     request = ProcessRequest(argv=argv, cwd=root, env=env, timeout=timeout, grace=_STOP_GRACE_S, tail_bytes=4096)
-    return run_process(request)
+    return run_process(request, cancel)
 
 
 def _last_line(outcome: ProcessOutcome) -> str:

@@ -32,6 +32,8 @@ from evalrun.secrets import passwords_in, redact_passwords, scrub, secret_like_v
 # the thread: libraries round timeouts (libpq waits at least 2 s) or apply them
 # per phase (httpx: connect, then read), and the user was promised the timeout.
 _GRACE_S = 0.5
+# How long an interrupted run waits for each probe thread to stop its process.
+_STOP_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -56,17 +58,26 @@ def run_probes(probes: Iterable[Probe], env: Mapping[str, str], root: Path) -> d
     for probe in probes:
         distinct.setdefault(probe.key, probe)
     frozen_env = dict(env)
-    watches = [_Watch(probe, frozen_env, root) for probe in distinct.values()]
-    for watch in watches:
-        watch.thread.start()
-    return {watch.probe.key: watch.wait() for watch in watches}
+    cancel = threading.Event()
+    watches = [_Watch(probe, frozen_env, root, cancel) for probe in distinct.values()]
+    try:
+        for watch in watches:
+            watch.thread.start()
+        return {watch.probe.key: watch.wait() for watch in watches}
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM while probing: stop the probes' own processes before the run ends.
+        cancel.set()
+        for watch in watches:
+            watch.thread.join(_STOP_WAIT_S)
+        raise
 
 
 class _Watch:
     """A probe running in a daemon thread; a thread past its deadline is abandoned, never joined."""
 
-    def __init__(self, probe: Probe, env: dict[str, str], root: Path) -> None:
+    def __init__(self, probe: Probe, env: dict[str, str], root: Path, cancel: threading.Event) -> None:
         self.probe = probe
+        self.cancel = cancel
         self.result: ProbeResult | None = None
         self.started = time.monotonic()
         self.thread = threading.Thread(
@@ -74,7 +85,7 @@ class _Watch:
         )
 
     def _run(self, env: dict[str, str], root: Path) -> None:
-        self.result = _check(self.probe, env, root, self.started)
+        self.result = _check(self.probe, env, root, self.started, self.cancel)
 
     def wait(self) -> ProbeResult:
         deadline = self.started + self.probe.timeout + _GRACE_S
@@ -88,7 +99,7 @@ class _Watch:
         )
 
 
-def _check(probe: Probe, env: Mapping[str, str], root: Path, started: float) -> ProbeResult:
+def _check(probe: Probe, env: Mapping[str, str], root: Path, started: float, cancel: threading.Event) -> ProbeResult:
     secrets = secret_like_values(env)
     try:
         target = probe.target if probe.kind == "env" else expand(probe.target, env)
@@ -98,7 +109,7 @@ def _check(probe: Probe, env: Mapping[str, str], root: Path, started: float) -> 
         return ProbeResult(probe.key, False, reason, time.monotonic() - started)
     secrets += passwords_in(target)
     try:
-        problem = CHECKERS[probe.kind](probe, target, env, root)
+        problem = CHECKERS[probe.kind](probe, target, env, root, cancel)
     except Exception as exc:  # a probe reports, it never crashes the run
         problem = f"probe failed unexpectedly: {type(exc).__name__}: {first_line(str(exc))}"
     duration = time.monotonic() - started

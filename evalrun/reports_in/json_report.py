@@ -9,8 +9,6 @@ This module owns the report's pydantic model (from which the published
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any

@@ -5,7 +5,8 @@ run there sees only what is committed: a dependency on an untracked file or a
 local build output fails on the author's machine, not first in CI. With
 ``worktree=True`` the uncommitted changes to tracked files are laid on top
 (untracked files never are: leaving them out is the point). This module also
-owns the one helper that runs git, so every git failure becomes one line.
+owns the one helper that runs git (through ``evalrun.process.spawn``, under a
+deadline), so every git failure becomes one line.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from evalrun.errors import UsageError
+from evalrun.process import spawn, terminate_group
 
 GIT_TIMEOUT = 120.0  # seconds; git archive of a large repository can take a while
 
@@ -33,19 +35,19 @@ def run_git(cwd: Path, args: list[str], flag: str, stdout: int | None = None) ->
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
     env["LC_ALL"] = "C"
     try:
-        return subprocess.run(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdout=stdout if stdout is not None else subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"{flag}: git {args[0]} took over {GIT_TIMEOUT:g} s in {cwd}; check the repository") from None
+        proc = spawn(argv, cwd, env, stdout=stdout if stdout is not None else subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         raise UsageError(f"{flag}: cannot run git in {cwd} ({exc.strerror}); check that the folder exists") from None
+    try:
+        out, err = proc.communicate(timeout=GIT_TIMEOUT)  # git's -z output is read whole
+    except subprocess.TimeoutExpired:
+        terminate_group(proc.pid, 1.0, leader=proc)
+        proc.communicate()
+        raise UsageError(f"{flag}: git {args[0]} took over {GIT_TIMEOUT:g} s in {cwd}; check the repository") from None
+    except BaseException:  # Ctrl-C: git goes too
+        terminate_group(proc.pid, 1.0, leader=proc)
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def git_says(proc: subprocess.CompletedProcess[bytes]) -> str:

@@ -1,6 +1,6 @@
 """Service processes as the kernel sees them: stop them, and stop what a dead run left.
 
-This module owns the process-level side of services: reading ``/proc``,
+This module owns the process-level side of services (``/proc`` is read by ``evalrun.procfs``):
 how a service's group is stopped (``evalrun.process.terminate_group``, with
 SIGINT to the postmaster for PostgreSQL), the JSON record written
 for each running service, and ``reap_leftovers``, which uses those records to
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from evalrun.atomic import write_atomic
 from evalrun.process import terminate_group
+from evalrun.procfs import group_members, is_alive, proc_stat
 
 DEFAULT_GRACE = 5.0
 RECORD_VERSION = 1
@@ -42,23 +43,25 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
     for path in sorted(Path(state_dir).glob("*.json")):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
+            if record.get("version") != RECORD_VERSION:
+                raise ValueError("a record of another evalrun version")
             name, pid, pgid, start = record["name"], int(record["pid"]), int(record["pgid"]), int(record["proc_start"])
             owner, owner_start, kind = int(record["owner_pid"]), int(record["owner_start"]), record["kind"]
             data_dir = Path(record["data_dir"]) if record.get("data_dir") else None
         except (OSError, ValueError, KeyError, TypeError):
             path.unlink(missing_ok=True)  # unreadable: nothing in it can be trusted to signal
             continue
-        if _alive(owner, owner_start):
+        if is_alive(owner, owner_start):
             continue  # its invocation is still running and will stop it itself
         stopped = False
-        if _alive(pid, start):
+        if is_alive(pid, start):
             stop_group(pgid, kind, grace, None)
             stopped = True
-        elif (leader := _proc_stat(pid)) is None or leader[2] == start:
+        elif (leader := proc_stat(pid)) is None or leader.start_ticks == start:
             # The leader is gone (or a zombie). Its pid cannot be reused while its
             # group has members, so members that started after it are its own.
             # A live process under that pid with another start time means reuse.
-            if [p for p, ticks in _group_members(pgid) if ticks >= start]:
+            if [m for m in group_members(pgid) or [] if m.start_ticks >= start]:
                 stop_group(pgid, "run", grace, None)
                 stopped = True
         remove_data_dir(data_dir)
@@ -96,44 +99,9 @@ def remove_data_dir(data_dir: Path | None) -> bool:
 # ---------------------------------------------------------------- processes
 
 
-def _proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, pgid, start ticks since boot) from /proc/<pid>/stat, or None if gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    fields = raw[raw.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
-    try:
-        return fields[0], int(fields[2]), int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
 def _start_ticks(pid: int) -> int | None:
-    stat = _proc_stat(pid)
-    return stat[2] if stat else None
-
-
-def _alive(pid: int, start: int) -> bool:
-    stat = _proc_stat(pid)
-    return stat is not None and stat[0] not in ("Z", "X") and stat[2] == start
-
-
-def _group_members(pgid: int) -> list[tuple[int, int]]:
-    """Live (not zombie) processes of a group, with their start ticks."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return []
-    except PermissionError:
-        pass
-    members = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            stat = _proc_stat(int(entry.name))
-            if stat is not None and stat[1] == pgid and stat[0] not in ("Z", "X"):
-                members.append((int(entry.name), stat[2]))
-    return members
+    stat = proc_stat(pid)
+    return stat.start_ticks if stat else None
 
 
 def stop_group(pgid: int, kind: str, grace: float, proc: subprocess.Popen[bytes] | None) -> bool:

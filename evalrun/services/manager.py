@@ -15,7 +15,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalrun.process import resolve_program, spawn
 from evalrun.services.spec import ServiceSpec
 from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
 from evalrun.services.leftovers import (
@@ -182,16 +182,9 @@ class ServiceManager:
         assert spec.run is not None
         exports = _expand_env(spec, self._environ, {})
         child_env = {**self._environ, **exports}
-        program: str | None
-        if "/" in spec.run[0]:
-            candidate = spec.dir / spec.run[0]
-            program = str(candidate) if os.access(candidate, os.X_OK) and candidate.is_file() else None
-        elif spec.run[0] in ("python", "python3"):
-            program = sys.executable  # evalrun's own interpreter, as for scorers
-        else:
-            program = shutil.which(spec.run[0], path=child_env.get("PATH", os.defpath))
+        program, problem = resolve_program(spec.run[0], spec.dir, child_env)
         if program is None:
-            raise _StartFailed(f"service {spec.name}: program not found: {spec.run[0]} (run[0] of [services.{spec.name}])")
+            raise _StartFailed(f"service {spec.name}: {problem} (run[0] of [services.{spec.name}])")
         requirement = _expand(spec.ready, child_env, spec.name, "ready") if spec.ready else None
         running = self._spawn(spec, [program, *spec.run[1:]], spec.dir, child_env, log_path, None, None)
         self._await_ready(spec, running, requirement, child_env, deadline, None)
@@ -249,10 +242,7 @@ class ServiceManager:
         as_user: dict[str, Any] = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
         with open(log_path, "ab") as log:
             try:
-                proc = subprocess.Popen(
-                    argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True, **as_user,
-                )
+                proc = spawn(argv, cwd, env, stdout=log, stderr=subprocess.STDOUT, **as_user)
             except OSError as exc:
                 hint = ""
                 if user is not None:

@@ -1,0 +1,59 @@
+"""Reading Linux's ``/proc``: a process's state, group and start time; the live members of a group.
+
+The one place evalrun parses ``/proc/<pid>/stat``. Start times (clock ticks
+since boot) tell a live process from a reused pid; states tell a zombie that
+an init never reaps from a process that still runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    pid: int
+    state: str  # "R", "S", "Z" (zombie), "X" (dead), ...
+    pgid: int
+    start_ticks: int
+
+    @property
+    def live(self) -> bool:
+        return self.state not in ("Z", "X")
+
+
+def proc_stat(pid: int) -> ProcStat | None:
+    """``/proc/<pid>/stat`` of one process, or None when it is gone (or there is no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    try:
+        return ProcStat(pid, fields[0].decode("ascii", "replace"), int(fields[2]), int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def group_members(pgid: int) -> list[ProcStat] | None:
+    """The live (not zombie) members of process group ``pgid``; None when /proc cannot be read."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    members = []
+    for entry in entries:
+        if entry.isdigit():
+            stat = proc_stat(int(entry))
+            if stat is not None and stat.pgid == pgid and stat.live:
+                members.append(stat)
+    return members
+
+
+def is_alive(pid: int, start_ticks: int) -> bool:
+    """Whether ``pid`` is still the very process that started at ``start_ticks`` (not a reused pid)."""
+    stat = proc_stat(pid)
+    return stat is not None and stat.live and stat.start_ticks == start_ticks

@@ -1,0 +1,124 @@
+"""An interrupt at any phase of a run: exit 130, a results file that marks every planned eval, no process left."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import eval_entry, json_scorer
+
+PROBE = """
+import os, sys, time
+open(sys.argv[1], "w").write(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rpartition(b")")[2].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+def _wait_for(condition, what: str, deadline_s: float = 60.0) -> None:
+    until = time.monotonic() + deadline_s
+    while not condition():
+        assert time.monotonic() < until, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_sigterm_while_probing_stops_the_probe_and_marks_every_eval_interrupted(project) -> None:
+    proj = project(
+        {
+            "manifest.toml": (
+                '[tiers.t1]\n[probes.slow]\ncommand = ["python", "probe.py", "probe.pid"]\ntimeout = 120\n'
+                + eval_entry("needs-probe", extra='requires = ["slow"]')
+                + eval_entry("plain")
+            ),
+            "probe.py": PROBE,
+            "evals/needs-probe/score.py": json_scorer([{"name": "a", "assertions": 1, "passed": True}]),
+            "evals/plain/score.py": json_scorer([{"name": "b", "assertions": 1, "passed": True}]),
+        }
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", "t1"],
+        cwd=proj.root,
+        env=proj.env({"NO_COLOR": "1"}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        pid_file = proj.root / "probe.pid"
+        _wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), "the probe to start")
+        probe_pid = int(pid_file.read_text())
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, out + err
+    results = json.loads((proj.root / ".evalrun" / "results" / "t1.json").read_text())
+    assert results["interrupted"] is True and results["exit_code"] == 130
+    assert {e["name"]: e["status"] for e in results["evals"]} == {"needs-probe": "interrupted", "plain": "interrupted"}
+    _wait_for(lambda: not _alive(probe_pid), "the probe's process to be stopped", 10.0)
+    assert "Traceback" not in err
+
+
+def test_an_interrupted_baseline_update_exits_130_and_writes_no_baseline(project) -> None:
+    proj = project(
+        {
+            "manifest.toml": '[tiers.t1]\n' + eval_entry("slow"),
+            "evals/slow/score.py": "import os, time\nopen('started', 'w').close()\ntime.sleep(60)\n",
+        }
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", "baseline", "--update", "t1"],
+        cwd=proj.root,
+        env=proj.env({"NO_COLOR": "1"}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(lambda: (proj.root / "evals" / "slow" / "started").exists(), "the scorer to start")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, out + err
+    assert not (proj.root / "baselines" / "t1.toml").exists()
+    assert "Traceback" not in err
+
+
+def test_a_closed_stdout_does_not_change_the_verdict(project, tmp_path: Path) -> None:
+    proj = project(
+        {
+            "manifest.toml": '[tiers.t1]\n' + eval_entry("a") + eval_entry("b"),
+            "evals/a/score.py": json_scorer([{"name": "a", "assertions": 1, "passed": True}]),
+            "evals/b/score.py": json_scorer([{"name": "b", "assertions": 1, "passed": True}]),
+        }
+    )
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before evalrun prints a line: `evalrun t1 | head -0`
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=proj.env({"NO_COLOR": "1"}),
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+    assert json.loads((proj.root / ".evalrun" / "results" / "t1.json").read_text())["exit_code"] == 0
