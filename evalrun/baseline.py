@@ -21,6 +21,7 @@ from evalrun.atomic import write_atomic
 from evalrun.errors import BaselineError, BaselineRefused, file_label
 from evalrun.manifest import Manifest
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, RunResults, Status
+from evalrun.text import one_line
 
 Baseline = dict[str, dict[str, int]]
 
@@ -160,14 +161,15 @@ def compare_to_baseline(
 
     ``tier_eval_names`` is every eval of the tier in the manifest, filtered or
     not: a baselined eval missing from it vanished, whatever the filters.
-    Only evals that produced a report (passed or failed) are compared; the
-    rest of the tier is listed in ``not_compared``. ``strict`` turns a stale
-    baseline into regressions.
+    Only evals whose scorer ran and produced a report (passed or failed) are
+    compared; the rest of the tier, including an eval failed before its scorer
+    started (a service down, a skip turned failure), is listed in
+    ``not_compared``. ``strict`` turns a stale baseline into regressions.
     """
     compared: dict[str, EvalResult] = {}
     not_compared: set[str] = set()
     for result in results.evals:
-        if result.status in _COMPARED:
+        if result.status in _COMPARED and scorer_ran(result):
             compared[result.name] = result
         else:
             not_compared.add(result.name)
@@ -199,6 +201,16 @@ def compare_to_baseline(
         strict=strict,
         update_command=update_command,
     )
+
+
+def scorer_ran(result: EvalResult) -> bool:
+    """Whether the eval's scorer started: only then do its checks say anything about the baseline.
+
+    ``exit_code`` is None exactly when no scorer process was started (see
+    ``evalrun.process.ProcessOutcome``): a failure decided before it, such as
+    a service that did not start or ``skips = "fail"``, has no checks to diff.
+    """
+    return result.exit_code is not None
 
 
 def _diff_eval(
@@ -345,8 +357,12 @@ def _sorted_baseline(data: Mapping[str, Mapping[str, int]]) -> Baseline:
 # --- formatting --------------------------------------------------------------
 
 
-def format_comparison(cmp: BaselineComparison) -> list[str]:
-    """Plain terminal lines: regressions, then the stale note, then what was not compared."""
+def format_comparison(cmp: BaselineComparison, evals: Iterable[EvalResult] = ()) -> list[str]:
+    """Plain terminal lines: regressions, then the stale note, then what was not compared.
+
+    ``evals`` (the run's results) lets an eval that failed before its scorer
+    started say why it was not compared, one line each.
+    """
     lines = [f"regression: {change.message}" for change in cmp.regressions]
     if cmp.strict and any(change.kind in _STALE_KINDS for change in cmp.regressions):
         lines.append(
@@ -357,8 +373,14 @@ def format_comparison(cmp: BaselineComparison) -> list[str]:
     elif cmp.stale:
         lines.append(f"baseline is stale: {_summarize_stale(cmp.stale)}; run: {cmp.update_command}")
         lines.extend(f"  {change.message}" for change in cmp.stale)
-    if cmp.not_compared:
-        lines.append(f"not compared: {', '.join(cmp.not_compared)}")
+    unstarted = {r.name: r for r in evals if r.status.is_failure and not scorer_ran(r)}
+    plain = [name for name in cmp.not_compared if name not in unstarted]
+    for name in cmp.not_compared:
+        if name in unstarted:
+            why = one_line(unstarted[name].message or unstarted[name].status.value)
+            lines.append(f"not compared: {name} failed before its scorer started ({why})")
+    if plain:
+        lines.append(f"not compared: {', '.join(plain)}")
     return lines
 
 

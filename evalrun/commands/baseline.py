@@ -85,7 +85,7 @@ def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, 
     comparison = compare_tier(
         manifest, results, load_baseline(path), strict=strict, update_command=update_command(manifest, tier)
     )
-    lines = format_comparison(comparison)
+    lines = format_comparison(comparison, results.evals)
     for text in lines:
         console.line(text)
     if not lines:

@@ -261,7 +261,7 @@ def report_run(results: RunResults, plan: Plan, console: Console) -> None:
     """Baseline lines, the summary table, the closing line and the verdict."""
     console.line("")
     if results.baseline is not None:
-        for text in format_comparison(results.baseline):
+        for text in format_comparison(results.baseline, results.evals):
             console.line(text, "red" if text.startswith("regression") else "yellow")
     _print_unchecked(results.evals, console)
     answered = [line for line in map(describe_models, results.evals) if line]

