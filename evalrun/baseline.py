@@ -169,7 +169,7 @@ def compare_to_baseline(
     compared: dict[str, EvalResult] = {}
     not_compared: set[str] = set()
     for result in results.evals:
-        if result.status in _COMPARED and scorer_ran(result):
+        if result.status in _COMPARED and not failed_before_scorer(result):
             compared[result.name] = result
         else:
             not_compared.add(result.name)
@@ -203,14 +203,14 @@ def compare_to_baseline(
     )
 
 
-def scorer_ran(result: EvalResult) -> bool:
-    """Whether the eval's scorer started: only then do its checks say anything about the baseline.
+def failed_before_scorer(result: EvalResult) -> bool:
+    """Whether the eval failed before its scorer started, so it has no checks to diff.
 
-    ``exit_code`` is None exactly when no scorer process was started (see
-    ``evalrun.process.ProcessOutcome``): a failure decided before it, such as
-    a service that did not start or ``skips = "fail"``, has no checks to diff.
+    That is a failure decided by the run itself (a service that did not start,
+    ``skips = "fail"``): no scorer process, so ``exit_code`` is None (see
+    ``evalrun.process.ProcessOutcome``) and there is no report.
     """
-    return result.exit_code is not None
+    return result.status is Status.FAILED and result.exit_code is None and not result.checks
 
 
 def _diff_eval(
@@ -373,7 +373,7 @@ def format_comparison(cmp: BaselineComparison, evals: Iterable[EvalResult] = ())
     elif cmp.stale:
         lines.append(f"baseline is stale: {_summarize_stale(cmp.stale)}; run: {cmp.update_command}")
         lines.extend(f"  {change.message}" for change in cmp.stale)
-    unstarted = {r.name: r for r in evals if r.status.is_failure and not scorer_ran(r)}
+    unstarted = {r.name: r for r in evals if failed_before_scorer(r)}
     plain = [name for name in cmp.not_compared if name not in unstarted]
     for name in cmp.not_compared:
         if name in unstarted:
