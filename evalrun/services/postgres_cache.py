@@ -27,6 +27,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -35,6 +36,8 @@ from evalrun.services.postgres import PostgresUnavailable
 CACHE_VAR = "EVALRUN_POSTGRES_CACHE"
 DEFAULT_CACHES = (Path("/var/cache/evalrun"), Path("/tmp/evalrun-cache"))
 STAGED_PARTS = ("bin", "lib", "share")  # what the server needs; include/ is for building extensions
+ABANDONED_AFTER = 3600.0  # seconds; an unfinished copy older than this belongs to a dead run
+_BUILDING = ".staging-"
 _CHUNK = 1 << 20
 
 
@@ -147,9 +150,10 @@ def _refuse_unsafe(folder: Path, service: str, what: str) -> None:
 
 def _stage(site: Path, parts: list[Path], cache: Path, staged: Path, service: str) -> None:
     """Copy the parts into ``staged``, readable by all, appearing at once."""
+    _remove_abandoned(cache)
     building: Path | None = None
     try:
-        building = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache))
+        building = Path(tempfile.mkdtemp(prefix=_BUILDING, dir=cache))
         for part in parts:
             shutil.copytree(site / part, building / part, symlinks=True)
         _make_readable(building)
@@ -167,6 +171,17 @@ def _stage(site: Path, parts: list[Path], cache: Path, staged: Path, service: st
     finally:
         if building is not None:
             shutil.rmtree(building, ignore_errors=True)
+
+
+def _remove_abandoned(cache: Path) -> None:
+    """Remove copies that a killed run left half-built; a live copy takes seconds, not an hour."""
+    now = time.time()
+    for entry in cache.iterdir():
+        try:
+            if entry.name.startswith(_BUILDING) and now - entry.lstat().st_mtime > ABANDONED_AFTER:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:  # another run removed it first
+            continue
 
 
 def _make_readable(root: Path) -> None:
