@@ -6,7 +6,9 @@ process: its own session, a log file, a readiness deadline, and the decision to
 stop it. How a process group is stopped, and the records that let the next
 invocation stop what a SIGKILLed run left behind, live in
 ``evalrun.services.leftovers``; what the built-in throwaway PostgreSQL
-(``postgres = "embedded"``) needs to launch lives in ``evalrun.services.postgres``.
+(``postgres = "embedded"``) needs to launch lives in ``evalrun.services.postgres``,
+and the readable copy of its binaries that a root run uses in
+``evalrun.services.postgres_cache``.
 This module re-exports ``reap_leftovers``, ``DEFAULT_GRACE`` and
 ``RECORD_VERSION`` so callers need only ``evalrun.services.manager``.
 """
