@@ -6,6 +6,11 @@ every eval's folder for the paths that give such a dependency away: this
 user's home folder, the repository's own absolute path, and any
 ``/home/<user>/``, ``/Users/<user>/`` or ``C:\\Users\\<user>\\`` path. It only
 warns: a path may sit in a comment, and the scan cannot tell.
+
+In a git work tree it scans the files that are part of the project: tracked
+ones and untracked ones git does not ignore (a new eval not yet added counts;
+caches such as ``.hypothesis/`` and build outputs do not). Outside one, or
+without git, it walks the eval folders.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from evalrun.errors import UsageError
 from evalrun.manifest import Manifest
+from evalrun.selection.checkout import run_git, split_z
 
 MAX_BYTES = 1_000_000  # larger files are data, not sources
 _SKIPPED_DIRS = {".git", "__pycache__", ".evalrun", "node_modules", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
@@ -82,14 +89,37 @@ def _files_to_scan(manifest: Manifest) -> Iterator[Path]:
     if manifest.path.is_file():
         seen.add(manifest.path.resolve())
         yield manifest.path.resolve()
-    for folder in sorted({manifest.eval_dir(spec) for spec in manifest.evals}):
+    folders = sorted({manifest.eval_dir(spec) for spec in manifest.evals})
+    listed = _git_files(manifest.root, folders)
+    for path in listed if listed is not None else _walk(folders):
+        path = path.resolve()
+        if path not in seen and path.is_file():
+            seen.add(path)
+            yield path
+
+
+def _git_files(root: Path, folders: list[Path]) -> list[Path] | None:
+    """The files git counts as the project's in ``folders``; None when ``root`` is not in a git work tree."""
+    if not folders:
+        return []
+    specs = [f":(literal){os.path.relpath(folder, root)}" for folder in folders]
+    try:
+        proc = run_git(root, ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *specs],
+                       "evalrun check")
+    except UsageError:  # no git on PATH, or it hung: the scan is advice, walk instead
+        return None
+    if proc.returncode != 0:  # not a work tree (or folders outside it)
+        return None
+    names = {name for name in split_z(proc.stdout) if not _SKIPPED_DIRS.intersection(PurePosixPath(name).parts)}
+    return [root / name for name in sorted(names)]
+
+
+def _walk(folders: list[Path]) -> Iterator[Path]:
+    for folder in folders:
         for dirpath, dirnames, filenames in os.walk(folder):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
             for name in sorted(filenames):
-                path = Path(dirpath, name).resolve()
-                if path not in seen and path.is_file():
-                    seen.add(path)
-                    yield path
+                yield Path(dirpath, name)
 
 
 def _read_text(path: Path) -> str | None:

@@ -21,6 +21,7 @@ from evalrun.atomic import write_atomic
 from evalrun.errors import BaselineError, BaselineRefused, file_label
 from evalrun.manifest import Manifest
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, RunResults, Status
+from evalrun.text import one_line
 
 Baseline = dict[str, dict[str, int]]
 
@@ -165,14 +166,15 @@ def compare_to_baseline(
 
     ``tier_eval_names`` is every eval of the tier in the manifest, filtered or
     not: a baselined eval missing from it vanished, whatever the filters.
-    Only evals that produced a report (passed or failed) are compared; the
-    rest of the tier is listed in ``not_compared``. ``strict`` turns a stale
-    baseline into regressions.
+    Only evals whose scorer ran and produced a report (passed or failed) are
+    compared; the rest of the tier, including an eval failed before its scorer
+    started (a service down, a skip turned failure), is listed in
+    ``not_compared``. ``strict`` turns a stale baseline into regressions.
     """
     compared: dict[str, EvalResult] = {}
     not_compared: set[str] = set()
     for result in results.evals:
-        if result.status in _COMPARED:
+        if result.status in _COMPARED and not failed_before_scorer(result):
             compared[result.name] = result
         else:
             not_compared.add(result.name)
@@ -204,6 +206,16 @@ def compare_to_baseline(
         strict=strict,
         update_command=update_command,
     )
+
+
+def failed_before_scorer(result: EvalResult) -> bool:
+    """Whether the eval failed before its scorer started, so it has no checks to diff.
+
+    That is a failure decided by the run itself (a service that did not start,
+    ``skips = "fail"``): no scorer process, so ``exit_code`` is None (see
+    ``evalrun.process.ProcessOutcome``) and there is no report.
+    """
+    return result.status is Status.FAILED and result.exit_code is None and not result.checks
 
 
 def _diff_eval(
@@ -350,10 +362,14 @@ def _sorted_baseline(data: Mapping[str, Mapping[str, int]]) -> Baseline:
 # --- formatting --------------------------------------------------------------
 
 
-def format_comparison(cmp: BaselineComparison, run_failed: bool = False) -> list[str]:
+def format_comparison(
+    cmp: BaselineComparison, evals: Iterable[EvalResult] = (), run_failed: bool = False
+) -> list[str]:
     """Plain terminal lines: regressions, then the stale note, then what was not compared.
 
-    A failed run is never suggested as a baseline: ``baseline --update`` would refuse it.
+    ``evals`` (the run's results) lets an eval that failed before its scorer
+    started say why it was not compared, one line each. A failed run is never
+    suggested as a baseline: ``baseline --update`` would refuse it.
     """
     run = f"once every eval passes, run: {cmp.update_command}" if run_failed else f"run: {cmp.update_command}"
     lines = [f"regression: {change.message}" for change in cmp.regressions]
@@ -365,8 +381,14 @@ def format_comparison(cmp: BaselineComparison, run_failed: bool = False) -> list
     elif cmp.stale:
         lines.append(f"baseline is stale: {_summarize_stale(cmp.stale)}; {run}")
         lines.extend(f"  {change.message}" for change in cmp.stale)
-    if cmp.not_compared:
-        lines.append(f"not compared: {', '.join(cmp.not_compared)}")
+    unstarted = {r.name: r for r in evals if failed_before_scorer(r)}
+    plain = [name for name in cmp.not_compared if name not in unstarted]
+    for name in cmp.not_compared:
+        if name in unstarted:
+            why = one_line(unstarted[name].message or unstarted[name].status.value)
+            lines.append(f"not compared: {name} failed before its scorer started ({why})")
+    if plain:
+        lines.append(f"not compared: {', '.join(plain)}")
     return lines
 
 

@@ -338,7 +338,7 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
     """Baseline lines, what was not checked, models, the summary table, the closing line and the verdict."""
     console.line("")
     if results.baseline is not None:
-        for text in format_comparison(results.baseline, results.exit_code == ExitCode.FAILED):
+        for text in format_comparison(results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED):
             console.line(text, "red" if text.startswith("regression") else "yellow")
     unchecked = [r for r in results.evals if r.status.is_unchecked]
     if unchecked:

@@ -13,8 +13,8 @@ def _scorer(checks: dict[str, int]) -> str:
     return json_scorer([{"name": n, "assertions": a, "passed": True} for n, a in checks.items()])
 
 
-def _gate_project(project, evals: dict[str, dict[str, int]]):
-    files = {"manifest.toml": "".join(eval_entry(n) for n in evals)}
+def _gate_project(project, evals: dict[str, dict[str, int]], tier: str = "t1"):
+    files = {"manifest.toml": "".join(eval_entry(n, tier=tier) for n in evals)}
     files.update({f"evals/{n}/score.py": _scorer(c) for n, c in evals.items()})
     return project(files)
 
@@ -171,3 +171,49 @@ def test_update_all_writes_every_tier_and_an_unfiltered_update_drops_departed_ev
     assert r.code == 0
     assert 'dropped "gone": no longer in the manifest' in r.out
     assert "[gone]" not in (proj.root / "baselines" / "t1.toml").read_text()
+
+
+def _service_down(proj) -> None:
+    """Give eval a a service that exits before it is ready: a fails before its scorer starts."""
+    manifest = proj.root / "manifest.toml"
+    text = manifest.read_text().replace('name = "a"\n', 'name = "a"\nservices = ["api"]\n', 1)
+    manifest.write_text(
+        '[services.api]\nrun = ["python", "-c", "raise SystemExit(3)"]\nready = "tcp:127.0.0.1:1"\n'
+        "ready_timeout = 5\n\n" + text
+    )
+
+
+def test_a_service_that_did_not_start_leaves_the_eval_not_compared_and_fails_the_run(project) -> None:
+    proj = _gate_project(project, {"a": {"x": 2, "y": 1}, "b": {"z": 1}}, tier="t2")
+    assert proj.run("baseline", "--update", "t2").code == 0
+    _service_down(proj)
+    r = proj.run("t2")
+    assert r.code == 1, r.output
+    assert "vanished" not in r.out and "regression" not in r.out, r.out
+    assert "not compared: a failed before its scorer started (service api exited (exit 3) before becoming ready" in r.out
+    baseline = proj.results("t2")["baseline"]
+    assert baseline["regressions"] == [] and baseline["not_compared"] == ["a"]
+    diff = proj.run("baseline", "diff", "t2")  # the same verdict from the results file
+    assert diff.code == 0 and "vanished" not in diff.out
+    assert "not compared: a failed before its scorer started (service api" in diff.out
+
+
+def test_no_skips_failures_are_not_new_evals_but_not_compared(project) -> None:
+    proj = stub_project(project, {"needs-key": ("pass.py", 'requires = ["env:EVALRUN_TEST_ABSENT_KEY"]'), "p": "pass.py"})
+    assert proj.run("baseline", "--update", "t1").code == 0  # needs-key skipped: not added
+    r = proj.run("t1", "--no-skips")
+    assert r.code == 1, r.output
+    assert "new eval" not in r.out and "0 checks" not in r.out.split("eval  status")[0], r.out
+    assert (
+        "not compared: needs-key failed before its scorer started "
+        "(would skip, and skips are failures here: env EVALRUN_TEST_ABSENT_KEY is not set)"
+    ) in r.out
+    assert proj.results()["baseline"]["stale"] == []
+
+
+def test_a_scorer_that_ran_and_failed_is_still_compared(project) -> None:
+    proj = stub_project(project, {"a": "pass.py"})
+    assert proj.run("baseline", "--update", "t1").code == 0
+    shutil.copy(SCORERS / "fail_check.py", proj.root / "evals" / "a" / "pass.py")
+    r = proj.run("t1")
+    assert r.code == 1 and "vanished" in r.out and "not compared" not in r.out, r.out

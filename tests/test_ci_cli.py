@@ -91,3 +91,15 @@ def test_check_warns_about_absolute_paths_of_this_machine(project) -> None:
     r = proj.run("check")
     assert r.code == 0
     assert f"e/score.py:1: absolute path {home}/datasets/golden.csv" in r.out
+
+
+def test_check_skips_what_git_ignores(project) -> None:
+    proj = project({"manifest.toml": '[[evals]]\nname = "x"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n',
+                    ".gitignore": ".hypothesis/\n",
+                    "e/score.py": "DATA = '/home/alice/golden.csv'\n",
+                    "e/.hypothesis/examples/ab12": "/home/alice/cached\n"})
+    subprocess.run(["git", "init", "-q"], cwd=proj.root, check=True)
+    r = proj.run("check")
+    assert r.code == 0, r.output
+    assert "e/score.py:1: absolute path /home/alice/golden.csv" in r.out
+    assert ".hypothesis" not in r.output and "1 absolute path warning" in r.out

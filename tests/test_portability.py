@@ -92,3 +92,43 @@ def test_an_eval_folder_shared_by_two_evals_is_scanned_once(tmp_path: Path) -> N
     )
     write(tmp_path, {"manifest.toml": manifest, "evals/x/score.py": 'open("/root/one")\n'})
     assert len(find_absolute_paths(load_manifest(tmp_path / "manifest.toml"), home=Path("/root"))) == 1
+
+
+def _git(root: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def _repo_with_ignored_caches(root: Path) -> Path:
+    path = _suite(root, {
+        ".gitignore": ".hypothesis/\nbuild/\n",
+        "evals/x/tracked.py": "A = '/home/alice/tracked.csv'\n",
+        "evals/x/new_untracked.py": "B = '/home/alice/new.csv'\n",
+        "evals/x/.hypothesis/examples/0a1b": "/home/alice/cache-entry\n",
+        "evals/x/build/out.txt": "/home/alice/build-output\n",
+        "evals/x/with space/ok.py": "C = '/home/alice/spaced.csv'\n",
+    })
+    return path
+
+
+def test_in_a_git_work_tree_only_tracked_and_unignored_files_are_scanned(tmp_path: Path) -> None:
+    path = _repo_with_ignored_caches(tmp_path)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "manifest.toml", ".gitignore", "evals/x/score.py", "evals/x/tracked.py", "evals/x/with space")
+    (tmp_path / "evals/x/score.py").unlink()  # tracked but deleted: nothing to read, no error
+    hits = scan_absolute_paths(load_manifest(path), home=Path("/nonexistent-home"))
+    assert [(h.file, h.path) for h in hits] == [
+        ("evals/x/new_untracked.py", "/home/alice/new.csv"),  # not added yet, not ignored: part of the project
+        ("evals/x/tracked.py", "/home/alice/tracked.csv"),
+        ("evals/x/with space/ok.py", "/home/alice/spaced.csv"),
+    ]
+
+
+def test_outside_a_git_work_tree_every_file_is_walked(tmp_path: Path) -> None:
+    path = _repo_with_ignored_caches(tmp_path)  # no git init: .gitignore means nothing
+    hits = scan_absolute_paths(load_manifest(path), home=Path("/nonexistent-home"))
+    assert sorted(h.file for h in hits) == [
+        "evals/x/.hypothesis/examples/0a1b", "evals/x/build/out.txt", "evals/x/new_untracked.py",
+        "evals/x/tracked.py", "evals/x/with space/ok.py",
+    ]

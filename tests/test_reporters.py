@@ -413,3 +413,31 @@ def test_published_schema_check_can_fail(tmp_path: Path) -> None:
     next(root.iter("testcase")).append(ET.Element("verdict"))
     with pytest.raises(Exception, match="verdict"):
         schema.validate(ET.tostring(root, encoding="unicode"))
+
+
+def test_markdown_failure_section_says_each_thing_once_through_the_cli(project) -> None:
+    from conftest import eval_entry, json_scorer
+
+    def checks(second_passes: bool) -> list[dict[str, object]]:
+        return [{"name": "x", "assertions": 2, "passed": True},
+                {"name": "y", "assertions": 1, "passed": second_passes, "message": "expected 1, got 2"},
+                {"name": "z", "assertions": 1, "passed": second_passes}]
+
+    proj = project({"manifest.toml": eval_entry("c"), "evals/c/score.py": json_scorer(checks(True))})
+    assert proj.run("baseline", "--update", "t1").code == 0
+    (proj.root / "evals/c/score.py").write_text(json_scorer(checks(False)[1:], exit_code=1))
+    r = proj.run("t1", "--markdown", "summary.md")
+    assert r.code == 1, r.output
+    text = (proj.root / "summary.md").read_text()
+    failures = text.split("### Failures\n\n")[1].split("\n\n###")[0]
+    assert failures == (
+        "#### c (failed, in evals/c)\n\n"
+        "- exited 1\n"
+        "- check **y** failed: expected 1, got 2\n"
+        "- check **z** failed"
+    ), failures
+    assert "- **c**: check \"x\" vanished (baseline: 2 assertions)" in text  # not "**c**: c: check ..."
+    (proj.root / "evals/c/score.py").write_text(json_scorer(checks(False)))  # exit 0: nothing to add
+    assert proj.run("t1", "--markdown", "summary.md").code == 1
+    failures = (proj.root / "summary.md").read_text().split("### Failures\n\n")[1].split("\n\n###")[0]
+    assert failures.splitlines()[2:] == ["- check **y** failed: expected 1, got 2", "- check **z** failed"]

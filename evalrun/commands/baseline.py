@@ -92,7 +92,7 @@ def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, 
         raise ResultsError(f"{source}: holds tier {results.tier}, not {tier}; pass it to evalrun baseline diff {results.tier}")
     comparison = judge(results, manifest, load_baseline(path), strict=strict).baseline
     assert comparison is not None
-    lines = format_comparison(comparison)
+    lines = format_comparison(comparison, results.evals)
     for text in lines:
         console.line(text)
     if not lines:

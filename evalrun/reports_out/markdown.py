@@ -17,7 +17,7 @@ from pathlib import Path
 from evalrun.atomic import write_atomic
 from evalrun.text import one_line, truncate
 from evalrun.reports_out.describe import describe_unchecked, describe_verdict, printable, update_hint
-from evalrun.results import RunResults, Status
+from evalrun.results import BaselineChange, CheckResult, RunResults, Status
 
 _ICONS = {
     Status.PASSED: "✅",
@@ -33,6 +33,7 @@ _EVIDENCE_BYTES = 1024
 _MAX_FAILED_CHECKS = 50  # per eval
 _MAX_BYTES = 900_000  # GitHub refuses step summaries over 1 MiB
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
+_EXITED = re.compile(r"\((exited -?\d+)\)$")
 
 
 def render_markdown(results: RunResults) -> str:
@@ -95,9 +96,10 @@ def _failures(results: RunResults) -> list[str]:
     for result in failing:
         parts.append(f"#### {_md(result.name)} ({result.status.value}, in {_md(result.dir)})")
         lines: list[str] = []
-        if result.message:
-            lines.append(f"- {_md(one_line(result.message))}")
         failed = [c for c in result.checks if not c.passed]
+        summary = _eval_message(result.message, failed)
+        if summary:
+            lines.append(f"- {_md(one_line(summary))}")
         for check in failed[:_MAX_FAILED_CHECKS]:
             message = f": {_md(one_line(check.message))}" if check.message else ""
             lines.append(f"- check **{_md(check.name)}** failed{message}")
@@ -114,11 +116,28 @@ def _failures(results: RunResults) -> list[str]:
     return parts
 
 
+def _eval_message(message: str | None, failed: list[CheckResult]) -> str | None:
+    """The eval's message, unless it only sums up the failed checks listed right below it.
+
+    The runner words that summary as ``check "NAME" failed: MESSAGE (and N more
+    failed checks)``, perhaps with `` (exited N)``; only the exit is news.
+    """
+    if not message or not failed or not message.startswith(f'check "{failed[0].name}" failed'):
+        return message
+    exited = _EXITED.search(message)
+    return exited.group(1) if exited else None
+
+
+def _change_line(change: BaselineChange) -> str:
+    """A baseline change under its eval's name; the message's own ``eval: `` prefix is not repeated."""
+    return f"- **{_md(change.eval)}**: {_md(change.message.removeprefix(f'{change.eval}: '))}"
+
+
 def _regressions(results: RunResults) -> list[str]:
     baseline = results.baseline
     if baseline is None or not baseline.regressions:
         return []
-    lines = [f"- **{_md(change.eval)}**: {_md(change.message)}" for change in baseline.regressions]
+    lines = [_change_line(change) for change in baseline.regressions]
     title = f"### Baseline regressions (`{_code(baseline.path)}`)"
     note = (
         "A check that vanished or asserts less is a regression even when everything passed. "
@@ -147,7 +166,7 @@ def _stale(results: RunResults) -> list[str]:
     baseline = results.baseline
     if baseline is None or not baseline.stale:
         return []
-    lines = [f"- **{_md(change.eval)}**: {_md(change.message)}" for change in baseline.stale]
+    lines = [_change_line(change) for change in baseline.stale]
     missing = "" if baseline.exists else " (it does not exist yet)"
     return [
         f"### Stale baseline (`{_code(baseline.path)}`{missing})",

