@@ -1,0 +1,41 @@
+"""The baseline's written form: evalrun's own fast writer and reader agree with TOML, for any names."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalrun.baseline import _read_written_form, load_baseline, write_baseline
+
+names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
+baselines = st.dictionaries(names, st.dictionaries(names, st.integers(0, 10**12), max_size=5), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(baselines)
+def test_what_evalrun_writes_is_toml_and_reads_back_the_same_fast(tmp_path_factory, data) -> None:
+    path = Path(tmp_path_factory.mktemp("b")) / "t1.toml"
+    write_baseline(path, data, "evalrun baseline --update t1")
+    text = path.read_text(encoding="utf-8")
+    assert tomllib.loads(text) == data  # valid TOML, the same data
+    assert _read_written_form(text) == data  # and the fast path takes it (no fallback)
+    assert load_baseline(path) == data
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_the_fast_reader_never_accepts_what_toml_reads_differently(text) -> None:
+    fast = _read_written_form(text)
+    if fast is None:
+        return  # falls back to tomllib, which decides
+    assert tomllib.loads(text) == fast
+
+
+def test_hand_edits_and_duplicates_fall_back_to_toml(tmp_path: Path) -> None:
+    assert _read_written_form('[a]\n"x" = 1\n"x" = 2\n') is None  # tomllib will name the duplicate
+    assert _read_written_form("[a]\nx = 1 # a note\n") is None
+    assert _read_written_form("x = 1\n") is None  # a count outside any table: the shape error names it
+    assert _read_written_form("[a]\nx = 1\n[b]\ny = 0\n") == {"a": {"x": 1}, "b": {"y": 0}}
