@@ -9,7 +9,7 @@ error. It also finds the line that explains a crash, so users read
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evalrun.reports_in.parsed import ParsedReport
@@ -83,7 +83,7 @@ def _apply_check_rules(check: CheckResult) -> CheckResult:
     if check.assertions == 0:
         note = "asserted nothing"
         message = f"{note}; {check.message}" if check.message and check.passed is False else note
-        return check.model_copy(update={"passed": False, "message": message})
+        return replace(check, passed=False, message=message)
     return check
 
 
