@@ -30,7 +30,7 @@ from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_en
 from evalrun.manifest import Manifest, load_manifest
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
 from evalrun.plan import Plan, PlannedEval, make_plan
-from evalrun.probes.preconditions import (
+from evalrun.preconditions import (
     Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures,
 )
 from evalrun.reports_out.terminal import Console, closing_line

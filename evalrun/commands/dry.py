@@ -9,7 +9,7 @@ from pathlib import Path
 from evalrun.errors import ExitCode, UsageError
 from evalrun.pipeline import RunRequest, describe_filters, load, select
 from evalrun.plan import make_plan
-from evalrun.probes.preconditions import Preconditions, probe_evals, tier_guard_problem
+from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
 from evalrun.reports_out.terminal import Console
 
 
