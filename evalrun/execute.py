@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -30,6 +31,8 @@ from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.parsed import ParsedReport
 from evalrun.reports_in.rules import judge
 from evalrun.results import EvalResult, Status
+from evalrun.secrets import key_values, secret_like_values
+from evalrun.text import one_line
 
 OUTPUT_TAIL_CHARS = 4000
 # "python" in a manifest's argv means the interpreter evalrun runs under, as in
@@ -112,11 +115,18 @@ class Scratch:
         self._used = 0
 
     def fresh(self) -> tuple[Path, Path]:
-        """An empty workdir and a report path that does not exist yet."""
-        self.report.unlink(missing_ok=True)
-        self.stdout.unlink(missing_ok=True)
+        """An empty workdir and a report path that does not exist yet.
+
+        The last scorer may have removed this folder (or the whole scratch
+        folder), replaced it with a file or a symlink, or left a directory at
+        the report path: whatever it did, the next eval gets a clean start.
+        """
+        self._restore_root()
+        for leftover in (self.report, self.stdout):
+            _remove(leftover)
         try:
-            clean = not os.listdir(self.work) and self._used > 0
+            # lstat: a symlink put in the workdir's place is never handed to the next scorer.
+            clean = stat.S_ISDIR(os.lstat(self.work).st_mode) and not os.listdir(self.work) and self._used > 0
         except OSError:  # not made yet, removed or made unreadable by a scorer
             clean = False
         if not clean:
@@ -130,6 +140,27 @@ class Scratch:
                     shutil.rmtree(aside, ignore_errors=True)
             self.work.mkdir()
         return self.work, self.report
+
+    def _restore_root(self) -> None:
+        try:
+            if stat.S_ISDIR(os.lstat(self.root).st_mode):
+                return
+            _remove(self.root)  # a file or symlink put in its place: never follow it
+        except FileNotFoundError:
+            pass
+        self.root.mkdir(parents=True, exist_ok=True)
+
+
+def _remove(path: Path) -> None:
+    """Remove whatever is at ``path`` (file, FIFO, symlink or directory tree) without following links."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> ExecuteOutcome:
@@ -311,10 +342,14 @@ def _judge_outcome(
     parsed: ParsedReport | None = None
     report_error: str | None = None
     try:
-        parsed = _read_report(planned, report_path, stdout_path)
-    except ReportError as exc:
-        report_error = str(exc)
-    verdict = judge(parsed, report_error, outcome.exit_code, tail)
+        try:
+            parsed = _read_report(planned, report_path, stdout_path, outcome)
+        except ReportError as exc:
+            report_error = str(exc)
+        verdict = judge(parsed, report_error, outcome.exit_code, tail)
+    except Exception as exc:  # noqa: BLE001 - whatever a report does to evalrun fails this eval, never the run
+        why = one_line(f"{type(exc).__name__}: {exc}", 200)
+        return EvalResult(status=Status.ERROR, message=f"invalid report: evalrun could not judge it ({why})", **base)
     return EvalResult(
         status=verdict.status,
         message=verdict.message,
@@ -324,19 +359,29 @@ def _judge_outcome(
     )
 
 
-def _read_report(planned: PlannedEval, report_path: Path, stdout_path: Path | None) -> ParsedReport:
+def _read_report(
+    planned: PlannedEval, report_path: Path, stdout_path: Path | None, outcome: ProcessOutcome
+) -> ParsedReport:
     spec = planned.spec
+    secrets = _report_secrets()
     if spec.format == "tap":
         from evalrun.reports_in.tap import parse_tap
 
         assert stdout_path is not None
-        return parse_tap(stdout_path)
+        # Test::More prints a failed point's got/expected on stderr: the tail is where to find it.
+        stderr = outcome.stderr_tail.decode("utf-8", errors="replace")
+        return parse_tap(stdout_path, stderr=stderr, secrets=secrets)
     if spec.format == "junit":
         from evalrun.reports_in.junit import parse_junit
 
         assert spec.junit is not None
-        return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}")
-    return read_json_report(report_path)
+        return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}", secrets=secrets)
+    return read_json_report(report_path, secrets=secrets)
+
+
+def _report_secrets() -> set[str]:
+    """Values scrubbed from report messages and evidence before they are cut (a cut key can't be found)."""
+    return key_values(os.environ) | set(secret_like_values(os.environ))
 
 
 def _unchecked(planned: PlannedEval, tier: str, status: Status, message: str) -> EvalResult:
