@@ -262,7 +262,10 @@ def _to_check(check_name: str, cases: list[_Case], file_label: str, secrets: tup
         failed = [o for o in case.outcomes if o.tag in ("failure", "error")]
         if skip is not None and skip.type in _EXPECTED_FAILURE:
             reason = scrub(skip.message or skip.body, secrets)
-            notes.append(expected_failure_note(_EXPECTED_FAILURE[skip.type], reason, failed=bool(failed)))
+            # pytest writes <skipped type="pytest.xfail"> only for a test that failed as expected;
+            # node writes <skipped type="todo"> for both, with a <failure> when it failed.
+            as_expected = bool(failed) or skip.type == "pytest.xfail"
+            notes.append(expected_failure_note(_EXPECTED_FAILURE[skip.type], reason, failed=as_expected))
             ran += 1
             continue
         if skip is not None:
