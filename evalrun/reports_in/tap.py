@@ -243,7 +243,7 @@ class _Parser:
         description, directive, reason = _split_directive(match["rest"])
         number = _number(match["num"]) if match["num"] else None
         ordinal = len(frame.points) + 1
-        if frame is self.root and number is not None and number != ordinal and self.sequence_problem is None:
+        if frame is self.root and match["num"] and number != ordinal and self.sequence_problem is None:
             shown = shorten(match["num"], 24)
             self.sequence_problem = f"test point numbered {shown} where {ordinal} was expected"
         point = _Point(
@@ -404,7 +404,10 @@ def _summarize(frame: _Frame, secrets: tuple[str, ...]) -> _Summary:
     planned = frame.plans[0][0] if frame.plans else None
     if frame.plans and planned != len(frame.points):
         label = f"subtest {frame.name!r}" if frame.name else "subtest"
-        summary.problem = f"{label} planned {planned}, ran {len(frame.points)}"
+        if planned is None:
+            summary.problem = f"{label}'s plan has more than {_NUMBER_DIGITS} digits; ran {len(frame.points)}"
+        else:
+            summary.problem = f"{label} planned {planned}, ran {len(frame.points)}"
     return summary
 
 
