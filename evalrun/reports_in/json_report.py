@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from itertools import islice
@@ -111,7 +112,7 @@ def read_json_report(path: Path, secrets: Iterable[str] = ()) -> ParsedReport:
         raise ReportError("invalid report: nested too deeply to check") from None
     checks = [
         CheckResult(
-            name=c["name"],
+            name=scrub(c["name"], secrets),
             assertions=c["assertions"],
             passed=c["passed"],
             message=_cut(c.get("message"), secrets, MESSAGE_LIMIT),
@@ -164,7 +165,7 @@ def _describe(errors: list[Any]) -> str:
     # comparing 0 with "a" would raise.
     errors.sort(key=lambda e: [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in e.absolute_path])
     err = errors[0]
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
+    where = "".join(_step(p) for p in err.absolute_path).lstrip(".")
     if len(errors) > _ERRORS_SHOWN:
         more = " (and more)"
     elif len(errors) > 1:
@@ -173,6 +174,16 @@ def _describe(errors: list[Any]) -> str:
         more = ""
     # jsonschema's message quotes the offending value whole: cut it.
     return f"invalid report: {shorten(where, 200) or 'top level'}: {shorten(one_line(err.message), 300)}{more}"
+
+
+def _step(part: int | str) -> str:
+    """One step of a path in a message: ``[0]``, ``.name``, or a quoted key that is no plain word."""
+    if isinstance(part, int):
+        return f"[{part}]"
+    return f".{part}" if _WORD.fullmatch(part) else f"[{json.dumps(shorten(part, 60))}]"
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
 def _cut(text: str | None, secrets: Iterable[str], limit: int) -> str | None:

@@ -71,13 +71,21 @@ class NameDeduper:
         self._next: dict[str, int] = {}
 
     def unique(self, name: str) -> str:
+        name = _fit(name, "")
         if name not in self._seen:
             self._seen.add(name)
             return name
         n = self._next.get(name, 2)
-        while f"{name} #{n}" in self._seen:
+        while _fit(name, f" #{n}") in self._seen:
             n += 1
         self._next[name] = n + 1
-        candidate = f"{name} #{n}"
+        candidate = _fit(name, f" #{n}")
         self._seen.add(candidate)
         return candidate
+
+
+def _fit(name: str, suffix: str) -> str:
+    """``name + suffix`` within NAME_LIMIT characters: the name is cut, never the suffix that makes it unique."""
+    if len(name) + len(suffix) <= NAME_LIMIT:
+        return name + suffix
+    return name[: NAME_LIMIT - len(suffix) - 1] + "…" + suffix
