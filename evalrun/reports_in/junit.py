@@ -8,7 +8,7 @@ This module owns what a JUnit report means to evalrun:
   (node: ``add > works``; pytest: ``test_x.test_adds``). Left out of the path:
   empty suite names, pytest's run-level suite (a top-level suite named
   ``pytest``), and the innermost suite when the classname already says it
-  (Maven, Go, PHPUnit name the suite after the class). node's reporter writes
+  as whole dotted parts (Maven, Go, PHPUnit name the suite after the class). node's reporter writes
   the constant classname ``test``, which is read as no classname. So a name
   never depends on a position, and removing one test never renames another;
 - testcases that end up with the same name are one check (pytest writes a
@@ -241,9 +241,12 @@ class _Reader:
 
 
 def _covers(classname: str, suite: str) -> bool:
-    """Whether the classname already names the suite (``com.x.FooTest`` and ``com.x.FooTest``, ``Tests\\Foo``)."""
-    cls, name = _dotted(classname), _dotted(suite)
-    return cls == name or cls.startswith(name + ".")
+    """Whether the classname already says the suite's name, as whole dotted parts.
+
+    Maven's suite ``com.x.FooTest`` for classname ``com.x.FooTest``, PHPUnit's
+    ``Tests\\Foo`` for ``Tests.Foo``, evalrun's own ``rls`` for ``t2.rls``.
+    """
+    return f".{_dotted(suite)}." in f".{_dotted(classname)}."
 
 
 def _dotted(text: str) -> str:
