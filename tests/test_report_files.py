@@ -315,3 +315,29 @@ def test_an_exception_while_judging_fails_that_eval_alone(tmp_path: Path, monkey
 
     assert result.status is Status.ERROR
     assert result.message == "invalid report: evalrun could not judge it (ZeroDivisionError: a bug in the rules)"
+
+
+def test_json_report_of_more_checks_than_the_cap(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"checks": [{"name": "a", "assertions": 1, "passed": True}] * 100_001}))
+
+    with pytest.raises(ReportError, match=r"^invalid report: checks: 100,001 checks, more than the 100,000 evalrun reads$"):
+        read_json_report(path)
+
+
+def test_tap_stream_of_more_points_than_the_cap(tmp_path: Path) -> None:
+    path = tmp_path / "out.tap"
+    path.write_text("ok\n" * 100_001)
+
+    report = parse_tap(path)
+
+    assert len(report.checks) == 100_000
+    assert report.problem == "more than 100,000 test points, the most evalrun reads from one stream"
+
+
+def test_junit_of_more_testcases_than_the_cap(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    path.write_text("<testsuite>\n" + '<testcase name="a"/>\n' * 100_001 + "</testsuite>\n")
+
+    with pytest.raises(ReportError, match=r"^junit report r\.xml: line 100002: more than 100,000 testcases"):
+        parse_junit(path)

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from evalrun.errors import ReportError
-from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, NAME_LIMIT, ParsedReport
+from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, CHECK_LIMIT, NAME_LIMIT, ParsedReport
 from evalrun.reports_in.report_file import ReportFileError, read_report_bytes
 from evalrun.results import CheckResult
 from evalrun.secrets import scrub
@@ -104,6 +104,9 @@ def read_json_report(path: Path, secrets: Iterable[str] = ()) -> ParsedReport:
             raise ReportError("no report was written to $EVALRUN_REPORT") from None
         raise ReportError(f"invalid report: $EVALRUN_REPORT {exc.reason}") from None
     data = _load(raw)
+    if isinstance(data, dict) and isinstance(data.get("checks"), list) and len(data["checks"]) > CHECK_LIMIT:
+        count = len(data["checks"])
+        raise ReportError(f"invalid report: checks: {count:,} checks, more than the {CHECK_LIMIT:,} evalrun reads")
     try:
         errors = list(islice(_validator().iter_errors(data), _ERRORS_SHOWN + 1))
         if errors:
