@@ -123,7 +123,7 @@ class Scratch:
         """
         self._restore_root()
         for leftover in (self.report, self.stdout):
-            _remove(leftover)
+            self._discard(leftover)
         try:
             # lstat: a symlink put in the workdir's place is never handed to the next scorer.
             clean = stat.S_ISDIR(os.lstat(self.work).st_mode) and not os.listdir(self.work) and self._used > 0
@@ -131,36 +131,39 @@ class Scratch:
             clean = False
         if not clean:
             self._used += 1
-            if self.work.exists() or self.work.is_symlink():
-                aside = self.root / f"used-{self._used}"
-                os.rename(self.work, aside)
-                if self._janitor is not None:
-                    self._janitor.remove(aside)
-                else:
-                    shutil.rmtree(aside, ignore_errors=True)
+            self._discard(self.work)
             self.work.mkdir()
         return self.work, self.report
+
+    def _discard(self, path: Path) -> None:
+        """Clear ``path``: a file or link is unlinked, a folder moved aside for the janitor.
+
+        Moving into a new, empty folder of our own cannot fail on whatever the
+        scorer left (a non-empty ``used-N``, unreadable subfolders), where
+        removing in place could.
+        """
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(mode):
+            path.unlink(missing_ok=True)
+            return
+        aside = Path(tempfile.mkdtemp(prefix="used-", dir=self.root))
+        os.rename(path, aside / path.name)
+        if self._janitor is not None:
+            self._janitor.remove(aside)
+        else:
+            shutil.rmtree(aside, ignore_errors=True)
 
     def _restore_root(self) -> None:
         try:
             if stat.S_ISDIR(os.lstat(self.root).st_mode):
                 return
-            _remove(self.root)  # a file or symlink put in its place: never follow it
+            self.root.unlink()  # a file or symlink put in its place: never followed
         except FileNotFoundError:
             pass
         self.root.mkdir(parents=True, exist_ok=True)
-
-
-def _remove(path: Path) -> None:
-    """Remove whatever is at ``path`` (file, FIFO, symlink or directory tree) without following links."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(mode):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
 
 
 def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> ExecuteOutcome:
@@ -293,7 +296,10 @@ def run_scorer(
     )
     if spec.format == "junit" and spec.junit:
         # A report left by an earlier run must never pass for this run's.
-        (planned.dir / spec.junit).unlink(missing_ok=True)
+        try:
+            (planned.dir / spec.junit).unlink(missing_ok=True)
+        except IsADirectoryError:
+            pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
     argv = tuple(spec.run) if spec.shell else scorer_argv(spec.run)
     started = time.monotonic()
     outcome = run_process(

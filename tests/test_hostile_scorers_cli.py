@@ -67,6 +67,10 @@ HOSTILE = {
         "import os\nos.mkfifo('fifo.xml')\n",
         'format = "junit"\njunit = "fifo.xml"', "error", "fifo.xml: is a FIFO (named pipe), not a regular file",
     ),
+    "junit-is-dir": (
+        "import os\nos.makedirs('out.xml', exist_ok=True)\n",  # and still there when the next run starts
+        'format = "junit"\njunit = "out.xml"', "error", "out.xml: is a directory; junit = must name the XML file",
+    ),
 }
 
 GOOD = (
@@ -108,6 +112,12 @@ def test_hostile_scorers_fail_alone_and_the_run_reaches_a_verdict(project) -> No
         assert res["status"] == status, (name, res)
         assert text in res["message"], (name, res["message"])
         assert "\n" not in res["message"] and len(res["message"]) <= 600, name
+    # a second run meets what the first left (a folder at a junit path) and still reaches a verdict
+    again = proj.run("t1", "-j", "1", timeout=600)
+    assert again.code == 1, again.output
+    assert proj.eval_result("good-last")["status"] == "passed"
+    assert "is a directory" in proj.eval_result("junit-is-dir")["message"]
+
     flood = by_name["huge-evidence"]["checks"][0]
     assert flood["message"].endswith("more characters cut)") and len(flood["message"]) < 600
     assert flood["evidence"].endswith("more bytes cut)") and len(flood["evidence"]) < 2200

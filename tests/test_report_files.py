@@ -290,6 +290,15 @@ def test_scratch_survives_a_scorer_that_removed_or_replaced_it(tmp_path: Path) -
     assert not scratch.root.is_symlink() and scratch.root.is_dir() and work.parent == scratch.root
     assert not any(outside.iterdir())
 
+    (scratch.root / "used-1").mkdir(exist_ok=True)  # a scorer squats the names a workdir is moved aside to
+    (scratch.root / "used-1" / "squat").write_text("x")
+    (work / "left").mkdir()
+    (work / "left" / "locked").mkdir()
+    (work / "left" / "locked" / "f").write_text("x")
+    (work / "left" / "locked").chmod(0)
+    work, report = scratch.fresh()
+    assert work.is_dir() and not any(work.iterdir())
+
     empty = tmp_path / "empty"
     empty.mkdir()
     shutil.rmtree(work)
