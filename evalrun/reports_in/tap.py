@@ -29,16 +29,15 @@ stream is a ``problem``.
 
 from __future__ import annotations
 
-import json
 import re
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collections import deque
-from collections.abc import Iterable, Iterator
-
 from evalrun.reports_in.parsed import CHECK_LIMIT, NAME_LIMIT, NameDeduper, ParsedReport, expected_failure_note
 from evalrun.reports_in.report_file import REPORT_LIMIT, ReportFileError, iter_report_chunks
+from evalrun.reports_in.tap_diagnostics import find_test_more_blocks, fold_diagnostics, read_yaml_field
 from evalrun.results import CheckResult
 from evalrun.secrets import scrub
 from evalrun.text import EVIDENCE_LIMIT, one_line, shorten, truncate
@@ -49,12 +48,8 @@ _POINT = re.compile(r"^(?P<not>not\s+)?ok(?=\s|$)\s*(?P<num>\d+(?=\s|$))?\s*(?:-
 _PLAN = re.compile(r"^1\.\.(?P<n>\d+)\s*(?:#\s*(?P<why>.*))?$")
 # No "^": matched at a position (pattern.match(text, pos)), so the text after a "#" is never copied.
 _DIRECTIVE = re.compile(r"\s*(?P<kind>skip|todo)\S*(?:\s+(?P<why>.*))?$", re.IGNORECASE)
-_FAILED_TEST = re.compile(r"^\s*#\s+Failed test(?: '(?P<name>.*)'\s*$|(?P<rest>\s.*)?$)")
 _SPECIAL = re.compile(r"[#\\]")
-_COUNTER = re.compile(r"^#\s*(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms)\s+[\d.]+\s*$")
-_LOOKS_LIKE = re.compile(r"^#\s*Looks like ")
 _SUBTEST = re.compile(r"^#\s*Subtest(?::\s*(?P<name>.*))?$")
-_BLOCK_SCALAR = re.compile(r"^[|>][-+]?\d*$")
 _DIAG_LIMIT = 2 * EVIDENCE_LIMIT  # characters of comments kept per failed point, however long the stream
 
 
@@ -119,7 +114,7 @@ def parse_tap(path: Path, stderr: str = "", secrets: Iterable[str] = ()) -> Pars
     diagnostics of a failed point; ``secrets`` are scrubbed from every name,
     message and evidence before anything is cut.
     """
-    parser = _Parser(_test_more_blocks(stderr))
+    parser = _Parser(find_test_more_blocks(stderr))
     read_problem = None
     try:
         for line in _lines(path):
@@ -457,99 +452,9 @@ def _point_message(point: _Point, secrets: tuple[str, ...]) -> str | None:
     text = None
     if point.yaml:
         for key in ("message", "error"):
-            text = _yaml_field(point.yaml, key)
+            text = read_yaml_field(point.yaml, key)
             if text:
                 break
         text = text or "\n".join(point.yaml).strip()
-    text = text or _diagnostics(point.diag) or _diagnostics(point.stderr or [])
+    text = text or fold_diagnostics(point.diag) or fold_diagnostics(point.stderr or [])
     return one_line(scrub(text, secrets)) if text else None
-
-
-def _diagnostics(lines: list[str]) -> str:
-    """``#`` lines as one message: ``at t.pl line 8.; got: '2'; expected: '3'``.
-
-    Test::More's header (``Failed test 'name'``: the check already has the
-    name), its closing ``Looks like you failed...`` and a harness's counters
-    (``# tests 3``) say nothing about this point and are left out.
-    """
-    parts: list[str] = []
-    for line in lines:
-        body = line.strip()
-        if not body.startswith("#") or _LOOKS_LIKE.match(body) or _COUNTER.match(body):
-            continue
-        header = _FAILED_TEST.match(body)
-        if header:
-            rest = (header["rest"] or "").strip()
-            if rest:
-                parts.append(rest)
-            continue
-        body = body.lstrip("#").strip()
-        if body:
-            parts.append(body)
-    return "; ".join(parts)
-
-
-def _test_more_blocks(stderr: str) -> dict[str | None, deque[list[str]]]:
-    """Test::More's failure diagnostics on stderr, by the test name they start with (None: unnamed).
-
-    Each block starts at ``#   Failed test 'name'`` and runs over the ``#``
-    lines that follow; the blocks of one name are kept in order, so the
-    second failed ``x`` gets the second block about ``x``.
-    """
-    blocks: dict[str | None, deque[list[str]]] = {}
-    current: list[str] | None = None
-    room = _DIAG_LIMIT * 64  # characters kept over all blocks: bounded whatever the stderr
-    for line in stderr.splitlines():
-        body = line.strip()
-        header = _FAILED_TEST.match(body)
-        if header:
-            name = header["name"] if header["name"] is not None else None
-            if name is not None:
-                name = name.replace("\\'", "'")
-            current = [body]
-            blocks.setdefault(name, deque()).append(current)
-            room -= len(body)
-        elif current is not None and body.startswith("#") and not _LOOKS_LIKE.match(body) and room > 0:
-            current.append(body)
-            room -= len(body)
-        else:
-            current = None
-    return blocks
-
-
-def _yaml_field(lines: list[str], key: str) -> str | None:
-    """A top-level scalar of a YAML block, read without a YAML library (none is a dependency)."""
-    prefix = f"{key}:"
-    for index, line in enumerate(lines):
-        if not line.startswith(prefix):
-            continue
-        value = line[len(prefix) :].strip()
-        following = []
-        for more in lines[index + 1 :]:
-            if more.strip() and not more.startswith(" "):
-                break
-            following.append(more)
-        if _BLOCK_SCALAR.match(value):
-            text = "\n".join(_dedent(following))
-            return text.replace("\n", " ") if value.startswith(">") else text
-        continued = " ".join(part.strip() for part in following if part.strip())
-        return _unquote(f"{value} {continued}".strip() if continued else value)
-    return None
-
-
-def _dedent(lines: list[str]) -> list[str]:
-    widths = [len(line) - len(line.lstrip(" ")) for line in lines if line.strip()]
-    cut = min(widths, default=0)
-    return [line[cut:] for line in lines]
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1].replace("''", "'")
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            return value[1:-1]
-        return decoded if isinstance(decoded, str) else value[1:-1]
-    return value
