@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -29,6 +30,7 @@ from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.parsed import ParsedReport
 from evalrun.reports_in.rules import judge
 from evalrun.results import EvalResult, Status
+from evalrun.text import one_line
 
 OUTPUT_TAIL_CHARS = 4000
 
@@ -57,6 +59,7 @@ class ExecuteRequest:
     prepare: Prepare | None = None
     finalize: Finalize | None = None
     on_start: Callable[[str], None] | None = None  # an eval's scorer is about to start
+    secrets: frozenset[str] = frozenset()  # scrubbed from reports before anything in them is cut
     on_finish: Callable[[EvalResult], None] | None = None
 
 
@@ -108,24 +111,55 @@ class Scratch:
         self._used = 0
 
     def fresh(self) -> tuple[Path, Path]:
-        """An empty workdir and a report path that does not exist yet."""
-        self.report.unlink(missing_ok=True)
-        self.stdout.unlink(missing_ok=True)
+        """An empty workdir and a report path that does not exist yet.
+
+        The last scorer may have removed this folder (or the whole scratch
+        folder), replaced it with a file or a symlink, or left a directory at
+        the report path: whatever it did, the next eval gets a clean start.
+        """
+        self._restore_root()
+        for leftover in (self.report, self.stdout):
+            self._discard(leftover)
         try:
-            clean = not os.listdir(self.work) and self._used > 0
+            # lstat: a symlink put in the workdir's place is never handed to the next scorer.
+            clean = stat.S_ISDIR(os.lstat(self.work).st_mode) and not os.listdir(self.work) and self._used > 0
         except OSError:  # not made yet, removed or made unreadable by a scorer
             clean = False
         if not clean:
             self._used += 1
-            if self.work.exists() or self.work.is_symlink():
-                aside = self.root / f"used-{self._used}"
-                os.rename(self.work, aside)
-                if self._janitor is not None:
-                    self._janitor.remove(aside)
-                else:
-                    shutil.rmtree(aside, ignore_errors=True)
+            self._discard(self.work)
             self.work.mkdir()
         return self.work, self.report
+
+    def _discard(self, path: Path) -> None:
+        """Clear ``path``: a file or link is unlinked, a folder moved aside for the janitor.
+
+        Moving into a new, empty folder of our own cannot fail on whatever the
+        scorer left (a non-empty ``used-N``, unreadable subfolders), where
+        removing in place could.
+        """
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(mode):
+            path.unlink(missing_ok=True)
+            return
+        aside = Path(tempfile.mkdtemp(prefix="used-", dir=self.root))
+        os.rename(path, aside / path.name)
+        if self._janitor is not None:
+            self._janitor.remove(aside)
+        else:
+            shutil.rmtree(aside, ignore_errors=True)
+
+    def _restore_root(self) -> None:
+        try:
+            if stat.S_ISDIR(os.lstat(self.root).st_mode):
+                return
+            self.root.unlink()  # a file or symlink put in its place: never followed
+        except FileNotFoundError:
+            pass
+        self.root.mkdir(parents=True, exist_ok=True)
 
 
 def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> ExecuteOutcome:
@@ -224,7 +258,9 @@ def _run_one(
     else:
         if request.on_start:
             request.on_start(planned.name)
-        result = run_scorer(planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel)
+        result = run_scorer(
+            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, secrets=request.secrets
+        )
     if request.finalize:
         result = request.finalize(planned, result)
     return result
@@ -238,6 +274,8 @@ def run_scorer(
     scratch: Scratch,
     grace: float,
     cancel: threading.Event,
+    *,
+    secrets: frozenset[str] = frozenset(),
 ) -> EvalResult:
     """Run one scorer to its end and judge it."""
     spec = planned.spec
@@ -254,7 +292,10 @@ def run_scorer(
     )
     if spec.format == "junit" and spec.junit:
         # A report left by an earlier run must never pass for this run's.
-        (planned.dir / spec.junit).unlink(missing_ok=True)
+        try:
+            (planned.dir / spec.junit).unlink(missing_ok=True)
+        except IsADirectoryError:
+            pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
     argv = tuple(spec.run)
     started = time.monotonic()
     outcome = run_process(
@@ -269,7 +310,9 @@ def run_scorer(
         ),
         cancel,
     )
-    return _judge_outcome(planned, tier, outcome, report_path, stdout_path, time.monotonic() - started)
+    return _judge_outcome(
+        planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets
+    )
 
 
 def _judge_outcome(
@@ -279,6 +322,8 @@ def _judge_outcome(
     report_path: Path,
     stdout_path: Path | None,
     duration: float,
+    *,
+    secrets: frozenset[str] = frozenset(),
 ) -> EvalResult:
     spec = planned.spec
     tail = outcome.text_tail()
@@ -302,14 +347,18 @@ def _judge_outcome(
         )
     parsed: ParsedReport | None = None
     report_error: str | None = None
-    if outcome.stdout_path_error:  # a TAP stream cut short is no report: say why, never judge the stub
-        report_error = f"invalid report: the scorer's stdout could not be saved ({outcome.stdout_path_error})"
-    else:
-        try:
-            parsed = _read_report(planned, report_path, stdout_path)
-        except ReportError as exc:
-            report_error = str(exc)
-    verdict = judge(parsed, report_error, outcome.exit_code, tail)
+    try:
+        if outcome.stdout_path_error:  # a TAP stream cut short is no report: say why, never judge the stub
+            report_error = f"invalid report: the scorer's stdout could not be saved ({outcome.stdout_path_error})"
+        else:
+            try:
+                parsed = _read_report(planned, report_path, stdout_path, outcome, secrets)
+            except ReportError as exc:
+                report_error = str(exc)
+        verdict = judge(parsed, report_error, outcome.exit_code, tail)
+    except Exception as exc:  # noqa: BLE001 - whatever a report does to evalrun fails this eval, never the run
+        why = one_line(f"{type(exc).__name__}: {exc}", 200)
+        return EvalResult(status=Status.ERROR, message=f"invalid report: evalrun could not judge it ({why})", **base)
     return EvalResult(
         status=verdict.status,
         message=verdict.message,
@@ -319,19 +368,27 @@ def _judge_outcome(
     )
 
 
-def _read_report(planned: PlannedEval, report_path: Path, stdout_path: Path | None) -> ParsedReport:
+def _read_report(
+    planned: PlannedEval,
+    report_path: Path,
+    stdout_path: Path | None,
+    outcome: ProcessOutcome,
+    secrets: frozenset[str],
+) -> ParsedReport:
     spec = planned.spec
     if spec.format == "tap":
         from evalrun.reports_in.tap import parse_tap
 
         assert stdout_path is not None
-        return parse_tap(stdout_path)
+        # Test::More prints a failed point's got/expected on stderr: the tail is where to find it.
+        stderr = outcome.stderr_tail.decode("utf-8", errors="replace")
+        return parse_tap(stdout_path, stderr=stderr, secrets=secrets)
     if spec.format == "junit":
         from evalrun.reports_in.junit import parse_junit
 
         assert spec.junit is not None
-        return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}")
-    return read_json_report(report_path)
+        return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}", secrets=secrets)
+    return read_json_report(report_path, secrets=secrets)
 
 
 def _unchecked(planned: PlannedEval, tier: str, status: Status, message: str) -> EvalResult:

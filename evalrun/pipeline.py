@@ -263,6 +263,7 @@ def _start_and_execute(
                     finalize=finalize,
                     on_start=console.eval_started,
                     on_finish=console.eval_finished,
+                    secrets=frozenset(secrets),
                 )
             )
             console.stop_progress()

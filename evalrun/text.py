@@ -19,6 +19,13 @@ def truncate(text: str, limit: int = EVIDENCE_LIMIT) -> str:
     return f"{kept}\n... ({len(raw) - len(kept.encode('utf-8'))} more bytes cut)"
 
 
+def cut(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying how many were cut (for messages kept in results)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters cut)"
+
+
 def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, the cut marked with an ellipsis."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -156,3 +156,120 @@ def test_junit_markdown_and_github_outputs(project, tmp_path: Path) -> None:
     assert summary.read_text().startswith("earlier step\n") and "evalrun t1" in summary.read_text()
     assert "::error file=evals/bad,title=evalrun bad::" in r.out
     assert "::warning file=evals/skip" in r.out
+
+
+NODE_JUNIT_EVAL = """
+[[evals]]
+name = "node-junit"
+tier = "t1"
+dir = "e"
+run = ["node", "--test", "--test-reporter=junit", "--test-reporter-destination=out.xml", "d.test.mjs"]
+format = "junit"
+junit = "out.xml"
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_junit_removed_test_is_reported_vanished_under_its_own_name(project) -> None:
+    """Two describes each with it('works'): removing add's reports "add > works", never "sub > works"."""
+    proj = project({"manifest.toml": NODE_JUNIT_EVAL})
+    (proj.root / "e").mkdir()
+    shutil.copy(PRODUCERS / "node_describe.test.mjs", proj.root / "e" / "d.test.mjs")
+    r = proj.run("baseline", "--update", "t1")
+    assert r.code == 0, r.output
+    baseline = (proj.root / "baselines" / "t1.toml").read_text()
+    assert '"add > works" = 1' in baseline and '"sub > works" = 1' in baseline
+    assert '"future feature" = 1' in baseline  # an expected failure is a check, as in TAP
+    assert "needs a database" not in baseline  # a skip is not
+
+    manifest = proj.root / "manifest.toml"
+    manifest.write_text(manifest.read_text() + 'env = { DROP_ADD = "1" }\n')
+    r = proj.run("t1")
+
+    assert r.code == 3, r.output
+    assert 'node-junit: check "add > works" vanished' in r.out, r.out
+    regressions = proj.results()["baseline"]["regressions"]
+    assert [(x["kind"], x["check"]) for x in regressions] == [("vanished-check", "add > works")]
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+def test_perl_failed_point_message_carries_test_more_diagnostics_from_stderr(project) -> None:
+    proj = project(
+        {
+            "manifest.toml": """
+            [[evals]]
+            name = "perl"
+            tier = "t1"
+            dir = "e"
+            run = ["perl", "t.pl"]
+            format = "tap"
+            """,
+        }
+    )
+    (proj.root / "e").mkdir()
+    shutil.copy(PRODUCERS / "test_more.pl", proj.root / "e" / "t.pl")
+
+    r = proj.run("t1")
+
+    assert r.code == 1, r.output
+    res = proj.eval_result("perl")
+    assert res["status"] == "failed"
+    failed = next(c for c in res["checks"] if c["name"] == "math is off")
+    assert failed["message"] == "at t.pl line 8.; got: '2'; expected: '3'; the adder is broken"
+    assert res["message"] == f'check "math is off" failed: {failed["message"]} (exited 1)'
+    todo = next(c for c in res["checks"] if c["name"] == "future feature")
+    assert (todo["passed"], todo["message"]) == (True, "TODO not yet: fails as expected")
+
+
+def test_pytest_teardown_error_is_one_failed_check_and_xfail_passes(project) -> None:
+    proj = project(
+        {
+            "manifest.toml": f"""
+            [[evals]]
+            name = "py"
+            tier = "t1"
+            dir = "e"
+            run = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=out.xml", "test_outcomes.py"]
+            format = "junit"
+            junit = "out.xml"
+            """,
+        }
+    )
+    (proj.root / "e").mkdir()
+    shutil.copy(PRODUCERS / "pytest_outcomes.py", proj.root / "e" / "test_outcomes.py")
+
+    r = proj.run("t1")
+
+    assert r.code == 1, r.output
+    checks = {c["name"]: c for c in proj.eval_result("py")["checks"]}
+    assert not any("#" in name for name in checks)  # no phantom "test_... #2"
+    both = checks["test_outcomes.test_fails_then_teardown_errors"]
+    assert both["passed"] is False and "teardown broke" in both["message"] and "one is not two" in both["message"]
+    xfail = checks["test_outcomes.test_expected_failure"]
+    assert (xfail["passed"], xfail["message"]) == (True, "xfail bug 12: fails as expected")
+
+
+def test_sdk_check_that_asserted_nothing_says_so_once(project) -> None:
+    proj = project(
+        {
+            "manifest.toml": """
+            [[evals]]
+            name = "sdk"
+            tier = "t1"
+            dir = "e"
+            run = ["python", "score.py"]
+            """,
+            "e/score.py": """
+            from evalrun import scorer
+            with scorer.check("looks fine") as c:
+                pass
+            """,
+        }
+    )
+
+    r = proj.run("t1")
+
+    assert r.code == 1, r.output
+    res = proj.eval_result("sdk")
+    assert res["checks"][0]["message"] == "asserted nothing"
+    assert res["message"] == 'check "looks fine" failed: asserted nothing'

@@ -9,15 +9,22 @@ This module owns the report's pydantic model (from which the published
 from __future__ import annotations
 
 import json
+import math
+import re
+from collections.abc import Iterable
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from evalrun.errors import ReportError
-from evalrun.reports_in.parsed import ParsedReport
+from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, CHECK_LIMIT, NAME_LIMIT, ParsedReport
+from evalrun.reports_in.report_file import ReportFileError, read_report_bytes
 from evalrun.results import CheckResult
+from evalrun.secrets import scrub
+from evalrun.text import EVIDENCE_LIMIT, MESSAGE_LIMIT, cut, one_line, shorten, truncate
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "report.schema.json"
 
@@ -27,11 +34,19 @@ class ReportCheck(BaseModel):
 
     model_config = ConfigDict(extra="forbid", title="Check")
 
-    name: str = Field(min_length=1, description="Unique within the report; used in baselines.")
-    assertions: int = Field(ge=0, description="How many assertions the check made. Zero fails the check.")
+    name: str = Field(
+        min_length=1, max_length=NAME_LIMIT, description="Unique within the report; used in baselines."
+    )
+    assertions: int = Field(
+        ge=0, le=ASSERTIONS_LIMIT, description="How many assertions the check made. Zero fails the check."
+    )
     passed: bool
-    message: str | None = Field(default=None, description="Why it failed, in one line.")
-    evidence: str | None = Field(default=None, description="What the scorer saw, for diagnosis.")
+    message: str | None = Field(
+        default=None, description=f"Why it failed, in one line; kept up to {MESSAGE_LIMIT} characters."
+    )
+    evidence: str | None = Field(
+        default=None, description=f"What the scorer saw, for diagnosis; kept up to {EVIDENCE_LIMIT} bytes."
+    )
 
 
 class Report(BaseModel):
@@ -40,7 +55,7 @@ class Report(BaseModel):
     model_config = ConfigDict(extra="forbid", title="evalrun scorer report")
 
     checks: list[ReportCheck]
-    metrics: dict[str, float | int | str | bool] = Field(
+    metrics: dict[Annotated[str, StringConstraints(max_length=NAME_LIMIT)], float | int | str | bool] = Field(
         default_factory=dict, description="Recorded and shown, never asserted."
     )
 
@@ -74,21 +89,108 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
     return node
 
 
-def read_json_report(path: Path) -> ParsedReport:
-    """Read and validate a JSON report; ReportError says precisely what is wrong."""
+def read_json_report(path: Path, secrets: Iterable[str] = ()) -> ParsedReport:
+    """Read and validate a JSON report; ReportError says precisely what is wrong, in one line.
+
+    Nothing in the file can do more than fail this eval: the read is bounded
+    (``report_file``), any JSON that Python cannot hold (too deep, a number of
+    thousands of digits, NaN) is an invalid report, and messages, evidence and
+    string metrics are scrubbed of ``secrets`` and then cut, saying so.
+    """
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ReportError("no report was written to $EVALRUN_REPORT") from None
+        raw = read_report_bytes(path)
+    except ReportFileError as exc:
+        if exc.missing:
+            raise ReportError("no report was written to $EVALRUN_REPORT") from None
+        raise ReportError(f"invalid report: $EVALRUN_REPORT {exc.reason}") from None
+    data = _load(raw)
+    if isinstance(data, dict) and isinstance(data.get("checks"), list) and len(data["checks"]) > CHECK_LIMIT:
+        count = len(data["checks"])
+        raise ReportError(f"invalid report: checks: {count:,} checks, more than the {CHECK_LIMIT:,} evalrun reads")
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ReportError(f"invalid report: not JSON ({exc})") from None
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ReportError(f"invalid report: {where or 'top level'}: {err.message}{more}")
-    checks = [CheckResult(**c) for c in data["checks"]]
-    return ParsedReport(checks=checks, metrics=dict(data.get("metrics", {})))
+        errors = list(islice(_validator().iter_errors(data), _ERRORS_SHOWN + 1))
+        if errors:
+            raise ReportError(_describe(errors))
+    except RecursionError:
+        raise ReportError("invalid report: nested too deeply to check") from None
+    checks = [
+        CheckResult(
+            name=scrub(c["name"], secrets),
+            assertions=c["assertions"],
+            passed=c["passed"],
+            message=_cut(c.get("message"), secrets, MESSAGE_LIMIT),
+            evidence=_cut(c.get("evidence"), secrets, EVIDENCE_LIMIT),
+        )
+        for c in data["checks"]
+    ]
+    metrics = {
+        name: _cut(value, secrets, MESSAGE_LIMIT) if isinstance(value, str) else value
+        for name, value in data.get("metrics", {}).items()
+    }
+    return ParsedReport(checks=checks, metrics=metrics)
+
+
+_ERRORS_SHOWN = 50  # schema errors collected at most: a report of a million bad checks is one line too
+
+
+def _load(raw: bytes) -> Any:
+    try:
+        return json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise ReportError("invalid report: nested too deeply to read") from None
+    except _NotFinite as exc:
+        raise ReportError(f"invalid report: {exc} is not a finite number") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        # int() refuses numbers of thousands of digits (ValueError), as it should.
+        text = str(exc)
+        if "integer string conversion" in text:
+            text = "a number has more digits than Python reads (4300)"
+        raise ReportError(f"invalid report: not JSON ({shorten(one_line(text), 200)})") from None
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(shorten(text, 40))
+    return value
+
+
+def _describe(errors: list[Any]) -> str:
+    # Paths under one container share its key type, but sort int before str anyway:
+    # comparing 0 with "a" would raise.
+    errors.sort(key=lambda e: [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in e.absolute_path])
+    err = errors[0]
+    where = "".join(_step(p) for p in err.absolute_path).lstrip(".")
+    if len(errors) > _ERRORS_SHOWN:
+        more = " (and more)"
+    elif len(errors) > 1:
+        more = f" (and {len(errors) - 1} more)"
+    else:
+        more = ""
+    # jsonschema's message quotes the offending value whole: cut it.
+    return f"invalid report: {shorten(where, 200) or 'top level'}: {shorten(one_line(err.message), 300)}{more}"
+
+
+def _step(part: int | str) -> str:
+    """One step of a path in a message: ``[0]``, ``.name``, or a quoted key that is no plain word."""
+    if isinstance(part, int):
+        return f"[{part}]"
+    return f".{part}" if _WORD.fullmatch(part) else f"[{json.dumps(shorten(part, 60))}]"
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _cut(text: str | None, secrets: Iterable[str], limit: int) -> str | None:
+    if text is None:
+        return None
+    clean = scrub(text, secrets)
+    return cut(clean, limit) if limit == MESSAGE_LIMIT else truncate(clean, limit)

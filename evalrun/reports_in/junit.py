@@ -2,157 +2,319 @@
 
 This module owns what a JUnit report means to evalrun:
 
-- each ``<testcase>``, at any depth under ``<testsuites>``/``<testsuite>``, is
-  a check named ``classname.name`` (``name`` alone when there is no
-  classname): pytest, Maven and Go's converters all put the module or class in
-  ``classname``, and the pair is what keeps two ``test_ok`` apart;
-- its ``assertions`` attribute is its assertion count when present, else 1;
+- each ``<testcase>``, at any depth, is a check named after where it sits:
+  the names of its enclosing ``<testsuite>`` elements, outermost first, then
+  ``classname.name`` (``name`` alone without a classname), joined by `` > ``
+  (node: ``add > works``; pytest: ``test_x.test_adds``). Left out of the path:
+  empty suite names, pytest's run-level suite (a top-level suite named
+  ``pytest``), and the innermost suite when the classname already says it
+  as whole dotted parts (Maven, Go, PHPUnit name the suite after the class). node's reporter writes
+  the constant classname ``test``, which is read as no classname. So a name
+  never depends on a position, and removing one test never renames another;
+- testcases that end up with the same name are one check (pytest writes a
+  second ``<testcase>`` for a teardown that errors after a failure): it fails
+  if any of them failed, with every failure in its message;
+- its ``assertions`` attribute is its assertion count when present (a whole
+  number, 0 to 1,000,000,000, ``3.0`` allowed: ``3.5`` is refused, not rounded), else 1;
 - ``<failure>`` or ``<error>`` fails it: the message is the ``message``
   attribute (else the text's first line; ``error: `` is prefixed for an
-  ``<error>`` so a crash reads differently from a false assertion), and the
-  text, cut to about 2 KB, is the evidence;
-- ``<skipped>`` makes it not a check, like a TAP ``# SKIP`` (see
-  ``evalrun.reports_in.parsed``); properties and output are ignored.
+  ``<error>``), the text, cut to about 2 KB, is the evidence;
+- an expected failure (pytest's ``<skipped type="pytest.xfail">``, node's
+  ``<skipped type="todo">``) is a passing check with a note, as a TAP ``#
+  TODO`` is (``parsed.expected_failure_note``);
+- any other ``<skipped>`` makes it not a check (see ``evalrun.reports_in.parsed``).
 
-The XML is parsed with the stdlib's expat, feeding ElementTree's builder, and
-any DOCTYPE or ENTITY declaration is refused before it can expand: defusedxml
-is not a dependency and a test report has no use for either. An unusable file
-raises ``ReportError`` with one line naming the file, the line and the fix.
+The XML is read with the stdlib's expat in bounded chunks (``report_file``),
+streamed into small records, never into a tree: no element that evalrun does
+not use is kept. Any DOCTYPE or ENTITY declaration is refused before it can
+expand. An unusable file raises ``ReportError`` with one line naming the file,
+the line and the fix.
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
 from evalrun.errors import ReportError
-from evalrun.reports_in.parsed import NameDeduper, ParsedReport
-from evalrun.text import one_line, truncate
+from evalrun.reports_in.parsed import (
+    ASSERTIONS_LIMIT,
+    CHECK_LIMIT,
+    NAME_LIMIT,
+    ParsedReport,
+    expected_failure_note,
+)
+from evalrun.reports_in.report_file import ReportFileError, iter_report_chunks
 from evalrun.results import CheckResult
+from evalrun.secrets import scrub
+from evalrun.text import EVIDENCE_LIMIT, one_line, shorten, truncate
 
-_LINE_ATTR = "{evalrun}line"  # where a testcase started, for messages; namespaced so it can't clash
+_TEXT_LIMIT = 2 * EVIDENCE_LIMIT  # characters of one failure's text kept while reading
+_WHOLE = re.compile(r"(\d{1,10})(?:\.0+)?")  # "3" or "3.0"; "3.5" is refused, never rounded
+_EXPECTED_FAILURE = {"pytest.xfail": "xfail", "todo": "TODO"}  # <skipped type=...> that means "expected to fail"
+_NO_CLASSNAME = {"", "test"}  # node's reporter writes classname="test" for every testcase
+_RUN_SUITE = "pytest"  # pytest's default junit_suite_name: names the run, not a group of tests
 
 
-class _Refused(Exception):
-    def __init__(self, what: str, line: int) -> None:
+class _Stop(Exception):
+    def __init__(self, what: str, line: int | None) -> None:
         super().__init__(what)
         self.what = what
         self.line = line
 
 
-def parse_junit(path: Path, label: str | None = None) -> ParsedReport:
+@dataclass
+class _Outcome:
+    tag: str  # failure, error or skipped
+    type: str
+    message: str
+    text: list[str] = field(default_factory=list)
+    room: int = _TEXT_LIMIT
+
+    def add(self, data: str) -> None:
+        if self.room > 0:
+            self.text.append(data[: self.room])
+            self.room -= len(data)
+
+    @property
+    def body(self) -> str:
+        return "".join(self.text).strip()
+
+
+@dataclass(frozen=True)
+class _Suite:
+    """An open ``<testsuite>``: the path its testcases are named under, computed once when it opens."""
+
+    depth: int
+    path: str  # " > "-joined non-empty suite names down to this one, capped at NAME_LIMIT
+    parent_path: str  # the same without the innermost non-empty name (dropped when the classname says it)
+    last: str  # the innermost non-empty name
+
+    def child(self, depth: int, name: str) -> _Suite:
+        if not name:
+            return _Suite(depth, self.path, self.parent_path, self.last)
+        if len(self.path) >= NAME_LIMIT:  # already longer than a name can be: share, don't grow
+            return _Suite(depth, self.path, self.path, name)
+        path = shorten(f"{self.path} > {name}" if self.path else name, NAME_LIMIT)
+        return _Suite(depth, path, self.path, name)
+
+
+_ROOT = _Suite(0, "", "", "")
+
+
+@dataclass
+class _Case:
+    name: str
+    line: int
+    assertions: str | None
+    outcomes: list[_Outcome] = field(default_factory=list)
+
+
+def parse_junit(path: Path, label: str | None = None, secrets: Iterable[str] = ()) -> ParsedReport:
     """Translate the JUnit XML file at ``path``; ``label`` names it in messages (default: its name)."""
     name = label or path.name
-    root = _parse_xml(path, name)
-    if root.tag not in ("testsuites", "testsuite"):
-        raise ReportError(
-            f"junit report {name}: the root element is <{root.tag}>, not <testsuites> or <testsuite>; "
-            f"point junit = at the JUnit XML the scorer writes"
-        )
-    names = NameDeduper()
+    reader = _Reader(name)
+    reader.read(path)
+    secrets = tuple(secrets)
     checks: list[CheckResult] = []
     skipped: list[str] = []
-    for case in root.iter("testcase"):
-        check_name = names.unique(_case_name(case, len(checks) + len(skipped) + 1))
-        skip = case.find("skipped")
-        if skip is not None:
-            reason = skip.get("message") or _first_line(skip.text)
-            skipped.append(f"{check_name} ({reason})" if reason else check_name)
-            continue
-        checks.append(_to_check(case, check_name, name))
+    for check_name, cases in reader.groups().items():
+        check = _to_check(scrub(check_name, secrets), cases, name, secrets)
+        if isinstance(check, CheckResult):
+            checks.append(check)
+        else:
+            skipped.append(check)
     problem = None if checks or skipped else "no <testcase> in the report"
     return ParsedReport(checks=checks, metrics={}, problem=problem, skipped=skipped, source="JUnit")
 
 
-def _parse_xml(path: Path, name: str) -> ET.Element:
-    builder = ET.TreeBuilder()
-    parser = expat.ParserCreate()
-    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+class _Reader:
+    """expat handlers that keep the suite path and each testcase's outcome, nothing else."""
 
-    def refuse_doctype(*_args: object) -> None:
-        raise _Refused("DOCTYPE", parser.CurrentLineNumber)
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.depth = 0
+        self.suites: list[_Suite] = []  # each open <testsuite>, innermost last
+        self.case: _Case | None = None
+        self.case_depth = -1
+        self.outcome: _Outcome | None = None
+        self.cases: list[_Case] = []
+        self.parser = expat.ParserCreate()
 
-    def refuse_entity(*_args: object) -> None:
-        raise _Refused("ENTITY", parser.CurrentLineNumber)
+    def read(self, path: Path) -> None:
+        parser = self.parser
+        parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+        parser.StartDoctypeDeclHandler = lambda *_: self._stop("DOCTYPE")
+        parser.EntityDeclHandler = lambda *_: self._stop("ENTITY")
+        parser.UnparsedEntityDeclHandler = lambda *_: self._stop("ENTITY")
+        parser.ExternalEntityRefHandler = lambda *_args: 0  # never fetch anything
+        parser.StartElementHandler = self._start
+        parser.EndElementHandler = self._end
+        parser.CharacterDataHandler = self._data
+        parser.buffer_text = True
+        name = self.label
+        try:
+            for chunk in iter_report_chunks(path):
+                parser.Parse(chunk, False)
+            parser.Parse(b"", True)
+        except ReportFileError as exc:
+            if exc.missing:
+                fix = "the scorer did not write it - check the eval's junit path"
+                raise ReportError(f"junit report {name}: no such file; {fix}") from None
+            if exc.reason.startswith("is a directory"):
+                raise ReportError(f"junit report {name}: is a directory; junit = must name the XML file") from None
+            raise ReportError(f"junit report {name}: {exc.reason}; make the scorer write a JUnit XML file") from None
+        except _Stop as exc:
+            where = f"line {exc.line}: " if exc.line is not None else ""
+            raise ReportError(f"junit report {name}: {where}{exc.what}") from None
+        except expat.ExpatError as exc:
+            reason = expat.ErrorString(exc.code) if exc.code else str(exc)
+            raise ReportError(
+                f"junit report {name}: not valid XML: line {exc.lineno}: {reason}; fix the scorer that writes it"
+            ) from None
 
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        if tag == "testcase":
-            attrs = {**attrs, _LINE_ATTR: str(parser.CurrentLineNumber)}
-        builder.start(tag, attrs)
+    def _stop(self, what: str) -> None:
+        if what in ("DOCTYPE", "ENTITY"):
+            what = f"{what} declarations are refused (entity expansion); make the scorer write plain JUnit XML"
+        raise _Stop(what, self.parser.CurrentLineNumber)
 
-    parser.StartDoctypeDeclHandler = refuse_doctype
-    parser.EntityDeclHandler = refuse_entity
-    parser.UnparsedEntityDeclHandler = refuse_entity
-    parser.ExternalEntityRefHandler = lambda *_args: 0  # never fetch anything
-    parser.StartElementHandler = start
-    parser.EndElementHandler = builder.end
-    parser.CharacterDataHandler = builder.data
-    parser.buffer_text = True
-    try:
-        with path.open("rb") as handle:
-            parser.ParseFile(handle)
-    except FileNotFoundError:
-        raise ReportError(
-            f"junit report {name}: no such file; the scorer did not write it - check the eval's junit path"
-        ) from None
-    except IsADirectoryError:
-        raise ReportError(f"junit report {name}: is a directory; junit = must name the XML file") from None
-    except OSError as exc:
-        raise ReportError(f"junit report {name}: cannot read it ({exc.strerror}); check its permissions") from None
-    except _Refused as exc:
-        raise ReportError(
-            f"junit report {name}: line {exc.line}: {exc.what} declarations are refused (entity expansion); "
-            f"make the scorer write plain JUnit XML"
-        ) from None
-    except expat.ExpatError as exc:
-        reason = expat.ErrorString(exc.code) if exc.code else str(exc)
-        raise ReportError(
-            f"junit report {name}: not valid XML: line {exc.lineno}: {reason}; fix the scorer that writes it"
-        ) from None
-    return builder.close()
+    def _start(self, tag: str, attrs: dict[str, str]) -> None:
+        if self.depth == 0 and tag not in ("testsuites", "testsuite"):
+            raise _Stop(
+                f"the root element is <{shorten(tag, 40)}>, not <testsuites> or <testsuite>; "
+                f"point junit = at the JUnit XML the scorer writes",
+                None,
+            )
+        self.depth += 1
+        if self.case is not None:
+            if self.depth == self.case_depth + 1 and tag in ("failure", "error", "skipped"):
+                self.outcome = _Outcome(tag, attrs.get("type", ""), attrs.get("message", ""))
+                self.case.outcomes.append(self.outcome)
+            return  # anything else inside a testcase (properties, output, a nested testcase) is not read
+        if tag == "testsuite":
+            name = attrs.get("name", "").strip()
+            if not self.suites and name == _RUN_SUITE:
+                name = ""
+            self.suites.append((self.suites[-1] if self.suites else _ROOT).child(self.depth, name))
+        elif tag == "testcase":
+            if len(self.cases) >= CHECK_LIMIT:
+                self._stop(f"more than {CHECK_LIMIT:,} testcases, the most evalrun reads from one report")
+            ordinal = len(self.cases) + 1
+            self.case = _Case(
+                name=self._name(attrs, ordinal), line=self.parser.CurrentLineNumber, assertions=attrs.get("assertions")
+            )
+            self.case_depth = self.depth
+            self.cases.append(self.case)
+
+    def _end(self, tag: str) -> None:
+        if self.outcome is not None and self.depth == self.case_depth + 1:
+            self.outcome = None
+        if self.case is not None and self.depth == self.case_depth:
+            self.case = None
+            self.case_depth = -1
+        if self.suites and self.suites[-1].depth == self.depth:
+            self.suites.pop()
+        self.depth -= 1
+
+    def _data(self, data: str) -> None:
+        if self.outcome is not None:
+            self.outcome.add(data)
+
+    def _name(self, attrs: dict[str, str], ordinal: int) -> str:
+        name = (attrs.get("name") or "").strip() or f"testcase {ordinal}"
+        classname = (attrs.get("classname") or "").strip()
+        if classname in _NO_CLASSNAME:
+            classname = ""
+        suite = self.suites[-1] if self.suites else _ROOT
+        path = suite.parent_path if classname and suite.last and _covers(classname, suite.last) else suite.path
+        own = f"{classname}.{name}" if classname else name
+        return shorten(f"{path} > {own}" if path else own, NAME_LIMIT)
+
+    def groups(self) -> dict[str, list[_Case]]:
+        grouped: dict[str, list[_Case]] = {}
+        for case in self.cases:
+            grouped.setdefault(case.name, []).append(case)
+        return grouped
 
 
-def _case_name(case: ET.Element, ordinal: int) -> str:
-    name = (case.get("name") or "").strip()
-    classname = (case.get("classname") or "").strip()
-    if not name:
-        name = f"testcase {ordinal}"
-    return f"{classname}.{name}" if classname else name
+def _covers(classname: str, suite: str) -> bool:
+    """Whether the classname already says the suite's name, as whole dotted parts.
+
+    Maven's suite ``com.x.FooTest`` for classname ``com.x.FooTest``, PHPUnit's
+    ``Tests\\Foo`` for ``Tests.Foo``, evalrun's own ``rls`` for ``t2.rls``.
+    """
+    return f".{_dotted(suite)}." in f".{_dotted(classname)}."
 
 
-def _to_check(case: ET.Element, check_name: str, file_label: str) -> CheckResult:
-    assertions = _assertions(case, check_name, file_label)
-    for tag, prefix in (("failure", ""), ("error", "error: ")):
-        node = case.find(tag)
-        if node is None:
+def _dotted(text: str) -> str:
+    return text.replace("::", ".").replace("\\", ".").replace("/", ".")
+
+
+def _to_check(check_name: str, cases: list[_Case], file_label: str, secrets: tuple[str, ...]) -> CheckResult | str:
+    """One check from the testcases that share a name, or the skipped entry if every one was skipped."""
+    counts = [_assertions(case, check_name, file_label) for case in cases]
+    failures: list[tuple[str, str]] = []  # (message, evidence)
+    notes: list[str] = []
+    skips: list[str] = []
+    ran = 0
+    for case in cases:
+        skip = next((o for o in case.outcomes if o.tag == "skipped"), None)
+        failed = [o for o in case.outcomes if o.tag in ("failure", "error")]
+        if skip is not None and skip.type in _EXPECTED_FAILURE:
+            reason = scrub(skip.message or skip.body, secrets)
+            # pytest writes <skipped type="pytest.xfail"> only for a test that failed as expected;
+            # node writes <skipped type="todo"> for both, with a <failure> when it failed.
+            as_expected = bool(failed) or skip.type == "pytest.xfail"
+            notes.append(expected_failure_note(_EXPECTED_FAILURE[skip.type], reason, failed=as_expected))
+            ran += 1
             continue
-        text = (node.text or "").strip()
-        message = node.get("message") or _first_line(text) or node.get("type") or tag
+        if skip is not None:
+            skips.append(scrub(skip.message or _first_line(skip.body), secrets))
+            continue
+        ran += 1
+        for outcome in failed:
+            failures.append(_failure(outcome, secrets))
+    if not ran:
+        reason = next((r for r in skips if r), "")
+        return f"{check_name} ({one_line(reason, 200)})" if reason else check_name
+    assertions = max(counts)
+    if failures:
+        message = "; ".join(m for m, _ in failures)
+        evidence = "\n".join(e for _, e in failures if e)
         return CheckResult(
             name=check_name,
             assertions=assertions,
             passed=False,
-            message=prefix + one_line(message),
-            evidence=truncate(text) if text else None,
+            message=one_line(message),
+            evidence=truncate(evidence) if evidence else None,
         )
-    return CheckResult(name=check_name, assertions=assertions, passed=True)
+    note = "; ".join(dict.fromkeys(notes)) or None
+    return CheckResult(name=check_name, assertions=assertions, passed=True, message=one_line(note) if note else None)
 
 
-def _assertions(case: ET.Element, check_name: str, file_label: str) -> int:
-    raw = case.get("assertions")
+def _failure(outcome: _Outcome, secrets: tuple[str, ...]) -> tuple[str, str]:
+    text = scrub(outcome.body, secrets)
+    message = scrub(outcome.message, secrets) or _first_line(text) or outcome.type or outcome.tag
+    prefix = "error: " if outcome.tag == "error" else ""
+    return prefix + one_line(message), text
+
+
+def _assertions(case: _Case, check_name: str, file_label: str) -> int:
+    raw = case.assertions
     if raw is None or not raw.strip():
         return 1
-    try:
-        value = int(float(raw)) if raw.strip().replace(".", "", 1).isdigit() else int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ReportError(
-            f"junit report {file_label}: line {case.get(_LINE_ATTR)}: testcase {check_name!r}: "
-            f"assertions={raw!r} is not a whole number >= 0; fix the scorer that writes it"
-        )
-    return value
+    text = raw.strip()
+    whole = _WHOLE.fullmatch(text)
+    if whole and int(whole[1]) <= ASSERTIONS_LIMIT:
+        return int(whole[1])
+    raise ReportError(
+        f"junit report {file_label}: line {case.line}: testcase {shorten(check_name, 200)!r}: "
+        f"assertions={shorten(raw, 40)!r} is not a whole number from 0 to {ASSERTIONS_LIMIT:,}; "
+        f"fix the scorer that writes it"
+    )
 
 
 def _first_line(text: str | None) -> str:

@@ -5,6 +5,9 @@ The native JSON report, TAP (``tap.parse_tap``) and JUnit XML
 metrics and, possibly, an eval-level problem. The rules TAP and JUnit share
 (unique check names, skipped tests) live here so both formats behave alike.
 
+An expected failure (TAP ``# TODO``, pytest's xfail, node's todo) is a
+passing check whose message says whether it failed as expected or passes now.
+
 A skipped test (TAP ``# SKIP``, JUnit ``<skipped>``) is not a check: it
 asserted nothing, yet calling it a failure would blame the code for a missing
 precondition. It is listed in ``ParsedReport.skipped`` so that the eval's
@@ -18,6 +21,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrun.results import CheckResult
+
+NAME_LIMIT = 1000  # characters of a check or metric name: names live in baselines, one per line
+ASSERTIONS_LIMIT = 1_000_000_000  # a larger count is a scorer's bug, and no consumer need hold it
+CHECK_LIMIT = 100_000  # checks (TAP points, testcases) read from one report: bounds memory, not real suites
+
+
+def expected_failure_note(label: str, reason: str, *, failed: bool) -> str:
+    """The message of an expected failure, alike in every format (TAP ``# TODO``, pytest xfail, node todo).
+
+    An expected failure is a passing check either way: one that failed as
+    expected says so; one that passes now (XPASS) says the mark can go.
+    """
+    head = f"{label} {' '.join(reason.split())}".strip()
+    return f"{head}: fails as expected" if failed else f"{head}: passes now; remove the {label}"
 
 
 @dataclass(frozen=True)
@@ -54,13 +71,21 @@ class NameDeduper:
         self._next: dict[str, int] = {}
 
     def unique(self, name: str) -> str:
+        name = _fit(name, "")
         if name not in self._seen:
             self._seen.add(name)
             return name
         n = self._next.get(name, 2)
-        while f"{name} #{n}" in self._seen:
+        while _fit(name, f" #{n}") in self._seen:
             n += 1
         self._next[name] = n + 1
-        candidate = f"{name} #{n}"
+        candidate = _fit(name, f" #{n}")
         self._seen.add(candidate)
         return candidate
+
+
+def _fit(name: str, suffix: str) -> str:
+    """``name + suffix`` within NAME_LIMIT characters: the name is cut, never the suffix that makes it unique."""
+    if len(name) + len(suffix) <= NAME_LIMIT:
+        return name + suffix
+    return name[: NAME_LIMIT - len(suffix) - 1] + "…" + suffix

@@ -82,7 +82,11 @@ def _failed_message(failed: list[CheckResult]) -> str:
 def _apply_check_rules(check: CheckResult) -> CheckResult:
     if check.assertions == 0:
         note = "asserted nothing"
-        message = f"{note}; {check.message}" if check.message and check.passed is False else note
+        # The SDK already says so for its own zero-assertion checks: say it once.
+        if check.message and check.passed is False and note not in check.message:
+            message = f"{note}; {check.message}"
+        else:
+            message = check.message if check.message and check.passed is False else note
         return replace(check, passed=False, message=message)
     return check
 
