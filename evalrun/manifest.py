@@ -52,6 +52,23 @@ class BaselineConfig(_Strict):
     dir: str = "baselines"
 
 
+HISTORY_SCHEMES = ("postgresql://", "postgres://", "sqlite:")
+
+
+class HistoryConfig(_Strict):
+    """``[history]``: where every run is appended (see evalrun.history)."""
+
+    enabled: bool = Field(default=True, strict=True)  # "yes" is not a boolean
+    url: str | None = None  # postgresql://... or sqlite:PATH; may use ${VAR}; default .evalrun/history.sqlite
+
+    @field_validator("url")
+    @classmethod
+    def _url_has_a_known_scheme(cls, url: str | None) -> str | None:
+        if url is None or url.startswith("${") or url.startswith(HISTORY_SCHEMES):
+            return url
+        raise ValueError('must start with postgresql://, postgres:// or sqlite: (e.g. url = "${HISTORY_URL}")')
+
+
 class EvalSpec(_Strict):
     name: str = Field(min_length=1)
     tier: str
@@ -94,6 +111,7 @@ class Manifest(_Strict):
     services: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
     models: ModelsConfig = ModelsConfig()
+    history: HistoryConfig = HistoryConfig()
     evals: list[EvalSpec] = Field(default_factory=list)
 
     def uses_model(self, spec: EvalSpec) -> bool:
@@ -118,6 +136,7 @@ class _RawManifest(_Strict):
     services: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
     models: ModelsConfig = ModelsConfig()
+    history: HistoryConfig = HistoryConfig()
     evals: list[EvalSpec] = Field(default_factory=list)
 
 
@@ -149,6 +168,7 @@ def load_manifest(path: Path) -> Manifest:
         services=raw.services,
         baseline=raw.baseline,
         models=raw.models,
+        history=raw.history,
         evals=raw.evals,
     )
     _check_semantics(label, manifest)

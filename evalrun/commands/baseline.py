@@ -7,6 +7,7 @@ the last results with the baseline without running any scorer.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from evalrun.baseline import (
@@ -20,6 +21,7 @@ from evalrun.baseline import (
 from evalrun.commands.run import RunOptions, collect_results, load_checked_manifest, results_path, update_command
 from evalrun.console import Console
 from evalrun.errors import ExitCode, ResultsError, UsageError
+from evalrun.history import record_run
 from evalrun.manifest import TIERS
 from evalrun.plan import make_plan
 from evalrun.results import RunResults, load_results, write_results
@@ -60,6 +62,8 @@ def update_baselines(
         else:
             results = collect_results(plan, RunOptions(manifest_path, tier, evals, tags, jobs), console)
             write_results(results, results_path(manifest, tier, None))
+            if warning := record_run(manifest, results, os.environ, source="baseline"):
+                console.warn(warning)
             filtered = plan.is_filtered
         new, notes = update_baseline(old, results, plan.tier_names(), filtered)  # raises BaselineRefused
         pending.append((tier, path, new, notes))

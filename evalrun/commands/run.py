@@ -22,6 +22,7 @@ from evalrun.baseline import baseline_path, compare_tier, format_comparison, loa
 from evalrun.console import Console, closing_line
 from evalrun.errors import ExitCode, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
+from evalrun.history import record_run
 from evalrun.manifest import Manifest, load_manifest
 from evalrun.model_calls import BUDGET_MESSAGE, ModelCalls, describe_models
 from evalrun.plan import Plan, PlannedEval, make_plan
@@ -53,6 +54,7 @@ class RunOptions:
     clean_checkout: bool = False
     worktree: bool = False
     record: bool = False  # t3: write the model answers as replay fixtures
+    html_path: Path | None = None  # also write the HTML report (this run and the history's last runs)
 
 
 def default_jobs() -> int:
@@ -156,10 +158,20 @@ def _run_plan(
     results.exit_code = int(code)
     out = results_path(manifest, options.tier, options.json_path)
     write_results(results, out)
+    _warn_if(console, record_run(shown or manifest, results, os.environ))
     report_run(results, plan, console)
     console.line(f"results: {out}")
     write_ci_reports(results, options.junit_path, options.markdown_path, console)
+    if options.html_path is not None:
+        from evalrun.reports_out.html import write_html_after_run
+
+        _warn_if(console, write_html_after_run(shown or manifest, results, options.html_path, os.environ, console))
     return int(code)
+
+
+def _warn_if(console: Console, warning: str | None) -> None:
+    if warning:
+        console.warn(warning)
 
 
 def write_ci_reports(results: RunResults, junit: Path | None, markdown: Path | None, console: Console) -> None:
