@@ -47,6 +47,9 @@ ChangedOpt = Annotated[
 ShardOpt = Annotated[Optional[str], typer.Option("--shard", help="Run shard I of N (e.g. 2/3); combine with merge.")]
 CleanOpt = Annotated[bool, typer.Option("--clean-checkout", help="Run from git archive HEAD in a temporary folder.")]
 RecordOpt = Annotated[bool, typer.Option("--record", help="t3: record the model answers as replay fixtures.")]
+HtmlOpt = Annotated[
+    Optional[Path], typer.Option("--html", help="Also write the HTML report (this run and the last runs) here.")
+]
 WorktreeOpt = Annotated[
     bool, typer.Option("--worktree", help="With --clean-checkout: lay uncommitted changes of tracked files on top.")
 ]
@@ -99,6 +102,7 @@ def _run_options(
     clean_checkout: CleanOpt = False,
     worktree: WorktreeOpt = False,
     record: RecordOpt = False,
+    html_path: HtmlOpt = None,
 ) -> None:
     """The options of every run command, named as RunOptions' fields: typer reads this signature."""
 
@@ -241,6 +245,60 @@ def replay_serve(
     from evalrun.commands.replay import serve
 
     _call(serve, fixtures, mode, upstream, port, eval_name)
+
+# ---------------------------------------------------------------- history, report, init
+
+
+@app.command()
+def history(
+    words: Annotated[
+        Optional[list[str]], typer.Argument(help="[TIER], or: import RESULTS... (load results files).")
+    ] = None,
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    eval_: Annotated[Optional[str], typer.Option("--eval", "-e", help="Per check of this eval.")] = None,
+    check_: Annotated[Optional[str], typer.Option("--check", "-c", help="Per run for checks of this name.")] = None,
+    last: Annotated[int, typer.Option("--last", help="How many recent runs.", min=1)] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+) -> None:
+    """Show past runs, or each check's status per run and since when it fails; `history import` loads results files."""
+    from evalrun.commands.history import import_results, show_history
+
+    words = list(words or [])
+    if words[:1] == ["import"]:
+        _call(import_results, manifest_path=manifest, paths=[Path(w) for w in words[1:]], console=_console())
+    if len(words) > 1:
+        _call(_usage, f"history: expected at most one TIER, got {' '.join(words)}")
+    _call(show_history, manifest_path=manifest, tier=words[0] if words else None, eval_name=eval_, check=check_,
+          last=last, as_json=as_json, console=_console())
+
+
+@app.command()
+def report(
+    tier: Annotated[Optional[str], typer.Argument(help="t1, t2 or t3 (default: the tier of the latest run).")] = None,
+    html: Annotated[Optional[Path], typer.Option("--html", help="Write the self-contained HTML report here.")] = None,
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    last: Annotated[int, typer.Option("--last", help="How many recent runs the trends show.", min=1)] = 30,
+) -> None:
+    """Write a report of the latest run and the trends of the last runs."""
+    from evalrun.commands.report import write_report
+
+    _call(write_report, manifest_path=manifest, tier=tier, html=html, last=last, console=_console())
+
+
+@app.command()
+def init(
+    folder: Annotated[Path, typer.Argument(help="Where to start (default: here).")] = Path("."),
+) -> None:
+    """Start a project: a commented manifest, one passing t1 eval, baselines/, and .gitignore for .evalrun/."""
+    from evalrun.commands.init import init_project
+
+    _call(init_project, folder=folder, console=_console())
+
+
+def _usage(message: str) -> int:
+    from evalrun.errors import UsageError
+
+    raise UsageError(message)
 
 
 def main() -> None:

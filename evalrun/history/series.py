@@ -66,16 +66,20 @@ class CheckSeries:
 
 @dataclass(frozen=True)
 class FailingSince:
-    """The first run of the current failing streak, and the last passing run before it (if any)."""
+    """A failing streak: its first run, the last passing run before it, and the run that passed again (if any)."""
 
     first_bad: RunRecord
     last_good: RunRecord | None
+    fixed_by: RunRecord | None = None
 
     def describe(self) -> str:
         commit = self.first_bad.short_commit
-        if self.last_good is None:
-            return f"failing since {self.first_bad.run_id} (commit {commit}; it never passed in the history kept)"
-        return f"failing since {self.first_bad.run_id} (commit {commit}, first bad after {self.last_good.short_commit})"
+        after = (f"first bad after {self.last_good.short_commit}" if self.last_good is not None
+                 else "it never passed before in the history kept")
+        if self.fixed_by is None:
+            return f"failing since {self.first_bad.run_id} (commit {commit}, {after})"
+        return (f"failed from {self.first_bad.run_id} (commit {commit}, {after}) until {self.fixed_by.run_id} "
+                f"(commit {self.fixed_by.short_commit}) passed again")
 
 
 def check_series(runs: list[RunRecord], eval_name: str | None = None, check: str | None = None) -> list[CheckSeries]:
@@ -107,11 +111,23 @@ def failing_since(series: CheckSeries) -> FailingSince | None:
     present = series.present
     if not present or present[-1].status != FAILED:
         return None
-    index = len(present) - 1
-    while index > 0 and present[index - 1].status == FAILED:
-        index -= 1
-    last_good = present[index - 1].run if index > 0 else None
-    return FailingSince(present[index].run, last_good)
+    return last_failure(series)
+
+
+def last_failure(series: CheckSeries) -> FailingSince | None:
+    """The most recent failing streak of the check (still going, or fixed since), or None if it never failed."""
+    present = series.present
+    end = len(present) - 1
+    while end >= 0 and present[end].status != FAILED:
+        end -= 1
+    if end < 0:
+        return None
+    start = end
+    while start > 0 and present[start - 1].status == FAILED:
+        start -= 1
+    last_good = present[start - 1].run if start > 0 else None
+    fixed_by = present[end + 1].run if end + 1 < len(present) else None
+    return FailingSince(present[start].run, last_good, fixed_by)
 
 
 def ordered_for_attention(series: list[CheckSeries]) -> list[CheckSeries]:

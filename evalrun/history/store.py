@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from evalrun.errors import EvalrunError
 from evalrun.history.location import HistoryLocation
 from evalrun.history.records import RunRecord
 from evalrun.keys import scrub
@@ -16,8 +17,8 @@ from evalrun.keys import scrub
 DEFAULT_LAST = 20
 
 
-class HistoryError(Exception):
-    """The history store cannot be opened, read or written; the message is one line."""
+class HistoryError(EvalrunError):
+    """The history store cannot be opened, read or written; the message is one line (exit 2 in a command)."""
 
 
 class HistoryStore(Protocol):

@@ -1,0 +1,1 @@
+"""What evalrun writes for people and CI: terminal, JUnit, Markdown, GitHub, HTML."""
