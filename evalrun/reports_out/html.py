@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from evalrun.results import RunResults
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-CHART_W, CHART_H, PAD = 560, 110, 6
+CHART_W, CHART_H, PAD, LEFT = 560, 110, 6, 52  # LEFT: room for the axis labels
 CELL, GAP, STRIP_H = 6, 2, 14
 MAX_DOTS = 40  # above this a chart is a bare line: per-point markers would bloat a 100-run report
 
@@ -67,7 +67,7 @@ def make_chart(key: str, title: str, values: list[float | None], runs: list[str]
     low = min(known) if floor is None else floor
     high = max(known) if ceiling is None else ceiling
     span = (high - low) or 1.0
-    step = (CHART_W - 2 * PAD) / max(1, len(values) - 1)
+    step = (CHART_W - LEFT - PAD) / max(1, len(values) - 1)
     current: list[str] = []
     for i, v in enumerate(values):
         if v is None or not math.isfinite(v):
@@ -75,7 +75,7 @@ def make_chart(key: str, title: str, values: list[float | None], runs: list[str]
                 chart.segments.append(" ".join(current))
             current = []
             continue
-        x = PAD + i * step if len(values) > 1 else CHART_W / 2
+        x = LEFT + i * step if len(values) > 1 else (LEFT + CHART_W) / 2
         y = CHART_H - PAD - (v - low) / span * (CHART_H - 2 * PAD)
         current.append(f"{x:.1f},{y:.1f}")
         if len(values) <= MAX_DOTS:
@@ -155,7 +155,7 @@ def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
     return env.get_template("report.html").render(
         latest=latest, runs=runs, verdict=words, rows=rows, attention=[r for r in rows if r["s"].newly_failing
                                                                        or r["s"].flaky or r["s"].failing],
-        charts=trend_charts(runs), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, notes=notes or [],
+        charts=trend_charts(runs), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, left=LEFT, notes=notes or [],
         unchecked=[e for e in latest.evals if e.unchecked],
     )
 
