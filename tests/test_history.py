@@ -315,3 +315,18 @@ def test_read_git_in_a_repository(tmp_path: Path) -> None:
     assert read_git(tmp_path) == GitInfo(head, "trunk", False)
     (tmp_path / "f").write_text("2")
     assert read_git(tmp_path) == GitInfo(head, "trunk", True)
+
+
+@given(url=st.text(max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_any_history_url_is_a_location_or_one_line_error(url: str) -> None:
+    from evalrun.errors import ManifestError
+
+    try:
+        location = parse_history_url(url, Path("/r"), "manifest.toml: history.url")
+    except ManifestError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert location.kind in ("sqlite", "postgres")
+    if location.kind == "postgres":
+        assert isinstance(location.shown, str)

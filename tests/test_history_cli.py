@@ -178,10 +178,10 @@ def test_a_history_that_cannot_be_written_warns_and_keeps_the_verdict(project) -
     assert p.results()["exit_code"] == 1
 
 
-def test_report_html_shows_the_dip_and_escapes_scorer_text(project, tmp_path: Path) -> None:
+def test_report_html_shows_the_dip_and_escapes_scorer_text(project, history_env: dict[str, str]) -> None:
     p = project()
-    three_runs(p, {})
-    result = p.run("report", "--html", "r.html")
+    three_runs(p, history_env)
+    result = p.run("report", "--html", "r.html", env=history_env)
     assert result.code == 0, result.output
     html = (p.root / "r.html").read_text()
     assert 'data-chart="pass-rate" data-values="100,100,75,100"' in html
@@ -189,7 +189,7 @@ def test_report_html_shows_the_dip_and_escapes_scorer_text(project, tmp_path: Pa
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html.count("<script>") == 1  # ours, and nothing a scorer wrote
     assert "http://" not in html and "https://" not in html  # nothing to fetch
-    only_last = p.run("report", "t1", "--html", "one.html", "--last", "1")
+    only_last = p.run("report", "t1", "--html", "one.html", "--last", "1", env=history_env)
     assert only_last.code == 0 and 'data-chart="pass-rate" data-values="100"' in (p.root / "one.html").read_text()
 
 

@@ -80,10 +80,12 @@ def init_project(*, folder: Path, console: Console) -> int:
     current = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
     for path, text in files.items():
         write_atomic(path, text)
+        path.chmod(0o644)  # files to commit, not private temp files
         console.line(f"wrote {file_label(path)}")
     if GITIGNORE_LINE not in current.splitlines():
         joiner = "" if not current or current.endswith("\n") else "\n"
         write_atomic(gitignore, f"{current}{joiner}{GITIGNORE_LINE}\n")
+        gitignore.chmod(0o644)
         console.line(f"{'added .evalrun/ to' if current else 'wrote'} {file_label(gitignore)}")
     console.line("next: evalrun t1, then evalrun baseline --update t1 and commit baselines/")
     return 0

@@ -162,6 +162,7 @@ def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
 
 def write_html_report(path: Path, runs: list[RunRecord], notes: list[str] | None = None) -> None:
     write_atomic(path, render_report(runs, notes))
+    path.chmod(0o644)  # a page to share (a CI artifact, a web folder), not a private temp file
 
 
 def runs_for_report(
