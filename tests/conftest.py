@@ -124,3 +124,11 @@ def postgres_database(postgres_url: str) -> str:
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     return postgres_url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def history_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The environment of a CLI run whose history is the default SQLite file, then a fresh embedded PostgreSQL."""
+    if request.param == "sqlite":
+        return {}
+    return {"EVALRUN_HISTORY_URL": request.getfixturevalue("postgres_database")}

@@ -14,7 +14,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 
 HOSTILE = "<script>alert(1)</script>"
 
@@ -73,13 +72,6 @@ def three_runs(project, env: dict[str, str]) -> list[tuple[str, int]]:
     return out
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def history_env(request: pytest.FixtureRequest) -> dict[str, str]:
-    if request.param == "sqlite":
-        return {}
-    return {"EVALRUN_HISTORY_URL": request.getfixturevalue("postgres_database")}
-
-
 def test_history_names_the_first_bad_run_and_commit(project, history_env: dict[str, str]) -> None:
     p = project()
     runs = three_runs(p, history_env)
@@ -133,6 +125,7 @@ def test_history_bad_arguments_are_one_line(project) -> None:
         (("history", "t9"), "evalrun: error: unknown tier 't9'; use one of t1, t2, t3"),
         (("history", "t1", "t2"), "evalrun: error: history: expected at most one TIER, got t1 t2"),
         (("history", "--check", "nope"), "evalrun: error: --check nope: no such check in the last 1 runs"),
+        (("history", "import"), "evalrun: error: history import: name at least one results file"),
     ]:
         result = p.run(*args)
         assert (result.code, result.err.strip()) == (2, message)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from test_history_cli import HOSTILE, commit_state, history_env, three_runs  # noqa: F401 - a fixture
+from test_history_cli import HOSTILE, commit_state, three_runs
 
 
 def chromium() -> str:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from evalrun.errors import ManifestError, file_label
 from evalrun.manifest import Manifest
@@ -48,7 +48,8 @@ def locate_history(manifest: Manifest, environ: Mapping[str, str]) -> HistoryLoc
 def parse_history_url(url: str, root: Path, origin: str) -> HistoryLocation:
     if url.startswith(("postgresql://", "postgres://")):
         password = _password(url)
-        return HistoryLocation("postgres", url, redact_url(url), (password,) if password else ())
+        secrets = (password, unquote(password)) if password else ()
+        return HistoryLocation("postgres", url, redact_url(url), secrets)
     if url.startswith("sqlite:"):
         rest = url.removeprefix("sqlite:")
         rest = rest[2:] if rest.startswith("//") else rest  # sqlite:///abs and sqlite:relative

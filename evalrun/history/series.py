@@ -51,7 +51,7 @@ class CheckSeries:
     @property
     def flips(self) -> int:
         statuses = [p.status for p in self.present]
-        return sum(a != b for a, b in zip(statuses, statuses[1:]))
+        return sum(a != b for a, b in zip(statuses, statuses[1:], strict=False))
 
     @property
     def flaky(self) -> bool:
@@ -96,7 +96,7 @@ def check_series(runs: list[RunRecord], eval_name: str | None = None, check: str
     out = []
     for key in sorted(keys):
         points = []
-        for run, found in zip(runs, indexed):
+        for run, found in zip(runs, indexed, strict=True):
             c = found.get(key)
             if c is None:
                 points.append(Point(run, ABSENT, None))
