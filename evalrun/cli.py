@@ -259,6 +259,7 @@ def history(
     check_: Annotated[Optional[str], typer.Option("--check", "-c", help="Per run for checks of this name.")] = None,
     last: Annotated[int, typer.Option("--last", help="How many recent runs.", min=1)] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+    shards: Annotated[bool, typer.Option("--shards", help="Also the runs of single shards (merged runs hold them).")] = False,
 ) -> None:
     """Show past runs, or each check's status per run and since when it fails; `history import` loads results files."""
     from evalrun.commands.history import import_results, show_history
@@ -269,7 +270,7 @@ def history(
     if len(words) > 1:
         _call(_usage, f"history: expected at most one TIER, got {' '.join(words)}")
     _call(show_history, manifest_path=manifest, tier=words[0] if words else None, eval_name=eval_, check=check_,
-          last=last, as_json=as_json, console=_console())
+          last=last, as_json=as_json, console=_console(), shards=shards)
 
 
 @app.command()

@@ -226,3 +226,33 @@ def test_init_overwrites_nothing(project) -> None:
         2, "evalrun: error: init: evals/example already exists; evalrun init overwrites nothing, run it in an empty folder")
     assert not (p.root / "manifest.toml").exists() and not (p.root / ".gitignore").exists()
     assert (p.root / "evals" / "example" / "keep.txt").read_text() == "mine"
+
+
+def test_shards_and_their_merge_go_into_one_history(project, history_env: dict[str, str]) -> None:
+    from conftest import eval_entry, json_scorer
+
+    files = {"manifest.toml": "[tiers.t1]\n" + "".join(eval_entry(n) for n in ("a", "b", "c"))}
+    for n in ("a", "b", "c"):
+        files[f"evals/{n}/score.py"] = json_scorer([{"name": f"{n} works", "assertions": 1, "passed": True}])
+    p = project(files)
+    for i in (1, 2):
+        assert p.run("t1", "--shard", f"{i}/2", "--json", f"s{i}.json", env=history_env).code == 0
+    merged = p.run("merge", "s1.json", "s2.json", env=history_env)
+    assert merged.code == 0, merged.output
+    data = json.loads(p.run("history", "--json", env=history_env).out)
+    assert [(r["source"], r["passed"]) for r in data["runs"]] == [("merge", 3)]  # the shards are parts of it
+    every = json.loads(p.run("history", "--json", "--shards", env=history_env).out)
+    assert sorted(r["source"] for r in every["runs"]) == ["merge", "shard", "shard"]
+    assert sum(r["passed"] for r in every["runs"] if r["source"] == "shard") == 3
+    assert "(merge)" in p.run("history", env=history_env).out
+
+
+def test_a_clean_checkout_run_is_recorded_in_the_real_repository(project) -> None:
+    p = project({"manifest.toml": MANIFEST, "evals/calc/score.py": SCORER, "evals/calc/state.txt": "good\n"})
+    git(p.root, "init", "-q", "-b", "main")
+    head = commit_state(p, "good")
+    result = p.run("t1", "--clean-checkout", "--html", "r.html")
+    assert result.code == 0, result.output
+    [run] = json.loads(p.run("history", "--json").out)["runs"]
+    assert (run["commit"], run["branch"], run["dirty"]) == (head, "main", False)
+    assert (p.root / "r.html").is_file()

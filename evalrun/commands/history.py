@@ -26,14 +26,14 @@ def _open(manifest: Manifest) -> HistoryStore:
 
 def show_history(
     *, manifest_path: Path, tier: str | None, eval_name: str | None, check: str | None, last: int, as_json: bool,
-    console: Console,
+    console: Console, shards: bool = False,
 ) -> int:
     if tier is not None and tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     manifest = load_manifest(manifest_path)
     store = _open(manifest)
     try:
-        runs = store.runs(tier, last)
+        runs = store.runs(tier, last, shards)
         shown = store.location.shown
     finally:
         store.close()
@@ -80,8 +80,9 @@ def _print_runs(runs: list[RunRecord], console: Console) -> None:
     for run in runs:
         c = run.counts()
         exit_code = "-" if run.exit_code is None else str(run.exit_code)
+        source = "" if run.source == "run" else f"  ({run.source})"
         console.line(f"{_time(run):<19}  {run.run_id:<27}  {run.tier:<4}  {run.short_commit:<11}  {exit_code:>4}  "
-                     f"{c['passed']:>6}  {c['failed']:>6}  {c['skipped']:>7}")
+                     f"{c['passed']:>6}  {c['failed']:>6}  {c['skipped']:>7}{source}")
 
 
 def _print_series(series: CheckSeries, console: Console) -> None:

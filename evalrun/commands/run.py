@@ -120,6 +120,7 @@ def _run_in_clean_checkout(options: RunOptions, console: Console) -> int:
     json_path = (options.json_path or results_path(manifest, options.tier, None)).resolve()
     junit = options.junit_path.resolve() if options.junit_path else None
     markdown = options.markdown_path.resolve() if options.markdown_path else None
+    html = options.html_path.resolve() if options.html_path else None
     keep = {p.name for p in plan.evals}
     with clean_checkout(options.manifest_path, options.worktree) as exported:
         console.note(f"running from a clean checkout of HEAD{' plus uncommitted changes' if options.worktree else ''}: {exported.parent}")
@@ -134,7 +135,7 @@ def _run_in_clean_checkout(options: RunOptions, console: Console) -> int:
         )
         inner_options = replace(
             options, manifest_path=exported, json_path=json_path, junit_path=junit, markdown_path=markdown,
-            clean_checkout=False, worktree=False,
+            html_path=html, clean_checkout=False, worktree=False,
         )
         return _run_plan(inner, narrowed, inner_options, console, shown=manifest)
 

@@ -51,10 +51,10 @@ class PostgresStore:
         with self._write() as cur:
             return sql.insert_run(cur, sql.POSTGRES, run)
 
-    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST) -> list[RunRecord]:
+    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
         with self._write() as cur:  # one transaction: one consistent view for the three reads
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            return sql.select_runs(cur, sql.POSTGRES, tier, last)
+            return sql.select_runs(cur, sql.POSTGRES, tier, last, shards)
 
     def close(self) -> None:
         self._conn.close()

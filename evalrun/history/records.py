@@ -71,7 +71,7 @@ class RunRecord(BaseModel):
     started_at: str
     finished_at: str | None = None
     recorded_at: str
-    source: str  # run, merge, baseline, import
+    source: str  # run, shard, merge, baseline, import
     git_commit: str | None = None
     git_branch: str | None = None
     git_dirty: bool | None = None
@@ -175,6 +175,8 @@ def make_record(
                 ],
             )
         )
+    if source == "run" and results.selection.get("shard"):
+        source = "shard"  # one part of a run: the merged run stands for it in trends
     comparison = results.baseline
     baseline: dict[str, Any] = {}
     if comparison is not None:

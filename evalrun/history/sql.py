@@ -123,9 +123,15 @@ _RUN_COLUMNS = ("pk, run_id, tier, started_at, finished_at, recorded_at, source,
                 "evalrun_version, exit_code, interrupted, baseline")
 
 
-def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int) -> list[RunRecord]:
-    """The last ``last`` runs (of ``tier``, or of every tier), oldest first, with their evals and checks."""
-    where, params = ("WHERE tier = ?", [tier]) if tier else ("", [])
+def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shards: bool = False) -> list[RunRecord]:
+    """The last ``last`` runs (of ``tier``, or of every tier), oldest first, with their evals and checks.
+
+    Shard runs are left out unless asked for: each holds part of a run, and the merged run holds all of it.
+    """
+    conditions, params = (["tier = ?"], [tier]) if tier else ([], [])
+    if not shards:
+        conditions.append("source <> 'shard'")
+    where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
     cur.execute(
         _q(dialect, f"SELECT {_RUN_COLUMNS} FROM evalrun_runs {where} ORDER BY started_at DESC, pk DESC LIMIT ?"),
         (*params, last),

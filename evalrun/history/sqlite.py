@@ -56,12 +56,12 @@ class SqliteStore:
         with self._write() as cur:
             return sql.insert_run(cur, sql.SQLITE, run)
 
-    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST) -> list[RunRecord]:
+    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
         try:
             cur = self._conn.cursor()
             cur.execute("BEGIN")  # one snapshot for the three reads
             try:
-                return sql.select_runs(cur, sql.SQLITE, tier, last)
+                return sql.select_runs(cur, sql.SQLITE, tier, last, shards)
             finally:
                 cur.execute("COMMIT")
         except sqlite3.Error as exc:

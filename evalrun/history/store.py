@@ -28,8 +28,8 @@ class HistoryStore(Protocol):
         """Store one run; False when a run with that id is already stored."""
         ...
 
-    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST) -> list[RunRecord]:
-        """The last runs, oldest first (of one tier, or of all)."""
+    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
+        """The last runs, oldest first (of one tier, or of all); ``shards``: also the runs of single shards."""
         ...
 
     def close(self) -> None: ...
