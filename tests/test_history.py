@@ -47,7 +47,7 @@ def results(n: int, *, passed: bool = True, tier: str = "t1", evidence: str | No
         ],
         baseline=BaselineComparison(path="baselines/t1.toml", exists=True, regressions=[
             BaselineChange(eval="alpha", check="gone", kind="vanished-check", baseline=2,
-                           message='regression: alpha: check "gone" vanished (baseline: 2 assertions)')]),
+                           message='alpha: check "gone" vanished (baseline: 2 assertions)')]),
         exit_code=0 if passed else 1,
     )
 
@@ -75,7 +75,7 @@ def test_a_run_goes_in_and_comes_back_whole(store_location: HistoryLocation) -> 
     assert (alpha.status, alpha.tokens, alpha.metrics["latency_ms"]) == ("failed", 42, 101)
     assert alpha.checks[0].message == "expected 3, got 2" and alpha.checks[0].evidence == "row 17"
     assert alpha.checks[0].runs is None and alpha.checks[0].passes is None
-    assert back.baseline["regressions"] == ['regression: alpha: check "gone" vanished (baseline: 2 assertions)']
+    assert back.baseline["regressions"] == ['alpha: check "gone" vanished (baseline: 2 assertions)']
     assert back.counts() == {"passed": 0, "failed": 1, "skipped": 1}
 
 
