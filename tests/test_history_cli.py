@@ -120,6 +120,9 @@ def test_history_table_lists_runs_with_counts(project) -> None:
 
 def test_history_bad_arguments_are_one_line(project) -> None:
     p = project({"manifest.toml": MANIFEST, "evals/calc/score.py": SCORER, "evals/calc/state.txt": "good\n"})
+    empty = p.run("history")
+    assert (empty.code, empty.out.strip()) == (0, f"no runs in the history yet ({p.root / '.evalrun' / 'history.sqlite'})")
+    assert not (p.root / ".evalrun").exists()  # reading creates nothing
     assert p.run("t1").code == 0
     for args, message in [
         (("history", "t9"), "evalrun: error: unknown tier 't9'; use one of t1, t2, t3"),

@@ -31,12 +31,16 @@ def show_history(
     if tier is not None and tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     manifest = load_manifest(manifest_path)
-    store = _open(manifest)
-    try:
-        runs = store.runs(tier, last, shards)
-        shown = store.location.shown
-    finally:
-        store.close()
+    location = locate_history(manifest, os.environ)
+    if location is not None and location.kind == "sqlite" and not Path(location.target).exists():
+        runs, shown = [], location.shown  # reading creates nothing
+    else:
+        store = _open(manifest)
+        try:
+            runs = store.runs(tier, last, shards)
+            shown = store.location.shown
+        finally:
+            store.close()
     narrowed = eval_name is not None or check is not None
     series = ordered_for_attention(check_series(runs, eval_name, check)) if narrowed else []
     if narrowed and runs and not series:
