@@ -12,12 +12,10 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from evalrun.keys import scrub
 from evalrun.results import RunResults, Status
@@ -28,9 +26,10 @@ MAX_METRICS = 100  # per eval
 GIT_TIMEOUT = 5.0  # seconds per git call: history must never hold up a run
 
 
-class CheckRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+# Plain slotted dataclasses, not pydantic models: a report reads 30,000 of them back at once, and
+# they are only ever built here and in evalrun.history.sql from data evalrun itself wrote.
+@dataclass(slots=True, kw_only=True)
+class CheckRecord:
     eval: str
     name: str
     assertions: int
@@ -41,9 +40,8 @@ class CheckRecord(BaseModel):
     evidence: str | None = None
 
 
-class EvalRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+@dataclass(slots=True, kw_only=True)
+class EvalRecord:
     name: str
     status: str
     duration_s: float = 0.0
@@ -51,8 +49,8 @@ class EvalRecord(BaseModel):
     message: str | None = None
     models: dict[str, Any] | None = None
     tokens: int | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    checks: list[CheckRecord] = Field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    checks: list[CheckRecord] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -63,9 +61,8 @@ class EvalRecord(BaseModel):
         return Status(self.status).is_unchecked
 
 
-class RunRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+@dataclass(slots=True, kw_only=True)
+class RunRecord:
     run_id: str
     tier: str
     started_at: str
@@ -78,8 +75,8 @@ class RunRecord(BaseModel):
     evalrun_version: str
     exit_code: int | None = None
     interrupted: bool = False
-    baseline: dict[str, Any] = Field(default_factory=dict)  # regressions, stale, not_compared: lines
-    evals: list[EvalRecord] = Field(default_factory=list)
+    baseline: dict[str, Any] = field(default_factory=dict)  # regressions, stale, not_compared: lines
+    evals: list[EvalRecord] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {

@@ -159,9 +159,10 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
     evals: dict[Any, list[EvalRecord]] = {}
     for pk, name, status, duration, code, message, models, tokens, metrics in cur.fetchall():
         evals.setdefault(pk, []).append(
-            EvalRecord(name=name, status=status, duration_s=float(duration), exit_code=code, message=message,
-                       models=json.loads(models) if models else None, tokens=tokens, metrics=json.loads(metrics),
-                       checks=sorted(checks.get((pk, name), []), key=lambda c: c.name)))
+            EvalRecord(
+                name=name, status=status, duration_s=float(duration), exit_code=code, message=message,
+                models=json.loads(models) if models else None, tokens=tokens, metrics=json.loads(metrics),
+                checks=sorted(checks.get((pk, name), []), key=lambda c: c.name)))
     runs = []
     for (pk, run_id, tier_, started, finished, recorded, source, commit, branch, dirty, version, code, interrupted,
          baseline) in rows:

@@ -10,6 +10,7 @@ Content-Security-Policy forbids every network source).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -124,10 +125,11 @@ def trend_charts(runs: list[RunRecord]) -> list[Chart]:
             for name, value in e.metrics.items():
                 if _numeric(value):
                     metric_keys.setdefault((e.name, name), None)
+    metrics_by_run = [{e.name: e.metrics for e in run.evals} for run in runs]
     for eval_name, name in sorted(metric_keys):
         values = []
-        for run in runs:
-            found = next((e.metrics.get(name) for e in run.evals if e.name == eval_name), None)
+        for metrics in metrics_by_run:
+            found = metrics.get(eval_name, {}).get(name)
             values.append(float(found) if _numeric(found) else None)
         charts.append(make_chart(f"metric:{eval_name}:{name}", f"{eval_name}: {name}", values, ids))
     return charts
@@ -135,15 +137,11 @@ def trend_charts(runs: list[RunRecord]) -> list[Chart]:
 
 def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
     """The page for ``runs`` (oldest first; the last is the latest run)."""
-    import jinja2
-
     from evalrun.errors import ExitCode
     from evalrun.verdict import VERDICT_WORDS
 
     if not runs:
         raise ValueError("a report needs at least one run")
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
     latest = runs[-1]
     series = ordered_for_attention(check_series(runs))
     rows = [{"s": s, "strip": make_strip(s), "since": last_failure(s)} for s in series]
@@ -152,12 +150,22 @@ def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
         words = VERDICT_WORDS.get(ExitCode(code), "") if code is not None else "no exit code recorded"
     except ValueError:
         words = ""
-    return env.get_template("report.html").render(
+    return _template().render(
         latest=latest, runs=runs, verdict=words, rows=rows, attention=[r for r in rows if r["s"].newly_failing
                                                                        or r["s"].flaky or r["s"].failing],
         charts=trend_charts(runs), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, left=LEFT, notes=notes or [],
         unchecked=[e for e in latest.evals if e.unchecked],
     )
+
+
+@functools.cache
+def _template() -> Any:
+    """The compiled template, once per process (compiling it costs more than rendering a small report)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html")
 
 
 def write_html_report(path: Path, runs: list[RunRecord], notes: list[str] | None = None) -> None:
