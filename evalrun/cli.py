@@ -121,6 +121,10 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             typer.Option("--worktree", metavar="", help="With --clean-checkout: lay uncommitted changes of tracked files on top."),
         ] = False,
         record: RecordOpt = False,
+        html_path: Annotated[
+            Optional[Path],
+            typer.Option("--html", metavar="PATH", help="Also write the HTML report (this run and the last runs) here."),
+        ] = None,
     ) -> int:
         from evalrun.commands.run import run_tier
         from evalrun.pipeline import RunRequest
@@ -145,6 +149,7 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             clean_checkout=clean_checkout,
             worktree=worktree,
             record=record,
+            html_path=html_path,
         )
         return run_tier(request, _console())
 
@@ -292,6 +297,65 @@ def replay_serve(
     from evalrun.commands.replay import serve
 
     return serve(fixtures, mode, upstream, port, eval_name)
+
+@app.command()
+def history(
+    words: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="[TIER] | import RESULTS...", help="[TIER], or: import RESULTS... (load results files)."),
+    ] = None,
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    eval_: Annotated[Optional[str], typer.Option("--eval", "-e", metavar="NAME", help="Per check of this eval.")] = None,
+    check_: Annotated[
+        Optional[str], typer.Option("--check", "-c", metavar="CHECK", help="Per run for checks of this name.")
+    ] = None,
+    last: Annotated[int, typer.Option("--last", metavar="N", help="How many recent runs.", min=1)] = 20,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print JSON for machines.")] = False,
+    shards: Annotated[
+        bool, typer.Option("--shards", metavar="", help="Also the runs of single shards (merged runs hold them).")
+    ] = False,
+) -> int:
+    """Show past runs, or each check's status per run and since when it fails; `history import` loads results files."""
+    from evalrun.commands.history import import_results, show_history
+
+    words = list(words or [])
+    if words[:1] == ["import"]:
+        return import_results(manifest_path=manifest, paths=[Path(w) for w in words[1:]], console=_console())
+    if len(words) > 1:
+        raise UsageError(f"history: expected at most one TIER, got {' '.join(words)}")
+    return show_history(
+        manifest_path=manifest, tier=words[0] if words else None, eval_name=eval_, check=check_,
+        last=last, as_json=as_json, console=_console(), shards=shards,
+    )
+
+
+@app.command()
+def report(
+    tier: Annotated[
+        Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: the tier of the latest run).")
+    ] = None,
+    html: Annotated[
+        Optional[Path], typer.Option("--html", metavar="PATH", help="Write the self-contained HTML report here.")
+    ] = None,
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    last: Annotated[
+        int, typer.Option("--last", metavar="N", help="How many recent runs the trends show.", min=1)
+    ] = 30,
+) -> int:
+    """Write a report of the latest run and the trends of the last runs."""
+    from evalrun.commands.report import write_report
+
+    return write_report(manifest_path=manifest, tier=tier, html=html, last=last, console=_console())
+
+
+@app.command()
+def init(
+    folder: Annotated[Path, typer.Argument(metavar="[FOLDER]", help="Where to start (default: here).")] = Path("."),
+) -> int:
+    """Start a project: a commented manifest, one passing t1 eval, baselines/, and .gitignore for .evalrun/."""
+    from evalrun.commands.init import init_project
+
+    return init_project(folder=folder, console=_console())
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -54,6 +54,23 @@ class BaselineConfig(_Strict):
     dir: str = "baselines"
 
 
+HISTORY_SCHEMES = ("postgresql://", "postgres://", "sqlite:")
+
+
+class HistoryConfig(_Strict):
+    """``[history]``: where every run is appended (see evalrun.history)."""
+
+    enabled: bool = Field(default=True, strict=True)  # "yes" is not a boolean
+    url: str | None = None  # postgresql://... or sqlite:PATH; may use ${VAR}; default .evalrun/history.sqlite
+
+    @field_validator("url")
+    @classmethod
+    def _url_has_a_known_scheme(cls, url: str | None) -> str | None:
+        if url is None or url.startswith("${") or url.startswith(HISTORY_SCHEMES):
+            return url
+        raise ValueError('must start with postgresql://, postgres:// or sqlite: (e.g. url = "${HISTORY_URL}")')
+
+
 class EvalSpec(_Strict):
     name: str = Field(min_length=1)
     tier: str
@@ -98,6 +115,7 @@ class Manifest(_Strict):
     services: dict[str, ServiceSpec] = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
     models: ModelsConfig = ModelsConfig()
+    history: HistoryConfig = HistoryConfig()
     evals: list[EvalSpec] = Field(default_factory=list)
 
     def uses_model(self, spec: EvalSpec) -> bool:
@@ -138,6 +156,7 @@ class _RawManifest(_Strict):
     services: _ServiceTables = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
     models: ModelsConfig = ModelsConfig()
+    history: HistoryConfig = HistoryConfig()
     evals: list[EvalSpec] = Field(default_factory=list)
 
 
@@ -170,6 +189,7 @@ def load_manifest(path: Path) -> Manifest:
         services=parse_service_tables(label, root, raw.services, probes),
         baseline=raw.baseline,
         models=raw.models,
+        history=raw.history,
         evals=raw.evals,
     )
     _check_semantics(label, manifest)

@@ -63,15 +63,17 @@ class RunRequest:
     clean_checkout: bool = False
     worktree: bool = False
     record: bool = False  # t3: write the model answers as replay fixtures
+    html_path: Path | None = None  # also the HTML report: this run and the history's last runs
 
 
 @dataclass(frozen=True)
 class Outputs:
-    """Where a run writes: the results file, and the CI reports asked for."""
+    """Where a run writes: the results file, and the reports asked for."""
 
     results: Path
     junit: Path | None = None
     markdown: Path | None = None
+    html: Path | None = None
 
 
 # --------------------------------------------------------------------------- the run
@@ -101,7 +103,9 @@ def _run_plan(
     collected = collect(plan, request, console, environ)
     judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
     write(judged, outputs, console, environ)
-    report(judged, console)
+    record(judged, shown, console, environ, source="run")
+    report(judged, console, outputs)
+    write_html(judged, shown, outputs, console, environ)
     return int(judged.exit_code or 0)
 
 
@@ -150,12 +154,13 @@ def plan_outputs(manifest: Manifest, request: RunRequest) -> Outputs:
         results=check_writable(results, "--json"),
         junit=check_writable(request.junit_path, "--junit") if request.junit_path else None,
         markdown=check_writable(request.markdown_path, "--markdown") if request.markdown_path else None,
+        html=check_writable(request.html_path, "--html") if request.html_path else None,
     )
 
 
 def check_writable(path: Path, flag: str) -> Path:
-    """``path`` if a file can be written there; else an ``OutputError`` naming the flag, the path and the fix."""
-    path = Path(os.path.abspath(path))
+    """``path`` (as given) if a file can be written there; else an ``OutputError`` naming the flag, the path and the fix."""
+    given, path = path, Path(os.path.abspath(path))
     if path.is_dir():
         raise OutputError(f"{flag} {path}: is a directory; pass a file path, e.g. {path / 'out'}")
     parent = path.parent
@@ -167,7 +172,7 @@ def check_writable(path: Path, flag: str) -> Path:
         raise OutputError(f"{flag} {path}: cannot write in {parent} (permission denied); choose a writable folder")
     if path.exists() and not os.access(path, os.W_OK):
         raise OutputError(f"{flag} {path}: the file is not writable (permission denied); choose another path")
-    return path
+    return given
 
 
 # --------------------------------------------------------------------------- preconditions, services, execute
@@ -335,8 +340,28 @@ def _write_output(write_one: object, flag: str, path: Path) -> None:
         raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc}); choose a writable path") from None
 
 
+def record(results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str) -> None:
+    """Append the run to the history store; a history that cannot be written is a warning, never a verdict."""
+    from evalrun.history import record_run
+
+    if warning := record_run(manifest, results, environ, source=source):
+        console.warn(warning)
+
+
+def write_html(
+    results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str]
+) -> None:
+    """The HTML report of this run and the history's last runs, when ``--html`` asked for it."""
+    if outputs.html is None:
+        return
+    from evalrun.reports_out.html import write_html_after_run
+
+    if warning := write_html_after_run(manifest, results, outputs.html, environ, console):
+        console.warn(warning)
+
+
 def report(results: RunResults, console: Console, outputs: Outputs | None = None) -> None:
-    """Baseline lines, what was not checked, models, the summary table, the closing line and the verdict."""
+    """Baseline lines, what was not checked, models, the summary table, the closing line, the verdict, the files."""
     console.line("")
     if results.baseline is not None:
         for text in format_comparison(results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED):
@@ -356,6 +381,11 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
     code = results.exit_code if results.exit_code is not None else 0
     words = VERDICT_WORDS.get(ExitCode(code), "")
     console.line(f"evalrun {results.tier}: {words} (exit {code})", "green" if code == 0 else "bold red")
+    if outputs is not None:
+        console.line(f"results: {outputs.results}")
+        for label, path in (("junit", outputs.junit), ("markdown", outputs.markdown)):
+            if path is not None:
+                console.line(f"{label}: {path}")
 
 
 def describe_filters(plan: Plan) -> str:

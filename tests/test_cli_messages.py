@@ -6,7 +6,6 @@ import io
 import json
 import re
 import shlex
-import subprocess
 from pathlib import Path
 
 from conftest import eval_entry, json_scorer

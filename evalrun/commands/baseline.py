@@ -20,7 +20,7 @@ from evalrun.baseline import (
 )
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, judge, load
+from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, judge, load, record
 from evalrun.plan import make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.results import load_results, write_results
@@ -63,6 +63,7 @@ def update_baselines(
         else:
             results = collect(plan, RunRequest(manifest_path, tier, evals, tags, jobs), console, os.environ)
             write_results(results, default_results_path(manifest, tier))
+            record(results, manifest, console, os.environ, source="baseline")
             if results.interrupted:
                 raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
 from evalrun.merge import merge_results
-from evalrun.pipeline import Outputs, check_writable, default_results_path, judge, load, report, write
+from evalrun.pipeline import Outputs, check_writable, default_results_path, judge, load, record, report, write
 from evalrun.reports_out.terminal import Console
 
 
@@ -35,6 +35,7 @@ def merge_shards(
     for result in judged.evals:
         console.eval_finished(result)
     write(judged, outputs, console, os.environ)
-    report(judged, console)
-    console.line(f"merged {len(paths)} shard results: {outputs.results}")
+    record(judged, manifest, console, os.environ, source="merge")
+    report(judged, console, outputs)
+    console.line(f"merged {len(paths)} shard results")
     return int(judged.exit_code or 0)

@@ -1,0 +1,131 @@
+"""``evalrun history [TIER] [--eval E] [--check C] [--last N] [--json]`` and ``evalrun history import RESULTS...``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from evalrun.reports_out.terminal import Console
+from evalrun.errors import UsageError, file_label
+from evalrun.history.location import locate_history
+from evalrun.history.records import GitInfo, RunRecord, make_record, secrets_of
+from evalrun.history.series import CheckSeries, check_series, last_failure, ordered_for_attention
+from evalrun.history.store import HistoryStore, open_store
+from evalrun.manifest import TIERS, Manifest, load_manifest
+from evalrun.results import load_results
+
+
+def _open(manifest: Manifest) -> HistoryStore:
+    location = locate_history(manifest, os.environ)
+    if location is None:
+        raise UsageError(f"{file_label(manifest.path)}: history is off ([history] enabled = false); turn it on to use it")
+    return open_store(location)
+
+
+def show_history(
+    *, manifest_path: Path, tier: str | None, eval_name: str | None, check: str | None, last: int, as_json: bool,
+    console: Console, shards: bool = False,
+) -> int:
+    if tier is not None and tier not in TIERS:
+        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
+    manifest = load_manifest(manifest_path)
+    location = locate_history(manifest, os.environ)
+    if location is not None and location.kind == "sqlite" and not Path(location.target).exists():
+        runs, shown = [], location.shown  # reading creates nothing
+    else:
+        store = _open(manifest)
+        try:
+            runs = store.runs(tier, last, shards)
+            shown = store.location.shown
+        finally:
+            store.close()
+    narrowed = eval_name is not None or check is not None
+    series = ordered_for_attention(check_series(runs, eval_name, check)) if narrowed else []
+    if narrowed and runs and not series:
+        what = " ".join(filter(None, [f"--eval {eval_name}" if eval_name else "", f"--check {check}" if check else ""]))
+        raise UsageError(f"{what}: no such check in the last {len(runs)} runs{' of ' + tier if tier else ''}")
+    if as_json:
+        console.line(json.dumps({"history": shown, "runs": [_run_json(r) for r in runs],
+                                 "checks": [_series_json(s) for s in series]}, indent=2))
+        return 0
+    if not runs:
+        console.note(f"no runs{' of ' + tier if tier else ''} in the history yet ({shown})")
+        return 0
+    if narrowed:
+        for s in series:
+            _print_series(s, console)
+    else:
+        _print_runs(runs, console)
+    return 0
+
+
+def import_results(*, manifest_path: Path, paths: list[Path], console: Console) -> int:
+    """Load results files into the history; every file is read and checked before anything is written."""
+    if not paths:
+        raise UsageError("history import: name at least one results file")
+    manifest = load_manifest(manifest_path)
+    secrets = secrets_of(os.environ, manifest.models.key_vars)
+    records = [(path, make_record(load_results(path), GitInfo(), "import", secrets)) for path in paths]
+    store = _open(manifest)
+    try:
+        for path, record in records:
+            added = store.append(record)
+            console.line(f"{'imported' if added else 'already in the history:'} {path} ({record.run_id})")
+    finally:
+        store.close()
+    return 0
+
+
+def _print_runs(runs: list[RunRecord], console: Console) -> None:
+    header = f"{'time':<19}  {'run':<27}  {'tier':<4}  {'commit':<11}  {'exit':>4}  {'passed':>6}  {'failed':>6}  {'skipped':>7}"
+    console.line(header)
+    for run in runs:
+        c = run.counts()
+        exit_code = "-" if run.exit_code is None else str(run.exit_code)
+        source = "" if run.source == "run" else f"  ({run.source})"
+        console.line(f"{_time(run):<19}  {run.run_id:<27}  {run.tier:<4}  {run.short_commit:<11}  {exit_code:>4}  "
+                     f"{c['passed']:>6}  {c['failed']:>6}  {c['skipped']:>7}{source}")
+
+
+def _print_series(series: CheckSeries, console: Console) -> None:
+    console.line(f"{series.eval}: {series.check}")
+    for p in series.points:
+        assertions = "-" if p.assertions is None else str(p.assertions)
+        console.line(f"  {_time(p.run):<19}  {p.run.run_id:<27}  {p.run.short_commit:<11}  {p.status:<6}  "
+                     f"{assertions:>3} assertion{'s' if assertions != '1' else ''}")
+    present = series.present
+    passed = sum(p.status == "passed" for p in present)
+    streak = last_failure(series)
+    if streak is not None:
+        console.line(f"  {streak.describe()}", "red" if streak.fixed_by is None else "yellow")
+    if streak is None or streak.fixed_by is not None:
+        console.line(f"  passing now ({passed} of {len(present)} runs passed{'; flaky' if series.flaky else ''})")
+
+
+def _time(run: RunRecord) -> str:
+    return run.started_at[:19].replace("T", " ")
+
+
+def _run_json(run: RunRecord) -> dict[str, Any]:
+    return {"run_id": run.run_id, "tier": run.tier, "started_at": run.started_at, "source": run.source,
+            "commit": run.git_commit, "branch": run.git_branch, "dirty": run.git_dirty, "exit_code": run.exit_code,
+            **run.counts()}
+
+
+def _series_json(series: CheckSeries) -> dict[str, Any]:
+    since = last_failure(series)
+    return {
+        "eval": series.eval, "check": series.check, "pass_rate": series.pass_rate, "flaky": series.flaky,
+        "newly_failing": series.newly_failing,
+        "failing": series.failing,
+        "last_failure": None if since is None else {
+            "first_bad_run_id": since.first_bad.run_id, "first_bad_commit": since.first_bad.git_commit,
+            "last_good_run_id": since.last_good.run_id if since.last_good else None,
+            "last_good_commit": since.last_good.git_commit if since.last_good else None,
+            "fixed_by_run_id": since.fixed_by.run_id if since.fixed_by else None,
+            "fixed_by_commit": since.fixed_by.git_commit if since.fixed_by else None,
+        },
+        "points": [{"run_id": p.run.run_id, "status": p.status, "assertions": p.assertions} for p in series.points],
+    }

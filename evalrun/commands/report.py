@@ -1,0 +1,41 @@
+"""``evalrun report --html PATH [TIER] [--last N]``: the latest run and the trends of the last runs, as one file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from evalrun.reports_out.terminal import Console
+from evalrun.errors import UsageError, file_label
+from evalrun.manifest import TIERS, load_manifest
+from evalrun.reports_out.html import runs_for_report, write_html_report
+from evalrun.results import load_results
+
+
+def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, last: int, console: Console) -> int:
+    if html is None:
+        raise UsageError("report: pass --html PATH (the file to write)")
+    if tier is not None and tier not in TIERS:
+        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
+    manifest = load_manifest(manifest_path)
+    if tier is None:  # the tier of the latest run in the history
+        latest, _ = runs_for_report(manifest, None, 1, os.environ)
+        tier = latest[-1].tier if latest else None
+    runs, notes = runs_for_report(manifest, tier, last, os.environ) if tier else ([], [])
+    if not runs:
+        fallback = manifest.root / ".evalrun" / "results" / f"{tier or 't1'}.json"
+        if not fallback.exists():
+            raise UsageError(
+                f"no runs{' of ' + tier if tier else ''} in the history and no {file_label(fallback)}; "
+                f"run evalrun {tier or 't1'} first"
+            )
+        runs, more = runs_for_report(manifest, tier, last, os.environ, load_results(fallback))
+        notes = [*notes, *more]
+    for note in notes:
+        console.warn(note)
+    try:
+        write_html_report(html, runs, notes)
+    except OSError as exc:
+        raise UsageError(f"--html {html}: cannot write: {exc.strerror or exc}") from None
+    console.line(f"html: {html} ({runs[-1].tier}, {len(runs)} run{'s' if len(runs) != 1 else ''})")
+    return 0

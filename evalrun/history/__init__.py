@@ -1,0 +1,61 @@
+"""The results history: every run appended to SQLite (default) or PostgreSQL, and read back over time.
+
+``record_run`` is the one call the run, merge and baseline commands make
+after writing their results file. It never raises: a history that cannot be
+written is a warning line, and never changes the verdict or the results file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalrun.manifest import Manifest
+    from evalrun.results import RunResults
+
+STATE_DIR = ".evalrun"
+
+
+def ensure_state_dir(root: Path) -> Path:
+    """``.evalrun/`` under ``root``, with a ``.gitignore`` of ``*`` so results are never committed by accident."""
+    from evalrun.atomic import write_atomic
+
+    folder = root / STATE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        write_atomic(ignore, "# written by evalrun: nothing in this folder belongs in git\n*\n")
+    return folder
+
+
+def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, str], source: str = "run") -> str | None:
+    """Append ``results`` to the history; return a warning line when it could not be, else None."""
+    from evalrun.errors import EvalrunError
+    from evalrun.history.location import locate_history
+    from evalrun.history.records import make_record, read_git, secrets_of
+    from evalrun.history.store import HistoryError, open_store
+
+    try:
+        ensure_state_dir(manifest.root)
+    except OSError as exc:
+        return f"history: cannot create {manifest.root / STATE_DIR}: {exc.strerror or exc}"
+    try:
+        location = locate_history(manifest, environ)
+    except EvalrunError as exc:
+        return f"history: not recorded: {exc}"
+    if location is None:
+        return None
+    try:
+        record = make_record(results, read_git(manifest.root), source, secrets_of(environ, manifest.models.key_vars))
+        store = open_store(location)
+        try:
+            store.append(record)
+        finally:
+            store.close()
+    except HistoryError as exc:
+        return f"history: not recorded: {exc}"
+    except Exception as exc:  # noqa: BLE001 - the history must never change a run's outcome
+        return f"history: not recorded: {location.shown}: {type(exc).__name__}"
+    return None

@@ -1,0 +1,60 @@
+"""The team history backend: PostgreSQL through psycopg.
+
+Several CI shards may append at once; each append is one transaction, and
+migrations run under a transaction-level advisory lock so two processes
+opening an old database upgrade it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from evalrun.history import sql
+from evalrun.history.location import HistoryLocation
+from evalrun.history.records import RunRecord
+from evalrun.history.store import DEFAULT_LAST, HistoryError, describe_failure
+
+CONNECT_TIMEOUT = 10  # seconds: a database that is down is a warning, not a hang
+_MIGRATION_LOCK = 0x65766C72  # "evlr": one key all evalrun processes agree on
+
+
+class PostgresStore:
+    def __init__(self, location: HistoryLocation, *, target_version: int = sql.SCHEMA_VERSION) -> None:
+        import psycopg
+
+        self.location = location
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, sql.SchemaTooNew)
+        try:
+            self._conn: Any = psycopg.connect(location.target, connect_timeout=CONNECT_TIMEOUT, autocommit=True,
+                                              application_name="evalrun-history")
+        except psycopg.Error as exc:
+            raise HistoryError(describe_failure(location, exc)) from None
+        try:
+            with self._write() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                sql.migrate(cur, sql.POSTGRES, target_version)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                yield cur
+        except self._errors as exc:
+            raise HistoryError(describe_failure(self.location, exc)) from None
+
+    def append(self, run: RunRecord) -> bool:
+        with self._write() as cur:
+            return sql.insert_run(cur, sql.POSTGRES, run)
+
+    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
+        with self._write() as cur:  # one transaction: one consistent view for the three reads
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            return sql.select_runs(cur, sql.POSTGRES, tier, last, shards)
+
+    def close(self) -> None:
+        self._conn.close()

@@ -1,0 +1,214 @@
+"""What the history keeps of one run: plain records built from a results file.
+
+This module owns the shape of a stored run (``RunRecord``) and how one is made
+from ``RunResults`` plus what git says about the working tree. Every text a
+scorer controls is redacted, then cut to a bound, before it is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from evalrun.secrets import run_secrets, scrub
+from evalrun.results import RunResults, Status
+
+MESSAGE_CHARS = 2_000  # a message is one explaining line; keep more than enough of it
+EVIDENCE_CHARS = 4_000  # evidence can be a whole state dump; the results file keeps the rest
+MAX_METRICS = 100  # per eval
+GIT_TIMEOUT = 5.0  # seconds per git call: history must never hold up a run
+
+
+# Plain slotted dataclasses, not pydantic models: a report reads 30,000 of them back at once, and
+# they are only ever built here and in evalrun.history.sql from data evalrun itself wrote.
+@dataclass(slots=True, kw_only=True)
+class CheckRecord:
+    eval: str
+    name: str
+    assertions: int
+    passed: bool
+    runs: int | None = None  # for repeated runs of a check, once repeats exist
+    passes: int | None = None
+    message: str | None = None
+    evidence: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class EvalRecord:
+    name: str
+    status: str
+    duration_s: float = 0.0
+    exit_code: int | None = None
+    message: str | None = None
+    models: dict[str, Any] | None = None
+    tokens: int | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    checks: list[CheckRecord] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return Status(self.status).is_failure
+
+    @property
+    def unchecked(self) -> bool:
+        return Status(self.status).is_unchecked
+
+
+@dataclass(slots=True, kw_only=True)
+class RunRecord:
+    run_id: str
+    tier: str
+    started_at: str
+    finished_at: str | None = None
+    recorded_at: str
+    source: str  # run, shard, merge, baseline, import
+    git_commit: str | None = None
+    git_branch: str | None = None
+    git_dirty: bool | None = None
+    evalrun_version: str
+    exit_code: int | None = None
+    interrupted: bool = False
+    baseline: dict[str, Any] = field(default_factory=dict)  # regressions, stale, not_compared: lines
+    evals: list[EvalRecord] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "passed": sum(1 for e in self.evals if e.status == Status.PASSED.value),
+            "failed": sum(1 for e in self.evals if e.failed),
+            "skipped": sum(1 for e in self.evals if e.unchecked),
+        }
+
+    @property
+    def short_commit(self) -> str:
+        if not self.git_commit:
+            return "-"
+        return self.git_commit[:10] + ("+" if self.git_dirty else "")
+
+
+@dataclass(frozen=True)
+class GitInfo:
+    commit: str | None = None
+    branch: str | None = None
+    dirty: bool | None = None
+
+
+def read_git(folder: Path) -> GitInfo:
+    """HEAD's commit, branch and whether tracked files changed; empty outside a repository or without git."""
+    if shutil.which("git") is None:
+        return GitInfo()
+    commit = _git(folder, ["rev-parse", "--verify", "-q", "HEAD"])
+    if commit is None:
+        return GitInfo()
+    branch = _git(folder, ["rev-parse", "--abbrev-ref", "HEAD"])
+    # diff --quiet prints nothing (a bounded read) and exits 1 when tracked files changed.
+    dirty = _git_status(folder, ["diff", "--quiet", "HEAD", "--"])
+    return GitInfo(commit, None if branch in (None, "HEAD") else branch, None if dirty is None else dirty == 1)
+
+
+def _git(folder: Path, args: list[str]) -> str | None:
+    proc = _run_git(folder, args)
+    if proc is None or proc.returncode != 0:
+        return None
+    text = proc.stdout[:512].decode("utf-8", "replace").strip()
+    return text or None
+
+
+def _git_status(folder: Path, args: list[str]) -> int | None:
+    proc = _run_git(folder, args)
+    return None if proc is None or proc.returncode not in (0, 1) else proc.returncode
+
+
+def _run_git(folder: Path, args: list[str]) -> subprocess.CompletedProcess[bytes] | None:
+    from evalrun.errors import UsageError
+    from evalrun.selection.checkout import run_git  # the one way evalrun runs git
+
+    try:
+        return run_git(folder, args, "history")
+    except UsageError:  # no git, no folder, a hung git: the run is recorded without a commit
+        return None
+
+
+def make_record(
+    results: RunResults, git: GitInfo, source: str, secrets: Iterable[str] = (), recorded_at: str | None = None
+) -> RunRecord:
+    """The stored form of a results file; scorer text redacted, then bounded."""
+    hidden = [s for s in secrets if s]
+
+    def clean(text: str | None, limit: int) -> str | None:
+        if text is None:
+            return None
+        text = scrub(text, hidden)
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    evals = []
+    for result in results.evals:
+        models = result.models or None
+        tokens = None
+        if models:
+            total = (models.get("tokens") or {}).get("total") if isinstance(models.get("tokens"), dict) else None
+            tokens = int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None
+        metrics = dict(list(result.metrics.items())[:MAX_METRICS])
+        evals.append(
+            EvalRecord(
+                name=result.name,
+                status=result.status.value,
+                duration_s=result.duration_s,
+                exit_code=result.exit_code,
+                message=clean(result.message, MESSAGE_CHARS),
+                models=models,
+                tokens=tokens,
+                metrics=metrics,
+                checks=[
+                    CheckRecord(eval=result.name, name=c.name, assertions=c.assertions, passed=c.passed,
+                                message=clean(c.message, MESSAGE_CHARS), evidence=clean(c.evidence, EVIDENCE_CHARS))
+                    for c in result.checks
+                ],
+            )
+        )
+    if source == "run" and results.selection.get("shard"):
+        source = "shard"  # one part of a run: the merged run stands for it in trends
+    comparison = results.baseline
+    baseline: dict[str, Any] = {}
+    if comparison is not None:
+        baseline = {
+            "regressions": [clean(c.message, MESSAGE_CHARS) for c in comparison.regressions],
+            "stale": [clean(c.message, MESSAGE_CHARS) for c in comparison.stale],
+            "not_compared": list(comparison.not_compared),
+        }
+    return RunRecord(
+        run_id=run_id_for(results),
+        tier=results.tier,
+        started_at=results.started_at,
+        finished_at=results.finished_at,
+        recorded_at=recorded_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        source=source,
+        git_commit=git.commit,
+        git_branch=git.branch,
+        git_dirty=git.dirty,
+        evalrun_version=results.evalrun_version,
+        exit_code=results.exit_code,
+        interrupted=results.interrupted,
+        baseline=baseline,
+        evals=evals,
+    )
+
+
+def run_id_for(results: RunResults) -> str:
+    """``20261201T025030-t1-3f9a2c1b``: sortable, readable, and the same for the same results file.
+
+    Being derived from the content makes ``history import`` of a file the run
+    already recorded a no-op rather than a duplicate.
+    """
+    digest = hashlib.sha256(results.model_dump_json().encode("utf-8")).hexdigest()[:8]
+    stamp = "".join(ch for ch in results.started_at[:19] if ch.isdigit() or ch == "T")
+    return f"{stamp}-{results.tier}-{digest}"
+
+
+def secrets_of(environ: Mapping[str, str], extra_key_vars: Iterable[str] = ()) -> set[str]:
+    return run_secrets(environ, extra_key_vars)

@@ -1,0 +1,183 @@
+"""The history schema, its migrations, and the SQL both backends share.
+
+This module owns the tables and every statement on them. The two backends
+(``sqlite``, ``postgres``) differ only in how they connect, lock and spell a
+few types; they pass a ``Dialect``. Migrations are numbered and applied in
+order on open, each inside the transaction that holds the writer lock, so two
+processes opening an old database at once upgrade it once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from evalrun.history.records import CheckRecord, EvalRecord, RunRecord
+
+
+@dataclass(frozen=True)
+class Dialect:
+    pk: str  # an auto-numbered primary key column type
+    ref: str  # the type of a column referring to it
+    real: str
+    placeholder: str  # "?" or "%s"
+
+
+SQLITE = Dialect("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "REAL", "?")
+POSTGRES = Dialect("BIGSERIAL PRIMARY KEY", "BIGINT", "DOUBLE PRECISION", "%s")
+
+# Version N is reached by applying MIGRATIONS[N - 1]. Never edit a released step: add one.
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE evalrun_runs (
+            pk {pk}, run_id TEXT NOT NULL UNIQUE, tier TEXT NOT NULL, started_at TEXT NOT NULL,
+            finished_at TEXT, recorded_at TEXT NOT NULL, source TEXT NOT NULL, git_commit TEXT, git_branch TEXT,
+            git_dirty INTEGER, evalrun_version TEXT NOT NULL, exit_code INTEGER, interrupted INTEGER NOT NULL,
+            baseline TEXT NOT NULL)""",
+        "CREATE INDEX evalrun_runs_tier ON evalrun_runs (tier, started_at)",
+        """CREATE TABLE evalrun_evals (
+            run_pk {ref} NOT NULL REFERENCES evalrun_runs (pk) ON DELETE CASCADE, name TEXT NOT NULL,
+            status TEXT NOT NULL, duration_s {real} NOT NULL, exit_code INTEGER, message TEXT, models TEXT,
+            tokens INTEGER, metrics TEXT NOT NULL, PRIMARY KEY (run_pk, name))""",
+        """CREATE TABLE evalrun_checks (
+            run_pk {ref} NOT NULL REFERENCES evalrun_runs (pk) ON DELETE CASCADE, eval TEXT NOT NULL,
+            name TEXT NOT NULL, assertions INTEGER NOT NULL, passed INTEGER NOT NULL, message TEXT, evidence TEXT,
+            PRIMARY KEY (run_pk, eval, name))""",
+    ],
+    [
+        # Room for repeated runs of a check (passes of runs); null until repeats exist.
+        "ALTER TABLE evalrun_checks ADD COLUMN runs INTEGER",
+        "ALTER TABLE evalrun_checks ADD COLUMN passes INTEGER",
+        "CREATE INDEX evalrun_checks_name ON evalrun_checks (eval, name)",
+    ],
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+VERSION_TABLE = "CREATE TABLE IF NOT EXISTS evalrun_schema (version INTEGER NOT NULL)"
+
+
+class SchemaTooNew(Exception):
+    """The database was written by a newer evalrun."""
+
+
+class Cursor(Protocol):
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+    def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any: ...
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+
+
+def migrate(cur: Cursor, dialect: Dialect, target: int = SCHEMA_VERSION) -> int:
+    """Bring the schema to ``target``; the caller holds the writer lock. Returns the version found."""
+    cur.execute(VERSION_TABLE)
+    cur.execute("SELECT version FROM evalrun_schema")
+    row = cur.fetchone()
+    found = int(row[0]) if row else 0
+    if found > SCHEMA_VERSION:
+        raise SchemaTooNew(f"history schema version {found} is newer than this evalrun's ({SCHEMA_VERSION}); upgrade evalrun")
+    for step in MIGRATIONS[found:target]:
+        for statement in step:
+            cur.execute(statement.format(pk=dialect.pk, ref=dialect.ref, real=dialect.real))
+    if found < target:
+        if row:
+            cur.execute(_q(dialect, "UPDATE evalrun_schema SET version = ?"), (target,))
+        else:
+            cur.execute(_q(dialect, "INSERT INTO evalrun_schema (version) VALUES (?)"), (target,))
+    return found
+
+
+def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord) -> bool:
+    """Insert one run with its evals and checks; False when that run id is already stored."""
+    cur.execute(
+        _q(dialect, """INSERT INTO evalrun_runs (run_id, tier, started_at, finished_at, recorded_at, source,
+            git_commit, git_branch, git_dirty, evalrun_version, exit_code, interrupted, baseline)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING pk"""),
+        (run.run_id, run.tier, run.started_at, run.finished_at, run.recorded_at, run.source, run.git_commit,
+         run.git_branch, _bool(run.git_dirty), run.evalrun_version, run.exit_code, int(run.interrupted),
+         json.dumps(run.baseline)),
+    )
+    row = cur.fetchone()
+    if row is None:
+        return False
+    pk = row[0]
+    if run.evals:
+        cur.executemany(
+            _q(dialect, """INSERT INTO evalrun_evals (run_pk, name, status, duration_s, exit_code, message, models,
+                tokens, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""),
+            [(pk, e.name, e.status, e.duration_s, e.exit_code, e.message, json.dumps(e.models) if e.models else None,
+              e.tokens, json.dumps(e.metrics)) for e in run.evals],
+        )
+    checks = [c for e in run.evals for c in e.checks]
+    if checks:
+        cur.executemany(
+            _q(dialect, """INSERT INTO evalrun_checks (run_pk, eval, name, assertions, passed, runs, passes, message,
+                evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""),
+            [(pk, c.eval, c.name, c.assertions, int(c.passed), c.runs, c.passes, c.message, c.evidence)
+             for c in checks],
+        )
+    return True
+
+
+_RUN_COLUMNS = ("pk, run_id, tier, started_at, finished_at, recorded_at, source, git_commit, git_branch, git_dirty, "
+                "evalrun_version, exit_code, interrupted, baseline")
+
+
+def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shards: bool = False) -> list[RunRecord]:
+    """The last ``last`` runs (of ``tier``, or of every tier), oldest first, with their evals and checks.
+
+    Shard runs are left out unless asked for: each holds part of a run, and the merged run holds all of it.
+    """
+    conditions, params = (["tier = ?"], [tier]) if tier else ([], [])
+    if not shards:
+        conditions.append("source <> 'shard'")
+    where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+    cur.execute(
+        _q(dialect, f"SELECT {_RUN_COLUMNS} FROM evalrun_runs {where} ORDER BY started_at DESC, pk DESC LIMIT ?"),
+        (*params, last),
+    )
+    rows = list(reversed(cur.fetchall()))
+    if not rows:
+        return []
+    pks = [r[0] for r in rows]
+    marks = ", ".join([dialect.placeholder] * len(pks))
+    cur.execute(
+        f"SELECT run_pk, eval, name, assertions, passed, runs, passes, message, evidence FROM evalrun_checks "
+        f"WHERE run_pk IN ({marks})",
+        pks,
+    )
+    checks: dict[tuple[Any, str], list[CheckRecord]] = {}
+    for pk, ev, name, assertions, passed, runs, passes, message, evidence in cur.fetchall():
+        checks.setdefault((pk, ev), []).append(
+            CheckRecord(eval=ev, name=name, assertions=assertions, passed=bool(passed), runs=runs, passes=passes,
+                        message=message, evidence=evidence))
+    cur.execute(
+        f"SELECT run_pk, name, status, duration_s, exit_code, message, models, tokens, metrics FROM evalrun_evals "
+        f"WHERE run_pk IN ({marks})",
+        pks,
+    )
+    evals: dict[Any, list[EvalRecord]] = {}
+    for pk, name, status, duration, code, message, models, tokens, metrics in cur.fetchall():
+        evals.setdefault(pk, []).append(
+            EvalRecord(
+                name=name, status=status, duration_s=float(duration), exit_code=code, message=message,
+                models=json.loads(models) if models else None, tokens=tokens, metrics=json.loads(metrics),
+                checks=sorted(checks.get((pk, name), []), key=lambda c: c.name)))
+    runs = []
+    for (pk, run_id, tier_, started, finished, recorded, source, commit, branch, dirty, version, code, interrupted,
+         baseline) in rows:
+        runs.append(RunRecord(
+            run_id=run_id, tier=tier_, started_at=started, finished_at=finished, recorded_at=recorded, source=source,
+            git_commit=commit, git_branch=branch, git_dirty=None if dirty is None else bool(dirty),
+            evalrun_version=version, exit_code=code, interrupted=bool(interrupted), baseline=json.loads(baseline),
+            evals=sorted(evals.get(pk, []), key=lambda e: e.name)))
+    return runs
+
+
+def _bool(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _q(dialect: Dialect, sql: str) -> str:
+    # Statements are written with "?"; no literal contains one.
+    return sql.replace("?", dialect.placeholder)

@@ -1,0 +1,71 @@
+"""The default history backend: one SQLite file (stdlib ``sqlite3``), no setup.
+
+Writers take SQLite's write lock up front (``BEGIN IMMEDIATE``) and wait for
+it (``busy_timeout``), so two runs appending at once both land; the file is in
+WAL mode so readers never block a writer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from evalrun.history import sql
+from evalrun.history.location import HistoryLocation
+from evalrun.history.records import RunRecord
+from evalrun.history.store import DEFAULT_LAST, HistoryError, describe_failure
+
+BUSY_SECONDS = 30.0
+
+
+class SqliteStore:
+    def __init__(self, location: HistoryLocation, *, target_version: int = sql.SCHEMA_VERSION) -> None:
+        self.location = location
+        path = Path(location.target)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise HistoryError(describe_failure(location, exc)) from None
+        try:
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            with self._write() as cur:
+                sql.migrate(cur, sql.SQLITE, target_version)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Cursor]:
+        try:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+            except BaseException:
+                self._conn.rollback()
+                raise
+            cur.execute("COMMIT")
+        except (sqlite3.Error, sql.SchemaTooNew) as exc:
+            raise HistoryError(describe_failure(self.location, exc)) from None
+
+    def append(self, run: RunRecord) -> bool:
+        with self._write() as cur:
+            return sql.insert_run(cur, sql.SQLITE, run)
+
+    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
+        try:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN")  # one snapshot for the three reads
+            try:
+                return sql.select_runs(cur, sql.SQLITE, tier, last, shards)
+            finally:
+                cur.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise HistoryError(describe_failure(self.location, exc)) from None
+
+    def close(self) -> None:
+        self._conn.close()

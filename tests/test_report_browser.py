@@ -1,0 +1,68 @@
+"""The HTML report in a real browser: headless Chromium loads it from disk with the network cut off.
+
+The test reads the DOM Chromium rendered (``--dump-dom``) for the verdict, a
+regression, the pass-rate chart showing the dip, and the hostile check name
+shown as text; then it takes a screenshot. Without Chromium the test skips
+locally with the reason and fails in CI (``CI`` set), where ``.ci/run``
+installs it. ``EVALRUN_WRITE_SCREENSHOT=docs/report.png`` also copies the
+screenshot there (that is how the README's picture is made).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from test_history_cli import HOSTILE, commit_state, three_runs
+
+
+def chromium() -> str:
+    found = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run installs it (apt-get install -y chromium)")
+        pytest.skip("chromium is not installed (apt-get install -y chromium); the browser test needs it")
+    return found
+
+
+def browse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / f"chromium-profile-{len(list(tmp_path.glob('chromium-profile-*')))}"
+    argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-extensions", f"--user-data-dir={profile}", *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def test_the_report_renders_in_chromium(project, tmp_path: Path, history_env: dict[str, str]) -> None:
+    chromium()  # skip before running anything when there is no browser
+    p = project()
+    three_runs(p, history_env)  # good, broken, good: against SQLite, then against embedded PostgreSQL
+    commit_state(p, "vanished")  # the latest run drops a baselined check: a regression
+    assert p.run("t1", env=history_env).code == 3
+    assert p.run("report", "--html", "report.html", env=history_env).code == 0
+    page = (p.root / "report.html").resolve().as_uri()
+
+    dom = browse(tmp_path, "--dump-dom", page).stdout
+    assert 'data-script="ran"' in dom  # the inline script ran under the page's own policy
+    assert re.search(r'<div id="verdict" class="bad">baseline regressed \(exit 3\)</div>', dom)
+    assert '<ul class="regressions"><li>calc: check "kept" vanished (baseline: 1 assertion)</li>' in dom
+    chart = re.search(r'<figure class="chart" data-chart="pass-rate" data-values="([^"]*)">(.*?)</figure>', dom, re.S)
+    assert chart is not None and chart.group(1) == "100,100,75,100,100"  # the dip of the broken run
+    assert "<svg" in chart.group(2) and "<polyline" in chart.group(2)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and HOSTILE not in dom
+    assert dom.count("<script") == 1
+    assert "flaky" in dom and "stays green" in dom
+
+    shot = tmp_path / "report.png"
+    browse(tmp_path, "--window-size=1280,1500", "--hide-scrollbars", f"--screenshot={shot}", page)
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a page was drawn, not a blank
+    if os.environ.get("EVALRUN_WRITE_SCREENSHOT") and not history_env:
+        shutil.copyfile(shot, os.environ["EVALRUN_WRITE_SCREENSHOT"])
