@@ -30,6 +30,7 @@ from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.parsed import ParsedReport
 from evalrun.reports_in.rules import judge
 from evalrun.results import EvalResult, Status
+from evalrun.secrets import PLACEHOLDER
 
 OUTPUT_TAIL_CHARS = 4000
 # "python" in a manifest's argv means the interpreter evalrun runs under, as in
@@ -257,6 +258,9 @@ def run_scorer(
     env = dict(base_env)
     env.update(extra_env)
     env.update(spec.env)
+    # The tier's key rule wins over anything an eval or service sets: in t1/t2 the
+    # key variables keep the placeholder the base environment gave them.
+    env.update({name: value for name, value in base_env.items() if value == PLACEHOLDER})
     env.update(
         EVALRUN_REPORT=str(report_path),
         EVALRUN_EVAL=spec.name,

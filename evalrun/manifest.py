@@ -10,6 +10,7 @@ and ``evalrun.services.spec``), so a loaded manifest is valid as a whole.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
 from evalrun.errors import ManifestError, file_label
+from evalrun.secrets import key_vars
 from evalrun.probes.spec import SERVICE_KINDS, Probe, ProbeTable, parse_probe_table, parse_requirement
 from evalrun.services.spec import ServiceSpec, ServiceTable, check_exports, parse_service_tables
 
@@ -270,9 +272,54 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             raise ManifestError(f"{where}.budget: t1 makes no model calls, so it has no budget; remove it")
         if spec.tier == "t1" and spec.services:
             raise ManifestError(f"{where}.services: t1 is static by promise and uses no services; move the eval to t2")
+    _check_keys_stay_out(label, manifest)
     for tier_name, tier in manifest.tiers.items():
         for req in tier.require:
             parse_requirement(label, manifest.probes, req, f"tiers.{tier_name}.require")
+
+
+def _check_keys_stay_out(label: str, manifest: Manifest) -> None:
+    """t1/t2 get no provider key, ever: not by name in ``env``, nor by ``${KEYVAR}`` in a value.
+
+    This holds for an eval's ``env`` and for the ``env`` of every service a t1/t2
+    eval uses (a service shared with t3 evals included: it runs in t2 too).
+    """
+    keys = key_vars(manifest.models.key_vars)
+    keyless = {spec.name: spec for spec in manifest.evals if spec.tier in ("t1", "t2")}
+    fix = "key variables are for t3 only; move the eval to t3 or remove it"
+    for index, spec in enumerate(manifest.evals):
+        if spec.name not in keyless:
+            continue
+        where = f'{label}: evals[{index}] ("{spec.name}").env'
+        for name, value in spec.env.items():
+            problem = _key_use(name, value, keys)
+            if problem:
+                raise ManifestError(f"{where}.{name}: {problem}; {spec.tier} gets no model key, {fix}")
+    for service_name, service in manifest.services.items():
+        users = sorted(s.name for s in keyless.values() if service_name in s.services)
+        if not users:
+            continue
+        for name, value in service.env.items():
+            problem = _key_use(name, value, keys)
+            if problem:
+                raise ManifestError(
+                    f"{label}: services.{service_name}.env.{name}: {problem}; the service is used by "
+                    f"{users[0]} ({keyless[users[0]].tier}), which gets no model key; {fix}"
+                )
+
+
+def _key_use(name: str, value: str, keys: tuple[str, ...]) -> str | None:
+    """How an ``env`` entry hands a provider key over, if it does (names only, never values)."""
+    if name in keys:
+        return f"{name} is a model key variable"
+    for ref in _VAR_REF.finditer(value):
+        var = ref.group(1) or ref.group(2)
+        if var in keys:
+            return f"refers to ${{{var}}}, a model key variable"
+    return None
+
+
+_VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def manifest_schema() -> dict[str, Any]:

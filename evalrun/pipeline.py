@@ -29,6 +29,7 @@ from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
+from evalrun.models.scorer_env import scrub_environment
 from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.probes.preconditions import (
     Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures,
@@ -181,13 +182,15 @@ def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[
     manifest, tier = plan.manifest, request.tier
     started = _now()
     environ = dict(environ)
+    # Probes obey the tier's key rule as scorers do: no provider key in t1/t2.
+    probe_env = scrub_environment(environ, tier, None, manifest.models.key_vars)
     with _sigterm_as_interrupt():
-        check_tier_guard(manifest, tier, environ)  # unmet: exit 2 before any scorer starts
+        check_tier_guard(manifest, tier, probe_env)  # unmet: exit 2 before any scorer starts
         state_dir = manifest.root / ".evalrun" / "services"
         for line in reap_leftovers(state_dir):
             console.warn(line)
         try:
-            pre = probe_evals(manifest, plan.evals, environ, skips_are_failures(manifest, tier, request.no_skips))
+            pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, request.no_skips))
             if not plan.evals:
                 console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
             results, interrupted = _start_and_execute(plan, request, pre, console, environ, state_dir)
@@ -217,14 +220,15 @@ def _start_and_execute(
     """Services and the model proxy up, every planned eval executed, everything stopped again."""
     manifest, tier = plan.manifest, request.tier
     will_run = [p for p in plan.evals if pre.for_eval(p.name).runs]
+    models = ModelCalls(manifest, tier, will_run, environ, request.record)
     services = ServiceManager(
         manifest.services,
         logs_dir=manifest.root / ".evalrun" / "logs",
         state_dir=state_dir,
-        environ=environ,
+        environ=models.base_env,  # services obey the tier's key rule as scorers do
         ready_check=ready_check(manifest),
+        secrets=models.secrets,
     )
-    models = ModelCalls(manifest, tier, will_run, environ, request.record)
 
     def prepare(planned: PlannedEval) -> Preparation:
         decision = pre.for_eval(planned.name)
