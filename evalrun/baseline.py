@@ -40,6 +40,11 @@ def baseline_path(manifest: Manifest, tier: str) -> Path:
     return manifest.root / manifest.baseline.dir / f"{tier}.toml"
 
 
+def baseline_lock(manifest: Manifest, path: Path) -> Path:
+    """The lock held while a baseline is read, updated and written: kept out of the committed folder."""
+    return manifest.root / ".evalrun" / "locks" / f"{path.name}.lock"
+
+
 def update_command(tier: str, manifest_path: Path | None = None) -> str:
     """The command that regenerates a tier's baseline, quoted in every hint (with ``--manifest`` when not the default)."""
     extra = ""

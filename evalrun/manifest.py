@@ -255,6 +255,8 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             raise ManifestError(f"{where}.dir: {spec.dir!r} does not exist; create it or fix the path")
         if spec.format == "junit" and not spec.junit:
             raise ManifestError(f'{where}.junit: format = "junit" needs junit = "path of the XML the scorer writes"')
+        if spec.junit is not None:
+            _check_inside(f"{where}.junit", spec.junit, folder)
         for service in spec.services:
             if service not in manifest.services:
                 raise ManifestError(f"{where}.services: unknown service {service!r}; define [services.{service}]")
@@ -276,6 +278,18 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
     for tier_name, tier in manifest.tiers.items():
         for req in tier.require:
             parse_requirement(label, manifest.probes, req, f"tiers.{tier_name}.require")
+
+
+def _check_inside(where: str, relative: str, folder: Path) -> None:
+    """A path a scorer names stays inside its eval's folder: evalrun deletes it before the scorer starts."""
+    fix = "name a path inside the eval's folder, e.g. \"reports/junit.xml\""
+    if "\0" in relative or not relative.strip():
+        raise ManifestError(f"{where}: must be a non-empty path without NUL; {fix}")
+    if Path(relative).is_absolute():
+        raise ManifestError(f"{where}: {relative!r} is absolute; {fix}")
+    target = (folder / relative).resolve()
+    if target == folder or not target.is_relative_to(folder):
+        raise ManifestError(f"{where}: {relative!r} lies outside the eval's folder; {fix}")
 
 
 def _check_keys_stay_out(label: str, manifest: Manifest) -> None:

@@ -120,8 +120,12 @@ class RunResults(BaseModel):
 
 
 def write_results(results: RunResults, path: Path) -> None:
-    """Write the results file atomically: a killed run never leaves it torn."""
-    write_atomic(path, results.model_dump_json(indent=2) + "\n")
+    """Write the results file atomically, one writer at a time: a killed run never leaves it torn."""
+    from evalrun.locks import hold_lock, sidecar_lock
+
+    data = results.model_dump_json(indent=2) + "\n"
+    with hold_lock(sidecar_lock(Path(path))):
+        write_atomic(path, data)
 
 
 def load_results(path: Path) -> RunResults:
