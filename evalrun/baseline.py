@@ -83,6 +83,10 @@ def load_baseline(path: Path) -> Baseline | None:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BaselineError(f"{label}: {_describe_toml_error(exc)}; fix that line or {fix}") from None
+    except RecursionError:
+        raise BaselineError(f"{label}: nested too deeply to be a baseline; {fix}") from None
+    except ValueError as exc:  # int() refuses numbers of more than 4300 digits
+        raise BaselineError(f"{label}: cannot be read ({' '.join(str(exc).split())[:200]}); {fix}") from None
     return _validate_shape(label, data, fix)
 
 

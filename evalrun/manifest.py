@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
 from evalrun.errors import ManifestError, file_label
+from evalrun.text import one_line
 from evalrun.secrets import key_vars
 from evalrun.probes.spec import SERVICE_KINDS, Probe, ProbeTable, parse_probe_table, parse_requirement
 from evalrun.services.spec import ServiceSpec, ServiceTable, check_exports, parse_service_tables
@@ -79,6 +80,14 @@ class EvalSpec(_Strict):
         if any(not word for word in run):
             raise ValueError("argv words must be non-empty strings")
         return run
+
+    @field_validator("env")
+    @classmethod
+    def _env_names_are_names(cls, env: dict[str, str]) -> dict[str, str]:
+        for key in env:
+            if not key or "=" in key:
+                raise ValueError(f"{key!r} is not a variable name; names are non-empty and have no '='")
+        return env
 
     @field_validator("name")
     @classmethod
@@ -144,8 +153,26 @@ class _RawManifest(_Strict):
 
 
 def load_manifest(path: Path) -> Manifest:
-    """Read and validate a manifest; raise ManifestError with a one-line message."""
+    """Read and validate a manifest; raise ManifestError with a one-line message.
+
+    Whatever the bytes: a number too long to convert, nesting deeper than the
+    parser can follow, a NUL in any string are each one line naming the file.
+    """
     label = file_label(path)
+    try:
+        return _load_manifest(path, label)
+    except ManifestError as exc:
+        raise ManifestError(one_line(str(exc), _ERROR_LIMIT)) from None
+    except RecursionError:
+        raise ManifestError(f"{label}: nested too deeply to read; flatten its arrays and tables") from None
+    except ValueError as exc:  # int() refuses numbers of more than 4300 digits
+        raise ManifestError(f"{label}: cannot be read: {one_line(str(exc), 200)}; shorten that number") from None
+
+
+_ERROR_LIMIT = 1000
+
+
+def _load_manifest(path: Path, label: str) -> Manifest:
     try:
         raw_text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
@@ -158,6 +185,7 @@ def load_manifest(path: Path) -> Manifest:
         data = tomllib.loads(raw_text)
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{label}: invalid TOML: {exc}") from None
+    _refuse_nul(label, data, ())
     try:
         raw = _RawManifest.model_validate(data)
     except ValidationError as exc:
@@ -176,6 +204,31 @@ def load_manifest(path: Path) -> Manifest:
     )
     _check_semantics(label, manifest)
     return manifest
+
+
+def _refuse_nul(label: str, node: Any, loc: tuple[Any, ...]) -> None:
+    """No string of a manifest may hold NUL: no argv word, path or variable can carry one to the OS."""
+    if isinstance(node, str):
+        if "\0" in node:
+            raise ManifestError(f"{label}: {_where_plain(loc)}: contains a NUL character (\\u0000); remove it")
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if "\0" in key:
+                raise ManifestError(f"{label}: {_where_plain(loc)}: a key contains a NUL character; remove it")
+            _refuse_nul(label, value, (*loc, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            _refuse_nul(label, value, (*loc, index))
+
+
+def _where_plain(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int) and parts:
+            parts[-1] += f"[{item}]"
+        else:
+            parts.append(str(item))
+    return ".".join(parts) or "top level"
 
 
 def _where(data: Any, loc: tuple[Any, ...]) -> str:
