@@ -16,8 +16,11 @@ from pathlib import Path
 _umask_lock = threading.Lock()
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write ``data`` to ``path`` so that readers never see a torn file."""
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` so that readers never see a torn file.
+
+    ``fsync=False`` skips the flush to disk, for files that need not survive a
+    power cut (a record of processes that would not survive it either)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -27,7 +30,8 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         try:

@@ -12,11 +12,11 @@ eval must not run, and a ``finalize`` hook that may amend a result.
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun.errors import ReportError
+from evalrun.leftovers import make_scratch, sweep_scratch, write_record
+from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
 from evalrun.process import ProcessOutcome, ProcessRequest, run_process
 from evalrun.reports_in.json_report import read_json_report
@@ -64,6 +66,9 @@ class ExecuteRequest:
     finalize: Finalize | None = None
     on_start: Callable[[str], None] | None = None  # an eval's scorer is about to start
     on_finish: Callable[[EvalResult], None] | None = None
+    # Where running scorers are recorded (pid, group, start time), so the next
+    # run stops what a SIGKILLed one left (``evalrun.leftovers``). None: not recorded.
+    record_dir: Path | None = None
 
 
 @dataclass
@@ -144,7 +149,8 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
     cancel = cancel or threading.Event()
     done: dict[str, EvalResult] = {}
     interrupted = False
-    scratch = Path(tempfile.mkdtemp(prefix="evalrun-"))
+    sweep_scratch()  # what SIGKILLed runs left; a live run's scratch is never touched
+    scratch = make_scratch()
     janitor = _Janitor()
     # Plain queues, not futures: waiting on a set of N futures costs O(N) per
     # completion, which a 500-eval run pays 500 times on a busy machine.
@@ -230,7 +236,9 @@ def _run_one(
     else:
         if request.on_start:
             request.on_start(planned.name)
-        result = run_scorer(planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel)
+        result = run_scorer(
+            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, request.record_dir
+        )
     if request.finalize:
         result = request.finalize(planned, result)
     return result
@@ -250,8 +258,9 @@ def run_scorer(
     scratch: Scratch,
     grace: float,
     cancel: threading.Event,
+    record_dir: Path | None = None,
 ) -> EvalResult:
-    """Run one scorer to its end and judge it."""
+    """Run one scorer to its end and judge it; while it runs, its group is recorded in ``record_dir``."""
     spec = planned.spec
     workdir, report_path = scratch.fresh()
     stdout_path = scratch.stdout if spec.format == "tap" else None
@@ -272,7 +281,38 @@ def run_scorer(
         (planned.dir / spec.junit).unlink(missing_ok=True)
     argv = tuple(spec.run) if spec.shell else scorer_argv(spec.run)
     started = time.monotonic()
-    outcome = run_process(
+    record = record_dir / f"scorer.{os.getpid()}.{next(_record_numbers)}.json" if record_dir is not None else None
+    try:
+        outcome = _run_recorded(planned, argv, env, spec, stdout_path, grace, cancel, record)
+    finally:
+        if record is not None:
+            record.unlink(missing_ok=True)
+    return _judge_outcome(planned, tier, outcome, report_path, stdout_path, time.monotonic() - started)
+
+
+_record_numbers = itertools.count()
+
+
+def _run_recorded(
+    planned: PlannedEval,
+    argv: tuple[str, ...],
+    env: Mapping[str, str],
+    spec: EvalSpec,
+    stdout_path: Path | None,
+    grace: float,
+    cancel: threading.Event,
+    record: Path | None,
+) -> ProcessOutcome:
+    def remember(pid: int) -> None:
+        if record is None:
+            return
+        try:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            write_record(record, spec.name, "scorer", pid, pid, None)
+        except OSError:
+            pass  # an unwritable state folder costs the sweep after a kill, not the eval
+
+    return run_process(
         ProcessRequest(
             argv=argv,
             cwd=planned.dir,
@@ -283,8 +323,8 @@ def run_scorer(
             stdout_path=stdout_path,
         ),
         cancel,
+        on_spawn=remember,
     )
-    return _judge_outcome(planned, tier, outcome, report_path, stdout_path, time.monotonic() - started)
 
 
 def _judge_outcome(

@@ -36,7 +36,7 @@ from evalrun.probes.preconditions import (
 )
 from evalrun.reports_out.terminal import Console, closing_line
 from evalrun.results import EvalResult, RunResults, Status, write_results
-from evalrun.services.leftovers import reap_leftovers
+from evalrun.leftovers import reap_leftovers
 from evalrun.services.manager import ServiceManager
 from evalrun.verdict import VERDICT_WORDS, decide_exit_code
 
@@ -261,6 +261,7 @@ def _start_and_execute(
                     finalize=models.finalize,
                     on_start=console.eval_started,
                     on_finish=console.eval_finished,
+                    record_dir=state_dir,  # scorers are recorded like services, and swept alike
                 )
             )
             console.stop_progress()

@@ -4,7 +4,7 @@ This module owns the lifetime of each service process: its own session, a
 log file, a readiness deadline, and the decision to stop it. The tables
 themselves are ``evalrun.services.spec``'s; how a process group is stopped, and
 the records that let the next invocation stop what a SIGKILLed run left behind,
-live in ``evalrun.services.leftovers``; what the built-in throwaway PostgreSQL
+live in ``evalrun.leftovers``; what the built-in throwaway PostgreSQL
 (``postgres = "embedded"``) needs to launch lives in ``evalrun.services.postgres``.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 from evalrun.secrets import scrub, secret_like_values
 from evalrun.services.spec import ServiceSpec
 from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
-from evalrun.services.leftovers import (
+from evalrun.leftovers import (
     DEFAULT_GRACE, MARKER, remove_data_dir, stop_group, write_record,
 )
 
