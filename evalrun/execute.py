@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalrun.errors import ReportError
 from evalrun.leftovers import make_scratch, sweep_scratch, write_record
@@ -31,8 +32,9 @@ from evalrun.process import ProcessOutcome, ProcessRequest, run_process
 from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.parsed import ParsedReport
 from evalrun.reports_in.rules import judge
-from evalrun.results import EvalResult, Status
+from evalrun.results import CheckResult, EvalResult, Status
 from evalrun.secrets import PLACEHOLDER
+from evalrun.text import shorten
 
 OUTPUT_TAIL_CHARS = 4000
 # "python" in a manifest's argv means the interpreter evalrun runs under, as in
@@ -348,13 +350,11 @@ def _judge_outcome(
     if outcome.not_found:
         return EvalResult(status=Status.ERROR, message=outcome.not_found, **base)
     if outcome.cancelled:
-        return EvalResult(status=Status.INTERRUPTED, message="interrupted while running; its process group was stopped", **base)
+        return _stopped(planned, report_path, Status.INTERRUPTED, "interrupted while running",
+                        "its process group was stopped", base)
     if outcome.timed_out:
-        return EvalResult(
-            status=Status.TIMEOUT,
-            message=f"timed out after {spec.timeout:g} s; its process group was killed",
-            **base,
-        )
+        return _stopped(planned, report_path, Status.TIMEOUT, f"timed out after {spec.timeout:g} s",
+                        "its process group was killed", base)
     parsed: ParsedReport | None = None
     report_error: str | None = None
     try:
@@ -367,6 +367,38 @@ def _judge_outcome(
         message=verdict.message,
         checks=verdict.checks,
         metrics=verdict.metrics,
+        **base,
+    )
+
+
+def _stopped(
+    planned: PlannedEval, report_path: Path, status: Status, what: str, how: str, base: dict[str, Any]
+) -> EvalResult:
+    """A scorer we stopped: keep the checks its SDK report already holds, marked partial,
+    and name the check it was in, if the report says."""
+    partial: ParsedReport | None = None
+    if planned.spec.format == "json":
+        try:
+            partial = read_json_report(report_path)
+        except ReportError:
+            partial = None  # nothing written yet, or torn beyond use: nothing to keep
+    if partial is None:
+        return EvalResult(status=status, message=f"{what}; {how}", **base)
+    running = partial.running if isinstance(partial.running, str) and partial.running else None
+    checks = list(partial.checks)
+    where = ""
+    if running is not None:
+        where = f' during check "{running}"'
+        if running not in {c.name for c in checks}:
+            checks.append(CheckResult(name=running, assertions=0, passed=False, message=f"did not finish: {what}"))
+    finished = len(partial.checks)
+    kept = f"kept the {finished} check{'s' if finished != 1 else ''} it finished (partial)"
+    return EvalResult(
+        status=status,
+        message=shorten(f"{what.removesuffix(' while running') + where if where else what}; {how}; {kept}"),
+        checks=checks,
+        metrics=partial.metrics,
+        partial=True,
         **base,
     )
 

@@ -69,6 +69,7 @@ class EvalResult(BaseModel):
     exit_code: int | None = None
     output_tail: str = ""
     models: dict[str, Any] | None = None  # provider, models that answered, calls, tokens
+    partial: bool = False  # timed out or interrupted: ``checks`` are those it finished before it was stopped
 
     def check_counts(self) -> dict[str, int]:
         return {c.name: c.assertions for c in self.checks}

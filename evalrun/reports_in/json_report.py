@@ -45,6 +45,11 @@ class Report(BaseModel):
     metrics: dict[str, float | int | str | bool] = Field(
         default_factory=dict, description="Recorded and shown, never asserted."
     )
+    running: str | None = Field(
+        default=None,
+        description="The check in progress when the report was written (the SDK sets it as a check starts); "
+        "named in the result if the scorer is stopped there.",
+    )
 
 
 def generate_report_schema() -> dict[str, Any]:
@@ -93,4 +98,4 @@ def read_json_report(path: Path) -> ParsedReport:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ReportError(f"invalid report: {where or 'top level'}: {err.message}{more}")
     checks = [CheckResult(**c) for c in data["checks"]]
-    return ParsedReport(checks=checks, metrics=dict(data.get("metrics", {})))
+    return ParsedReport(checks=checks, metrics=dict(data.get("metrics", {})), running=data.get("running"))
