@@ -29,10 +29,9 @@ from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
-from evalrun.models.scorer_env import scrub_environment
 from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.probes.preconditions import (
-    Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures,
+    Preconditions, check_tier_guard, probe_environment, probe_evals, ready_check, skips_are_failures,
 )
 from evalrun.reports_out.terminal import Console, closing_line
 from evalrun.results import EvalResult, RunResults, Status, write_results
@@ -183,7 +182,7 @@ def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[
     started = _now()
     environ = dict(environ)
     # Probes obey the tier's key rule as scorers do: no provider key in t1/t2.
-    probe_env = scrub_environment(environ, tier, None, manifest.models.key_vars)
+    probe_env = probe_environment(manifest, tier, environ)
     with _sigterm_as_interrupt():
         check_tier_guard(manifest, tier, probe_env)  # unmet: exit 2 before any scorer starts
         state_dir = manifest.root / ".evalrun" / "services"

@@ -68,7 +68,8 @@ def test_a_t2_service_gets_placeholder_keys_and_no_live_base_url(project) -> Non
     assert FAKE_KEY not in r.output and ANT_KEY not in r.output
 
 
-def test_a_t1_command_probe_sees_no_key(project) -> None:
+@pytest.mark.parametrize("command", [("t1",), ("dry", "t1"), ("dry",)])
+def test_a_t1_command_probe_sees_no_key(project, command: tuple[str, ...]) -> None:
     proj = project(
         {
             "manifest.toml": f"""
@@ -86,7 +87,7 @@ def test_a_t1_command_probe_sees_no_key(project) -> None:
             "e/score.py": SCORER,
         }
     )
-    r = proj.run("t1", env=KEYS)
+    r = proj.run(*command, env=KEYS)
     assert r.code in (0, 3), r.output
     seen = json.loads((proj.root / "probe-env.json").read_text())
     assert seen["OPENAI_API_KEY"] == PLACEHOLDER and seen["ANTHROPIC_API_KEY"] == PLACEHOLDER
