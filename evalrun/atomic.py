@@ -1,26 +1,37 @@
 """Atomic file writes: a temp file beside the target, fsync, then os.replace.
 
-A crash or kill at any moment leaves either the old file or the new one.
+A crash or kill at any moment leaves either the old file or the new one. The
+file gets the mode an ordinary ``open()`` would give it (``0666 & ~umask``):
+``mkstemp`` alone makes it 0600, which CI artifact uploaders running as
+another user cannot read.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from pathlib import Path
 
+_umask_lock = threading.Lock()
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write ``data`` to ``path`` so that readers never see a torn file."""
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` so that readers never see a torn file.
+
+    ``fsync=False`` skips the flush to disk, for files that need not survive a
+    power cut (a record of processes that would not survive it either)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -28,3 +39,20 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the kernel tells it (Linux >= 4.7)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    # Elsewhere the only way is to set it and put it back; the lock keeps our
+    # own threads from creating files in between.
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask

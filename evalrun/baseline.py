@@ -41,6 +41,11 @@ def baseline_path(manifest: Manifest, tier: str) -> Path:
     return manifest.root / manifest.baseline.dir / f"{tier}.toml"
 
 
+def baseline_lock(manifest: Manifest, path: Path) -> Path:
+    """The lock held while a baseline is read, updated and written: kept out of the committed folder."""
+    return manifest.root / ".evalrun" / "locks" / f"{path.name}.lock"
+
+
 def update_command(tier: str, manifest_path: Path | None = None) -> str:
     """The command that regenerates a tier's baseline, quoted in every hint (with ``--manifest`` when not the default)."""
     extra = ""
@@ -82,6 +87,10 @@ def load_baseline(path: Path) -> Baseline | None:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BaselineError(f"{label}: {_describe_toml_error(exc)}; fix that line or {fix}") from None
+    except RecursionError:
+        raise BaselineError(f"{label}: nested too deeply to be a baseline; {fix}") from None
+    except ValueError as exc:  # int() refuses numbers of more than 4300 digits
+        raise BaselineError(f"{label}: cannot be read ({' '.join(str(exc).split())[:200]}); {fix}") from None
     return _validate_shape(label, data, fix)
 
 

@@ -12,6 +12,7 @@ eval must not run, and a ``finalize`` hook that may amend a result.
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import shutil
@@ -22,15 +23,19 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalrun.errors import ReportError
+from evalrun.leftovers import make_scratch, sweep_scratch, write_record
+from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
 from evalrun.process import ProcessOutcome, ProcessRequest, run_process
 from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.parsed import ParsedReport
 from evalrun.reports_in.rules import judge
-from evalrun.results import EvalResult, Status
-from evalrun.text import one_line
+from evalrun.results import CheckResult, EvalResult, Status
+from evalrun.secrets import PLACEHOLDER
+from evalrun.text import one_line, shorten
 
 OUTPUT_TAIL_CHARS = 4000
 
@@ -61,6 +66,9 @@ class ExecuteRequest:
     on_start: Callable[[str], None] | None = None  # an eval's scorer is about to start
     secrets: frozenset[str] = frozenset()  # scrubbed from reports before anything in them is cut
     on_finish: Callable[[EvalResult], None] | None = None
+    # Where running scorers are recorded (pid, group, start time), so the next
+    # run stops what a SIGKILLed one left (``evalrun.leftovers``). None: not recorded.
+    record_dir: Path | None = None
 
 
 @dataclass
@@ -172,7 +180,8 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
     cancel = cancel or threading.Event()
     done: dict[str, EvalResult] = {}
     interrupted = False
-    scratch = Path(tempfile.mkdtemp(prefix="evalrun-"))
+    sweep_scratch()  # what SIGKILLed runs left; a live run's scratch is never touched
+    scratch = make_scratch()
     janitor = _Janitor()
     # Plain queues, not futures: waiting on a set of N futures costs O(N) per
     # completion, which a 500-eval run pays 500 times on a busy machine.
@@ -259,7 +268,8 @@ def _run_one(
         if request.on_start:
             request.on_start(planned.name)
         result = run_scorer(
-            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, secrets=request.secrets
+            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, request.record_dir,
+            secrets=request.secrets,
         )
     if request.finalize:
         result = request.finalize(planned, result)
@@ -274,16 +284,20 @@ def run_scorer(
     scratch: Scratch,
     grace: float,
     cancel: threading.Event,
+    record_dir: Path | None = None,
     *,
     secrets: frozenset[str] = frozenset(),
 ) -> EvalResult:
-    """Run one scorer to its end and judge it."""
+    """Run one scorer to its end and judge it; while it runs, its group is recorded in ``record_dir``."""
     spec = planned.spec
     workdir, report_path = scratch.fresh()
     stdout_path = scratch.stdout if spec.format == "tap" else None
     env = dict(base_env)
     env.update(extra_env)
     env.update(spec.env)
+    # The tier's key rule wins over anything an eval or service sets: in t1/t2 the
+    # key variables keep the placeholder the base environment gave them.
+    env.update({name: value for name, value in base_env.items() if value == PLACEHOLDER})
     env.update(
         EVALRUN_REPORT=str(report_path),
         EVALRUN_EVAL=spec.name,
@@ -298,7 +312,40 @@ def run_scorer(
             pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
     argv = tuple(spec.run)
     started = time.monotonic()
-    outcome = run_process(
+    record = record_dir / f"scorer.{os.getpid()}.{next(_record_numbers)}.json" if record_dir is not None else None
+    try:
+        outcome = _run_recorded(planned, argv, env, spec, stdout_path, grace, cancel, record)
+    finally:
+        if record is not None:
+            record.unlink(missing_ok=True)
+    return _judge_outcome(
+        planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets
+    )
+
+
+_record_numbers = itertools.count()
+
+
+def _run_recorded(
+    planned: PlannedEval,
+    argv: tuple[str, ...],
+    env: Mapping[str, str],
+    spec: EvalSpec,
+    stdout_path: Path | None,
+    grace: float,
+    cancel: threading.Event,
+    record: Path | None,
+) -> ProcessOutcome:
+    def remember(pid: int) -> None:
+        if record is None:
+            return
+        try:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            write_record(record, spec.name, "scorer", pid, pid, None)
+        except OSError:
+            pass  # an unwritable state folder costs the sweep after a kill, not the eval
+
+    return run_process(
         ProcessRequest(
             argv=argv,
             cwd=planned.dir,
@@ -309,9 +356,7 @@ def run_scorer(
             stdout_path=stdout_path,
         ),
         cancel,
-    )
-    return _judge_outcome(
-        planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets
+        on_spawn=remember,
     )
 
 
@@ -338,13 +383,11 @@ def _judge_outcome(
     if outcome.not_found:
         return EvalResult(status=Status.ERROR, message=outcome.not_found, **base)
     if outcome.cancelled:
-        return EvalResult(status=Status.INTERRUPTED, message="interrupted while running; its process group was stopped", **base)
+        return _stopped(planned, report_path, Status.INTERRUPTED, "interrupted while running",
+                        "its process group was stopped", base)
     if outcome.timed_out:
-        return EvalResult(
-            status=Status.TIMEOUT,
-            message=f"timed out after {spec.timeout:g} s; its process group was killed",
-            **base,
-        )
+        return _stopped(planned, report_path, Status.TIMEOUT, f"timed out after {spec.timeout:g} s",
+                        "its process group was killed", base)
     parsed: ParsedReport | None = None
     report_error: str | None = None
     try:
@@ -364,6 +407,38 @@ def _judge_outcome(
         message=verdict.message,
         checks=verdict.checks,
         metrics=verdict.metrics,
+        **base,
+    )
+
+
+def _stopped(
+    planned: PlannedEval, report_path: Path, status: Status, what: str, how: str, base: dict[str, Any]
+) -> EvalResult:
+    """A scorer we stopped: keep the checks its SDK report already holds, marked partial,
+    and name the check it was in, if the report says."""
+    partial: ParsedReport | None = None
+    if planned.spec.format == "json":
+        try:
+            partial = read_json_report(report_path)
+        except ReportError:
+            partial = None  # nothing written yet, or torn beyond use: nothing to keep
+    if partial is None:
+        return EvalResult(status=status, message=f"{what}; {how}", **base)
+    running = partial.running if isinstance(partial.running, str) and partial.running else None
+    checks = list(partial.checks)
+    where = ""
+    if running is not None:
+        where = f' during check "{running}"'
+        if running not in {c.name for c in checks}:
+            checks.append(CheckResult(name=running, assertions=0, passed=False, message=f"did not finish: {what}"))
+    finished = len(partial.checks)
+    kept = f"kept the {finished} check{'s' if finished != 1 else ''} it finished (partial)"
+    return EvalResult(
+        status=status,
+        message=shorten(f"{what.removesuffix(' while running') + where if where else what}; {how}; {kept}"),
+        checks=checks,
+        metrics=partial.metrics,
+        partial=True,
         **base,
     )
 

@@ -10,6 +10,7 @@ and ``evalrun.services.spec``), so a loaded manifest is valid as a whole.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,6 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
 from evalrun.errors import ManifestError, file_label
+from evalrun.text import one_line
+from evalrun.secrets import key_vars
 from evalrun.probes.spec import SERVICE_KINDS, Probe, ProbeTable, parse_probe_table, parse_requirement
 from evalrun.services.spec import ServiceSpec, ServiceTable, check_exports, parse_service_tables
 
@@ -95,6 +98,14 @@ class EvalSpec(_Strict):
             raise ValueError("argv words must be non-empty strings")
         return run
 
+    @field_validator("env")
+    @classmethod
+    def _env_names_are_names(cls, env: dict[str, str]) -> dict[str, str]:
+        for key in env:
+            if not key or "=" in key:
+                raise ValueError(f"{key!r} is not a variable name; names are non-empty and have no '='")
+        return env
+
     @field_validator("name")
     @classmethod
     def _name_is_one_line(cls, name: str) -> str:
@@ -161,8 +172,26 @@ class _RawManifest(_Strict):
 
 
 def load_manifest(path: Path) -> Manifest:
-    """Read and validate a manifest; raise ManifestError with a one-line message."""
+    """Read and validate a manifest; raise ManifestError with a one-line message.
+
+    Whatever the bytes: a number too long to convert, nesting deeper than the
+    parser can follow, a NUL in any string are each one line naming the file.
+    """
     label = file_label(path)
+    try:
+        return _load_manifest(path, label)
+    except ManifestError as exc:
+        raise ManifestError(one_line(str(exc), _ERROR_LIMIT)) from None
+    except RecursionError:
+        raise ManifestError(f"{label}: nested too deeply to read; flatten its arrays and tables") from None
+    except ValueError as exc:  # int() refuses numbers of more than 4300 digits
+        raise ManifestError(f"{label}: cannot be read: {one_line(str(exc), 200)}; shorten that number") from None
+
+
+_ERROR_LIMIT = 1000
+
+
+def _load_manifest(path: Path, label: str) -> Manifest:
     try:
         raw_text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
@@ -175,6 +204,7 @@ def load_manifest(path: Path) -> Manifest:
         data = tomllib.loads(raw_text)
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{label}: invalid TOML: {exc}") from None
+    _refuse_nul(label, data, ())
     try:
         raw = _RawManifest.model_validate(data)
     except ValidationError as exc:
@@ -194,6 +224,31 @@ def load_manifest(path: Path) -> Manifest:
     )
     _check_semantics(label, manifest)
     return manifest
+
+
+def _refuse_nul(label: str, node: Any, loc: tuple[Any, ...]) -> None:
+    """No string of a manifest may hold NUL: no argv word, path or variable can carry one to the OS."""
+    if isinstance(node, str):
+        if "\0" in node:
+            raise ManifestError(f"{label}: {_where_plain(loc)}: contains a NUL character (\\u0000); remove it")
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if "\0" in key:
+                raise ManifestError(f"{label}: {_where_plain(loc)}: a key contains a NUL character; remove it")
+            _refuse_nul(label, value, (*loc, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            _refuse_nul(label, value, (*loc, index))
+
+
+def _where_plain(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int) and parts:
+            parts[-1] += f"[{item}]"
+        else:
+            parts.append(str(item))
+    return ".".join(parts) or "top level"
 
 
 def _where(data: Any, loc: tuple[Any, ...]) -> str:
@@ -273,6 +328,8 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             raise ManifestError(f"{where}.dir: {spec.dir!r} does not exist; create it or fix the path")
         if spec.format == "junit" and not spec.junit:
             raise ManifestError(f'{where}.junit: format = "junit" needs junit = "path of the XML the scorer writes"')
+        if spec.junit is not None:
+            _check_inside(f"{where}.junit", spec.junit, folder)
         for service in spec.services:
             if service not in manifest.services:
                 raise ManifestError(f"{where}.services: unknown service {service!r}; define [services.{service}]")
@@ -290,9 +347,66 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             raise ManifestError(f"{where}.budget: t1 makes no model calls, so it has no budget; remove it")
         if spec.tier == "t1" and spec.services:
             raise ManifestError(f"{where}.services: t1 is static by promise and uses no services; move the eval to t2")
+    _check_keys_stay_out(label, manifest)
     for tier_name, tier in manifest.tiers.items():
         for req in tier.require:
             parse_requirement(label, manifest.probes, req, f"tiers.{tier_name}.require")
+
+
+def _check_inside(where: str, relative: str, folder: Path) -> None:
+    """A path a scorer names stays inside its eval's folder: evalrun deletes it before the scorer starts."""
+    fix = "name a path inside the eval's folder, e.g. \"reports/junit.xml\""
+    if "\0" in relative or not relative.strip():
+        raise ManifestError(f"{where}: must be a non-empty path without NUL; {fix}")
+    if Path(relative).is_absolute():
+        raise ManifestError(f"{where}: {relative!r} is absolute; {fix}")
+    target = (folder / relative).resolve()
+    if target == folder or not target.is_relative_to(folder):
+        raise ManifestError(f"{where}: {relative!r} lies outside the eval's folder; {fix}")
+
+
+def _check_keys_stay_out(label: str, manifest: Manifest) -> None:
+    """t1/t2 get no provider key, ever: not by name in ``env``, nor by ``${KEYVAR}`` in a value.
+
+    This holds for an eval's ``env`` and for the ``env`` of every service a t1/t2
+    eval uses (a service shared with t3 evals included: it runs in t2 too).
+    """
+    keys = key_vars(manifest.models.key_vars)
+    keyless = {spec.name: spec for spec in manifest.evals if spec.tier in ("t1", "t2")}
+    fix = "key variables are for t3 only; move the eval to t3 or remove it"
+    for index, spec in enumerate(manifest.evals):
+        if spec.name not in keyless:
+            continue
+        where = f'{label}: evals[{index}] ("{spec.name}").env'
+        for name, value in spec.env.items():
+            problem = _key_use(name, value, keys)
+            if problem:
+                raise ManifestError(f"{where}.{name}: {problem}; {spec.tier} gets no model key, {fix}")
+    for service_name, service in manifest.services.items():
+        users = sorted(s.name for s in keyless.values() if service_name in s.services)
+        if not users:
+            continue
+        for name, value in service.env.items():
+            problem = _key_use(name, value, keys)
+            if problem:
+                raise ManifestError(
+                    f"{label}: services.{service_name}.env.{name}: {problem}; the service is used by "
+                    f"{users[0]} ({keyless[users[0]].tier}), which gets no model key; {fix}"
+                )
+
+
+def _key_use(name: str, value: str, keys: tuple[str, ...]) -> str | None:
+    """How an ``env`` entry hands a provider key over, if it does (names only, never values)."""
+    if name in keys:
+        return f"{name} is a model key variable"
+    for ref in _VAR_REF.finditer(value):
+        var = ref.group(1) or ref.group(2)
+        if var in keys:
+            return f"refers to ${{{var}}}, a model key variable"
+    return None
+
+
+_VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def manifest_schema() -> dict[str, Any]:

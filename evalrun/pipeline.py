@@ -31,12 +31,12 @@ from evalrun.manifest import Manifest, load_manifest
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
 from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.preconditions import (
-    Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures,
+    Preconditions, check_tier_guard, probe_environment, probe_evals, ready_check, skips_are_failures,
 )
 from evalrun.reports_out.terminal import Console, closing_line
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
 from evalrun.secrets import run_secrets
-from evalrun.services.leftovers import reap_leftovers
+from evalrun.leftovers import reap_leftovers
 from evalrun.services.manager import ServiceManager
 from evalrun.verdict import VERDICT_WORDS, decide_exit_code
 
@@ -187,13 +187,15 @@ def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[
     manifest, tier = plan.manifest, request.tier
     started = _now()
     environ = dict(environ)
+    # Probes obey the tier's key rule as scorers do: no provider key in t1/t2.
+    probe_env = probe_environment(manifest, tier, environ)
     with _sigterm_as_interrupt():
-        check_tier_guard(manifest, tier, environ)  # unmet: exit 2 before any scorer starts
+        check_tier_guard(manifest, tier, probe_env)  # unmet: exit 2 before any scorer starts
         state_dir = manifest.root / ".evalrun" / "services"
         for line in reap_leftovers(state_dir):
             console.warn(line)
         try:
-            pre = probe_evals(manifest, plan.evals, environ, skips_are_failures(manifest, tier, request.no_skips))
+            pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, request.no_skips))
             if not plan.evals:
                 console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
             results, interrupted = _start_and_execute(plan, request, pre, console, environ, state_dir)
@@ -223,14 +225,15 @@ def _start_and_execute(
     """Services and the model proxy up, every planned eval executed, everything stopped again."""
     manifest, tier = plan.manifest, request.tier
     will_run = [p for p in plan.evals if pre.for_eval(p.name).runs]
+    models = ModelCalls(manifest, tier, will_run, environ, request.record)
     services = ServiceManager(
         manifest.services,
         logs_dir=manifest.root / ".evalrun" / "logs",
         state_dir=state_dir,
-        environ=environ,
+        environ=models.base_env,  # services obey the tier's key rule as scorers do
         ready_check=ready_check(manifest),
+        secrets=models.secrets,
     )
-    models = ModelCalls(manifest, tier, will_run, environ, request.record)
     secrets = run_secrets(environ, manifest.models.key_vars)
 
     def finalize(planned: PlannedEval, result: EvalResult) -> EvalResult:
@@ -269,6 +272,7 @@ def _start_and_execute(
                     on_start=console.eval_started,
                     on_finish=console.eval_finished,
                     secrets=frozenset(secrets),
+                    record_dir=state_dir,  # scorers are recorded like services, and swept alike
                 )
             )
             console.stop_progress()

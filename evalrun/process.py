@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -132,8 +132,17 @@ def _decode_tail(name: str, tail: bytes, total: int) -> str:
     return f"[... {dropped + start} earlier bytes of {name} not kept ...]\n{text}"
 
 
-def run_process(request: ProcessRequest, cancel: threading.Event | None = None) -> ProcessOutcome:
-    """Run one program to completion, deadline, or cancel; never raise for the child."""
+def run_process(
+    request: ProcessRequest,
+    cancel: threading.Event | None = None,
+    on_spawn: Callable[[int], None] | None = None,
+) -> ProcessOutcome:
+    """Run one program to completion, deadline, or cancel; never raise for the child.
+
+    ``on_spawn(pid)`` is called as soon as the child exists (its pid is its
+    group id), e.g. to record it so a later run can stop it if we are killed;
+    by the time ``run_process`` returns, the group is gone.
+    """
     if not os.path.isdir(request.cwd):
         return _not_started(request, f"working directory not found: {request.cwd}")
     if request.shell:
@@ -161,6 +170,12 @@ def run_process(request: ProcessRequest, cancel: threading.Event | None = None) 
         if sink is not None:
             sink.close()
         return _not_started(request, f"could not start {request.argv[0]}: {exc.strerror or exc}")
+    if on_spawn is not None:
+        try:
+            on_spawn(proc.pid)
+        except BaseException:
+            terminate_group(proc.pid, request.grace, leader=proc)
+            raise
     return _supervise(proc, request, cancel, sink, started)
 
 

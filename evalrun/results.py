@@ -72,6 +72,7 @@ class EvalResult(BaseModel):
     exit_code: int | None = None
     output_tail: str = ""
     models: dict[str, Any] | None = None  # provider, models that answered, calls, tokens
+    partial: bool = False  # timed out or interrupted: ``checks`` are those it finished before it was stopped
 
     def check_counts(self) -> dict[str, int]:
         return {c.name: c.assertions for c in self.checks}
@@ -148,23 +149,52 @@ class RunResults(BaseModel):
 
 
 def write_results(results: RunResults, path: Path) -> None:
-    """Write the results file atomically: a killed run never leaves it torn."""
-    write_atomic(path, results.model_dump_json(indent=2) + "\n")
+    """Write the results file atomically, one writer at a time: a killed run never leaves it torn."""
+    from evalrun.locks import hold_lock, sidecar_lock
+
+    data = results.model_dump_json(indent=2) + "\n"
+    with hold_lock(sidecar_lock(Path(path))):
+        write_atomic(path, data)
 
 
 def load_results(path: Path) -> RunResults:
-    """Read a results file, with one-line errors naming the file."""
+    """Read a results file, with one-line errors naming the file, whatever its bytes."""
+    from evalrun.text import one_line
+
     try:
-        raw = path.read_text(encoding="utf-8")
+        return _load_results(path)
+    except ResultsError as exc:
+        raise ResultsError(one_line(str(exc), 1000)) from None
+    except RecursionError:
+        raise ResultsError(f"{path}: nested too deeply to be a results file; rerun the tier to rewrite it") from None
+
+
+def _load_results(path: Path) -> RunResults:
+    try:
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such results file; run the tier first or pass --json PATH") from None
+    except IsADirectoryError:
+        raise ResultsError(f"{path}: is a directory, not a results file; pass the file") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot be read ({exc.strerror or exc}); check its permissions") from None
     try:
-        data = json.loads(raw)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{path}: not UTF-8 text (byte {exc.start}); rerun the tier to rewrite it") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
-    if isinstance(data, dict) and data.get("version") != RESULTS_VERSION:
+    except ValueError as exc:  # int() refuses numbers of more than 4300 digits
+        raise ResultsError(f"{path}: cannot be read ({exc}); rerun the tier to rewrite it") from None
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: top level: must be a JSON object; rerun the tier to rewrite it")
+    if data.get("version") != RESULTS_VERSION:
+        version = data.get("version")
+        shown = repr(version) if isinstance(version, (int, str, type(None))) and len(repr(version)) < 40 else "(unreadable)"
         raise ResultsError(
-            f"{path}: results version {data.get('version')!r} is not {RESULTS_VERSION}; rerun the tier with this evalrun"
+            f"{path}: results version {shown} is not {RESULTS_VERSION}; rerun the tier with this evalrun"
         )
     try:
         return RunResults.model_validate(data)

@@ -16,7 +16,7 @@ import pytest
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
-from evalrun.services.leftovers import reap_leftovers
+from evalrun.leftovers import reap_leftovers
 from evalrun.services.manager import ServiceManager
 from evalrun.services.spec import ServiceSpec
 

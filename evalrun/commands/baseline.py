@@ -1,16 +1,19 @@
 """``evalrun baseline --update`` and ``evalrun baseline diff``.
 
 An update runs the tier (or reads ``--from-results``), refuses to record a
-failing state, and writes ``baselines/<tier>.toml`` atomically. A diff compares
+failing state, and writes ``baselines/<tier>.toml`` atomically, reading the
+old baseline again under a lock so concurrent filtered updates both land. A diff compares
 the last results with the baseline without running any scorer.
 """
 
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from pathlib import Path
 
 from evalrun.baseline import (
+    baseline_lock,
     baseline_path,
     format_comparison,
     load_baseline,
@@ -23,7 +26,8 @@ from evalrun.manifest import TIERS
 from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, judge, load, record
 from evalrun.plan import make_plan
 from evalrun.reports_out.terminal import Console
-from evalrun.results import load_results, write_results
+from evalrun.locks import hold_lock
+from evalrun.results import RunResults, load_results, write_results
 
 
 def update_baselines(
@@ -47,11 +51,11 @@ def update_baselines(
             raise UsageError(f"--update {tier}: unknown tier; use one of {', '.join(TIERS)}, or --all")
     if all_tiers and from_results is not None:
         raise UsageError("--from-results reads one tier's results; use it with --update TIER, not --all")
-    pending: list[tuple[str, Path, dict[str, dict[str, int]], list[str]]] = []
+    pending: list[tuple[str, Path, RunResults, set[str], bool]] = []
     for tier in tiers:
         plan = make_plan(manifest, tier, evals, tags)
         path = check_writable(baseline_path(manifest, tier), "baseline")
-        old = load_baseline(path)
+        early = load_baseline(path)  # a bad baseline is exit 2 before any scorer starts
         if from_results is not None:
             results = load_results(from_results)
             if results.tier != tier:
@@ -67,14 +71,22 @@ def update_baselines(
             if results.interrupted:
                 raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered
-        new, notes = update_baseline(old, results, plan.tier_names(), filtered)  # raises BaselineRefused
-        pending.append((tier, path, new, notes))
+        update_baseline(early, results, plan.tier_names(), filtered)  # raises BaselineRefused
+        pending.append((tier, path, results, plan.tier_names(), filtered))
     # Write only after every tier was accepted: a refusal leaves every file as it was.
-    for tier, path, new, notes in pending:
-        try:
-            write_baseline(path, new, update_command(tier, manifest_path))
-        except OSError as exc:
-            raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
+    # Each baseline is read again under its lock, so a concurrent update is merged, never lost.
+    with ExitStack() as locks:
+        for _tier, path, *_ in sorted(pending, key=lambda item: str(item[1])):  # one order: no deadlock
+            locks.enter_context(hold_lock(baseline_lock(manifest, path)))
+        written = []
+        for tier, path, results, names, filtered in pending:
+            new, notes = update_baseline(load_baseline(path), results, names, filtered)
+            try:
+                write_baseline(path, new, update_command(tier, manifest_path))
+            except OSError as exc:
+                raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
+            written.append((tier, path, new, notes))
+    for tier, path, new, notes in written:
         for note in notes:
             console.note(f"{tier}: {note}")
         checks = sum(len(v) for v in new.values())

@@ -9,7 +9,7 @@ from pathlib import Path
 from evalrun.errors import ExitCode, UsageError
 from evalrun.pipeline import RunRequest, describe_filters, load, select
 from evalrun.plan import make_plan
-from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
+from evalrun.preconditions import Preconditions, probe_environment, probe_evals, tier_guard_problem
 from evalrun.reports_out.terminal import Console
 
 
@@ -40,11 +40,17 @@ def dry(
         console.warn(f"nothing selected to run in {scope} ({describe_filters(plan)})")
         return int(ExitCode.NOTHING_SELECTED)
     environ = dict(os.environ)
-    pre = probe_evals(manifest, plan.evals, environ, skips_fail=False) if probe else Preconditions()
+    tiers = [tier] if tier else sorted({p.spec.tier for p in plan.evals})
+    pre = Preconditions()
+    if probe:  # each tier's probes see what its scorers would: no provider key in t1/t2
+        for t in tiers:
+            of_tier = [p for p in plan.evals if p.spec.tier == t]
+            found = probe_evals(manifest, of_tier, probe_environment(manifest, t, environ), skips_fail=False)
+            pre.decisions.update(found.decisions)
     console.line(f"planned in {scope}: {len(plan.evals)} eval{'s' if len(plan.evals) != 1 else ''} (nothing is run)")
     refused: dict[str, str] = {}
-    for t in [tier] if tier else sorted({p.spec.tier for p in plan.evals}):
-        problem = tier_guard_problem(manifest, t, environ) if probe else None
+    for t in tiers:
+        problem = tier_guard_problem(manifest, t, probe_environment(manifest, t, environ)) if probe else None
         if problem:
             refused[t] = problem
             console.warn(f"tier {t} would be refused: {problem}")

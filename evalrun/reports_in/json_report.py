@@ -58,6 +58,11 @@ class Report(BaseModel):
     metrics: dict[Annotated[str, StringConstraints(max_length=NAME_LIMIT)], float | int | str | bool] = Field(
         default_factory=dict, description="Recorded and shown, never asserted."
     )
+    running: str | None = Field(
+        default=None,
+        description="The check in progress when the report was written (the SDK sets it as a check starts); "
+        "named in the result if the scorer is stopped there.",
+    )
 
 
 def generate_report_schema() -> dict[str, Any]:
@@ -127,7 +132,9 @@ def read_json_report(path: Path, secrets: Iterable[str] = ()) -> ParsedReport:
         name: _cut(value, secrets, MESSAGE_LIMIT) if isinstance(value, str) else value
         for name, value in data.get("metrics", {}).items()
     }
-    return ParsedReport(checks=checks, metrics=metrics)
+    running = data.get("running")
+    running = scrub(running, secrets)[:NAME_LIMIT] if isinstance(running, str) else None
+    return ParsedReport(checks=checks, metrics=metrics, running=running)
 
 
 _ERRORS_SHOWN = 50  # schema errors collected at most: a report of a million bad checks is one line too

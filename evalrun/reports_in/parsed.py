@@ -47,6 +47,7 @@ class ParsedReport:
     skipped: list[str] = field(default_factory=list)  # "name (reason)" of each skipped test: not checks
     skip_all: str | None = None  # the whole stream was skipped (TAP "1..0 # SKIP why"): the reason
     source: str = ""  # "TAP" or "JUnit", for messages
+    running: str | None = None  # the check in progress when the report was written (JSON, from the SDK)
 
     def skipped_note(self) -> str | None:
         """One line for the eval's message, e.g. ``skipped in TAP: network (no network)``; None if none."""

@@ -31,9 +31,10 @@ block, a metric that is not a number, string or bool) raises ``ScorerError``,
 which is never swallowed: a broken scorer must crash, not fail a check.
 
 When the report is written. Atomically (a temp file beside it, then
-``os.replace``) after every check that ends and every metric, so the file on
-disk always holds everything recorded so far: a scorer killed by a timeout or
-crashing between checks still leaves the checks that ran. It is written a
+``os.replace``) when every check starts (naming it as ``"running"``), after
+every check that ends and every metric, so the file on disk always holds
+everything recorded so far: a scorer killed by a timeout or crashing still
+leaves the checks that ran, and the name of the one it was in. It is written a
 last time by ``finish()``, or at interpreter exit if the module-level
 functions were used and ``finish()`` was not called: a scorer made of
 ``with scorer.check(...)`` blocks needs no boilerplate.
@@ -158,6 +159,7 @@ class Check:
         if self._state != "new":
             raise ScorerError(f"check {self.name!r} was already used; make a new check for each with block")
         self._state = "open"
+        self._scorer._check_started()
         return self
 
     def __exit__(
@@ -428,10 +430,16 @@ class Scorer:
             self._write_if_reporting()
 
     def report(self) -> dict[str, Any]:
-        """The report as it stands: the checks that have ended, and the metrics."""
+        """The report as it stands: the checks that have ended, the metrics, and the check
+        in progress (``running``) if one is open, so a scorer stopped by a timeout is
+        reported with the checks it finished and the one it was in."""
         with self._lock:
             done = [c.as_dict() for c in self._checks if c._state == "done"]
-            return {"checks": done, "metrics": dict(self._metrics)}
+            report: dict[str, Any] = {"checks": done, "metrics": dict(self._metrics)}
+            running = next((c.name for c in self._checks if c._state == "open"), None)
+            if running is not None:
+                report["running"] = running
+            return report
 
     def finish(self) -> int:
         """Write the report (or print the summary, by hand) and return the exit status.
@@ -460,6 +468,11 @@ class Scorer:
     @property
     def finished(self) -> bool:
         return self._exit_code is not None
+
+    def _check_started(self) -> None:
+        with self._lock:
+            if self._exit_code is None:
+                self._write_if_reporting()
 
     def _check_done(self) -> None:
         with self._lock:

@@ -4,7 +4,7 @@ This module owns the lifetime of each service process: its own session, a
 log file, a readiness deadline, and the decision to stop it. The tables
 themselves are ``evalrun.services.spec``'s; how a process group is stopped, and
 the records that let the next invocation stop what a SIGKILLed run left behind,
-live in ``evalrun.services.leftovers``; what the built-in throwaway PostgreSQL
+live in ``evalrun.leftovers``; what the built-in throwaway PostgreSQL
 (``postgres = "embedded"``) needs to launch lives in ``evalrun.services.postgres``,
 and the readable copy of its binaries that a root run uses in
 ``evalrun.services.postgres_cache``.
@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.process import resolve_program, spawn
+from evalrun.secrets import scrub, secret_like_values
 from evalrun.services.spec import ServiceSpec
 from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
 from evalrun.services.postgres_cache import staged_bin_dir
-from evalrun.services.leftovers import (
+from evalrun.leftovers import (
     DEFAULT_GRACE, MARKER, remove_data_dir, stop_group, write_record,
 )
 
@@ -88,6 +89,7 @@ class ServiceManager:
         ready_check: ReadyCheck,
         *,
         grace: float = DEFAULT_GRACE,
+        secrets: Iterable[str] = (),
     ) -> None:
         self._specs = dict(specs)
         self._logs_dir = Path(logs_dir)
@@ -95,6 +97,8 @@ class ServiceManager:
         self._environ = dict(environ)
         self._ready_check = ready_check
         self._grace = grace
+        # Scrubbed from every line about a service, before it is cut: a log may print a key.
+        self._secrets = [*secrets, *secret_like_values(environ)]
         self._states: dict[str, ServiceState] = {}
         self._running: dict[str, _Running] = {}
         self._died: dict[str, str] = {}
@@ -138,7 +142,7 @@ class ServiceManager:
             running = self._running.get(name)
             code = running.proc.poll() if running is not None else None
             if code is not None:
-                tail = _log_tail(state.log_path)
+                tail = _log_tail(state.log_path, secrets=self._secrets)
                 self._died[name] = f"service {name} died ({_describe_exit(code)}) during the run: {tail}"
                 return self._died[name]
         return None
@@ -170,7 +174,7 @@ class ServiceManager:
                 env, running = self._launch_run(spec, log_path, deadline)
         except (_StartFailed, PostgresUnavailable) as exc:
             self._drop(spec.name)
-            return ServiceState(spec.name, False, str(exc), {}, log_path)
+            return ServiceState(spec.name, False, scrub(str(exc), self._secrets), {}, log_path)
         except OSError as exc:  # a log or state folder we cannot write
             self._drop(spec.name)
             where = f" {exc.filename}" if exc.filename else ""
@@ -216,10 +220,10 @@ class ServiceManager:
         try:
             code = setup.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            raise _StartFailed(self._not_ready(spec, log_path, "initdb still running")) from None
+            raise _StartFailed(self._not_ready(spec, log_path, "initdb still running", self._secrets)) from None
         self._raise_if_closed(spec)
         if code != 0:
-            raise _StartFailed(f"service {spec.name}: initdb failed ({_describe_exit(code)}): {_log_tail(log_path)}")
+            raise _StartFailed(f"service {spec.name}: initdb failed ({_describe_exit(code)}): {_log_tail(log_path, secrets=self._secrets)}")
         for _attempt in range(3):  # a free port may be taken between our check and the server's bind
             port = free_port()
             argv = [str(bin_dir / "postgres"), "-D", str(cluster), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
@@ -238,7 +242,7 @@ class ServiceManager:
                     continue
                 raise
             return exports, running
-        raise _StartFailed(f"service {spec.name}: no free port on 127.0.0.1 after 3 tries: {_log_tail(log_path)}")
+        raise _StartFailed(f"service {spec.name}: no free port on 127.0.0.1 after 3 tries: {_log_tail(log_path, secrets=self._secrets)}")
 
     def _spawn(
         self, spec: ServiceSpec, argv: list[str], cwd: Path, env: Mapping[str, str], log_path: Path,
@@ -276,7 +280,7 @@ class ServiceManager:
             if code is not None:
                 raise _StartFailed(
                     f"service {spec.name} exited ({_describe_exit(code)}) before becoming ready: "
-                    f"{_log_tail(self._logs_dir / f'{spec.name}.log')}"
+                    f"{_log_tail(self._logs_dir / f'{spec.name}.log', secrets=self._secrets)}"
                 )
             ok = True
             if postgres is not None:
@@ -287,7 +291,7 @@ class ServiceManager:
                 return
             left = deadline - time.monotonic()
             if left <= 0:
-                raise _StartFailed(self._not_ready(spec, self._logs_dir / f"{spec.name}.log", reason))
+                raise _StartFailed(self._not_ready(spec, self._logs_dir / f"{spec.name}.log", reason, self._secrets))
             time.sleep(min(pause, left))
             pause = min(pause * 1.5, 0.5)
 
@@ -298,9 +302,9 @@ class ServiceManager:
             return False, f"ready check raised {type(exc).__name__}"
 
     @staticmethod
-    def _not_ready(spec: ServiceSpec, log_path: Path, reason: str) -> str:
+    def _not_ready(spec: ServiceSpec, log_path: Path, reason: str, secrets: Iterable[str]) -> str:
         return (f"service {spec.name} did not become ready in {spec.ready_timeout:.1f} s: "
-                f"{_log_tail(log_path)} (last check: {reason}; log: {log_path})")
+                f"{_log_tail(log_path, secrets=secrets)} (last check: {reason}; log: {log_path})")
 
     # -- stopping
 
@@ -333,12 +337,12 @@ def _describe_exit(code: int) -> str:
         return f"killed by signal {-code}"
 
 
-def _log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    """The last lines of a log as one line; the message must stay one line."""
+def _log_tail(path: Path, lines: int = LOG_TAIL_LINES, *, secrets: Iterable[str] = ()) -> str:
+    """The last lines of a log as one line, secrets scrubbed before the cut; the message must stay one line."""
     try:
         with open(path, "rb") as fh:
             fh.seek(max(0, fh.seek(0, os.SEEK_END) - 16 * 1024))
-            text = fh.read().decode("utf-8", errors="replace")
+            text = scrub(fh.read().decode("utf-8", errors="replace"), secrets)
     except OSError:
         return "(no log)"
     kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]

@@ -1,14 +1,18 @@
-"""Service processes as the kernel sees them: stop them, and stop what a dead run left.
+"""What a killed run leaves behind, as the kernel sees it: stop it on the next run.
 
-This module owns the process-level side of services (``/proc`` is read by ``evalrun.procfs``):
-how a service's group is stopped (``evalrun.process.terminate_group``, with
-SIGINT to the postmaster for PostgreSQL), the JSON record written
-for each running service, and ``reap_leftovers``, which uses those records to
-stop what an earlier, SIGKILLed invocation left behind. ``evalrun.services.manager``
-decides when to start and stop; this module knows how to stop safely.
+This module owns the process-level side of everything evalrun starts that may
+outlive it (``/proc`` is read by ``evalrun.procfs``): how a group is stopped
+(``evalrun.process.terminate_group``, with SIGINT to the postmaster for
+PostgreSQL), the JSON record written for each running service *and scorer*,
+``reap_leftovers``, which uses those records to stop what an earlier,
+SIGKILLed invocation left behind, and the scratch folders of runs
+(``make_scratch``, ``sweep_scratch``), which name their owner so that only a
+dead owner's folder is ever removed. ``evalrun.services.manager`` and
+``evalrun.execute`` decide when to start and stop; this module knows how to
+stop safely.
 
-A service process is tracked by its process group *and* by the start time the
-kernel gives in ``/proc/<pid>/stat``, so a pid reused by an unrelated program is
+A process is tracked by its process group *and* by the start time the kernel
+gives in ``/proc/<pid>/stat``, so a pid reused by an unrelated program is
 never signalled. Nothing is ever stopped by name.
 """
 
@@ -16,9 +20,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,13 +36,16 @@ DEFAULT_GRACE = 5.0
 RECORD_VERSION = 1
 # Only folders holding this marker are ever deleted, whatever a record says.
 MARKER = ".evalrun-service"
+# A run's scratch folder: ``evalrun-<owner pid>-<owner start ticks>-<random>``, holding SCRATCH_MARKER.
+SCRATCH_MARKER = ".evalrun-scratch"
+_SCRATCH_NAME = re.compile(r"evalrun-(\d+)-(\d+)-[^/]+\Z")
 
 
 # ---------------------------------------------------------------- leftovers
 
 
 def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str]:
-    """Stop services recorded by earlier invocations that died without stopping them."""
+    """Stop services and scorers recorded by earlier invocations that died without stopping them."""
     lines: list[str] = []
     if not Path(state_dir).is_dir():
         return lines
@@ -67,12 +76,14 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
         remove_data_dir(data_dir)
         path.unlink(missing_ok=True)
         if stopped:
-            lines.append(f"stopped leftover service {name} (pgid {pgid}) from an earlier run")
+            what = "scorer of eval" if kind == "scorer" else "service"
+            lines.append(f"stopped leftover {what} {name} (pgid {pgid}) from an earlier run")
     return lines
 
 
 def write_record(record: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None) -> None:
-    """Record a service just spawned, so ``reap_leftovers`` can stop it if we die."""
+    """Record a group just spawned (``kind``: "run" or "postgres" services, "scorer"), so
+    ``reap_leftovers`` can stop it if we die."""
     fields = {
         "version": RECORD_VERSION,
         "name": name,
@@ -85,7 +96,51 @@ def write_record(record: Path, name: str, kind: str, pid: int, pgid: int, data_d
         "owner_start": _start_ticks(os.getpid()) or 0,
         "data_dir": str(data_dir) if data_dir else None,
     }
-    write_atomic(record, json.dumps(fields, indent=2) + "\n")
+    # No fsync: after a power cut there is nothing left to stop.
+    write_atomic(record, json.dumps(fields, indent=2) + "\n", fsync=False)
+
+
+def make_scratch() -> Path:
+    """A new scratch folder for this run, named after its owner so ``sweep_scratch`` knows when it is stale."""
+    me = os.getpid()
+    folder = Path(tempfile.mkdtemp(prefix=f"evalrun-{me}-{_start_ticks(me) or 0}-"))
+    (folder / SCRATCH_MARKER).write_text(f"{me}\n")
+    return folder
+
+
+def sweep_scratch(root: Path | None = None) -> list[Path]:
+    """Remove the scratch folders of evalrun processes that are gone (SIGKILLed); returns those removed.
+
+    Only folders that carry SCRATCH_MARKER, belong to this user and name an
+    owner that is no longer alive (pid and start time) are touched: a live
+    run's scratch, or anything else in the temporary folder, never is.
+    """
+    root = Path(root or tempfile.gettempdir())
+    removed: list[Path] = []
+    if proc_stat(os.getpid()) is None:
+        return removed  # no /proc: whether an owner is alive cannot be told, so nothing is stale
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _SCRATCH_NAME.match(entry.name)
+        if match is None:
+            continue
+        folder = Path(entry.path)
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            if not (folder / SCRATCH_MARKER).is_file():
+                continue
+        except OSError:
+            continue
+        if is_alive(int(match.group(1)), int(match.group(2))):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed
 
 
 def remove_data_dir(data_dir: Path | None) -> bool:
