@@ -13,6 +13,8 @@ so the report and the baseline stay stable.
 ``GATE_BITES_BREAK=MODE[:CASE]`` deliberately breaks the expectations (MODE is
 ``exit``, ``text`` or ``status``; CASE is one case id, default every case), so
 that tests can show this eval fails when the behaviour it guards changes.
+``GATE_BITES_CASES=ID[,ID...]`` runs only those cases (in report order), so such
+a test need not run every case again.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from evalrun import scorer
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "cases"
 BREAK_VAR = "GATE_BITES_BREAK"
+CASES_VAR = "GATE_BITES_CASES"
 BREAK_MODES = ("exit", "text", "status")
 RUN_LIMIT_S = 60.0  # far above any case; only a hung evalrun reaches it
 WORKERS = 4  # cases at once: mostly interpreter start-up, on a small CI machine
@@ -353,7 +356,7 @@ def run_case(case: Case, workdir: Path) -> Outcome:
         ignore=shutil.ignore_patterns("__pycache__", ".evalrun", "results.json", "grandchild.pid*"),
     )
     # evalrun's own variables belong to the outer run; the break switch to this scorer.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_") and k != BREAK_VAR}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_") and k not in (BREAK_VAR, CASES_VAR)}
     env["NO_COLOR"] = "1"
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalrun", *case.args],
@@ -438,6 +441,18 @@ def _tail(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
+def select_cases(cases: tuple[Case, ...], setting: str) -> tuple[Case, ...]:
+    """Apply ``GATE_BITES_CASES``: only the named cases, still in report order."""
+    if not setting:
+        return cases
+    wanted = [name.strip() for name in setting.split(",")]
+    ids = {case.id for case in cases}
+    unknown = [name for name in wanted if name not in ids]
+    if unknown:
+        raise SystemExit(f"{CASES_VAR}={setting!r}: unknown case {unknown[0]!r}; use IDs from {', '.join(sorted(ids))}")
+    return tuple(case for case in cases if case.id in wanted)
+
+
 def break_expectations(cases: tuple[Case, ...], setting: str) -> tuple[Case, ...]:
     """Apply ``GATE_BITES_BREAK``: make chosen expectations wrong on purpose."""
     if not setting:
@@ -467,7 +482,7 @@ def _broken(case: Case, mode: str) -> Case:
 
 
 def main() -> None:
-    cases = break_expectations(CASES, os.environ.get(BREAK_VAR, ""))
+    cases = break_expectations(select_cases(CASES, os.environ.get(CASES_VAR, "")), os.environ.get(BREAK_VAR, ""))
     workdir = Path(os.environ.get("EVALRUN_WORKDIR") or tempfile.mkdtemp(prefix="gate-bites-"))
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
