@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import default_sigint
 from evalrun.process import ProcessOutcome, ProcessRequest, run_process, terminate_group
 
 STUBS = Path(__file__).parent / "stubs"
@@ -251,7 +252,7 @@ def test_terminate_group_term_then_kill(tmp_path: Path, kill_strays: list[int]) 
 
 
 def test_terminate_group_can_ask_only_the_leader() -> None:
-    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True, preexec_fn=default_sigint)
     started = time.monotonic()
     assert terminate_group(proc.pid, grace=5.0, leader=proc, leader_signal=signal.SIGINT) is False
     assert proc.poll() == -signal.SIGINT  # asked with SIGINT, not TERMed, not KILLed
