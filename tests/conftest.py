@@ -14,11 +14,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -104,6 +106,44 @@ def json_scorer(checks: list[dict[str, Any]], metrics: dict[str, Any] | None = N
 
 def eval_entry(name: str, run: str = '["python", "score.py"]', tier: str = "t1", extra: str = "") -> str:
     return f'[[evals]]\nname = "{name}"\ntier = "{tier}"\ndir = "evals/{name}"\nrun = {run}\n{extra}\n'
+
+
+T = TypeVar("T")
+
+
+def finishes(call: Callable[[], T], within: float = 60.0) -> T:
+    """``call()``'s result, or a test failure if it has not returned within ``within`` s.
+
+    Not a speed limit: the tests that use it make the wrong behaviour take an
+    hour (a deadline, a grace or a poll interval of 3600 s), so the generous
+    bound only turns that hang into a failure, on however loaded a machine.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as exc:  # re-raised in the test's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(within)
+    if thread.is_alive():
+        pytest.fail(f"still running after {within:g} s: it waited for something it should not have", pytrace=False)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def wait_until(condition: Callable[[], T], within: float = 30.0, what: str = "the condition") -> T:
+    """Poll ``condition`` until it is truthy; fail after a generous ``within`` s."""
+    deadline = time.monotonic() + within
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not come true within {within:g} s", pytrace=False)
+        time.sleep(0.02)
+    return value
 
 
 # -- leaked processes ----------------------------------------------------------

