@@ -251,6 +251,7 @@ def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(proje
     assert not any(records.iterdir())
 
 
+@pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_t2_eval_gets_an_embedded_postgres(project) -> None:
     proj = project(
         {

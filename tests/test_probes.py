@@ -318,6 +318,7 @@ def test_http_probe_times_out_on_a_server_that_never_answers(project: Path) -> N
 # --------------------------------------------------------------------------- postgres
 
 
+@pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_postgres_probe(project: Path, postgres: str) -> None:
     manifest = make_manifest(project, '[probes.db]\npostgres = "${DATABASE_URL}"\n')
     good = f"postgresql://probe:{PG_PASSWORD}@/postgres?host={postgres}"

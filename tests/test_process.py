@@ -41,7 +41,7 @@ def pid_gone(pid: int) -> bool:
     return state in (b"Z", b"X")
 
 
-def wait_gone(pid: int, within: float = 2.0) -> bool:
+def wait_gone(pid: int, within: float = 10.0) -> bool:
     # SIGKILL is delivered at once but the teardown is asynchronous.
     end = time.monotonic() + within
     while not pid_gone(pid):

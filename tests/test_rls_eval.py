@@ -23,6 +23,10 @@ import pytest
 from evalrun.manifest import load_manifest
 from evalrun.services import ServiceManager, ServiceSpec, parse_services
 
+# The module shares one embedded PostgreSQL: keep its tests on one xdist worker
+# (one cluster, not one per worker), one cluster at a time with the others.
+pytestmark = pytest.mark.xdist_group("postgres")
+
 REPO = Path(__file__).resolve().parent.parent
 EVAL_DIR = REPO / "evals" / "rls-isolation"
 SCHEMA = (EVAL_DIR / "schema.sql").read_text(encoding="utf-8")

@@ -400,6 +400,7 @@ def test_a_record_of_a_still_running_invocation_is_left_alone(tmp_path: Path) ->
 # ---------------------------------------------------------------- embedded PostgreSQL
 
 
+@pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_embedded_postgres_serves_a_url_and_leaves_nothing_behind(tmp_path: Path) -> None:
     import psycopg
 
@@ -421,6 +422,7 @@ def test_embedded_postgres_serves_a_url_and_leaves_nothing_behind(tmp_path: Path
     assert "received fast shutdown request" in (tmp_path / "logs" / "db.log").read_text()
 
 
+@pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_embedded_postgres_left_by_a_sigkilled_run_is_reaped(tmp_path: Path) -> None:
     info = run_driver_and_sigkill(tmp_path, "postgres")
     assert running(info["pid"]) and Path(info["data_dir"]).is_dir()
