@@ -89,7 +89,7 @@ def secret_like_values(env: Mapping[str, str]) -> list[str]:
     return [
         value
         for name, value in env.items()
-        if _SECRET_NAME.search(name) and name not in ("PWD", "OLDPWD") and len(value) >= 6
+        if _SECRET_NAME.search(name) and name not in ("PWD", "OLDPWD") and len(value) >= 6 and value != PLACEHOLDER
     ]
 
 
@@ -165,7 +165,10 @@ def _replace_spans(text: str, spans: list[tuple[int, int]], replacement: str) ->
 
 
 def run_secrets(env: Mapping[str, str], extra_key_vars: Iterable[str] = ()) -> set[str]:
-    """Everything a run must never show: provider key values and secret-looking variables' values."""
+    """Everything a run must never show: provider key values and secret-looking variables' values.
+
+    evalrun's own placeholder is none of them: an evalrun run by a t1 scorer sees it as its key.
+    """
     return key_values(env, extra_key_vars) | set(secret_like_values(env))
 
 

@@ -10,16 +10,27 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Every process this pytest process starts inherits this variable (unless a
+# test gives it a made-up environment), so a leftover is found even after its
+# parent died and it was re-parented to init. Not EVALRUN_*: Project.env drops those.
+LEAK_TAG_VAR = "PYTEST_EVALRUN_LEAK_TAG"
+LEAK_GRACE_S = 10.0  # a process on its way out gets this long to go (only paid by a leak)
 
 
 @dataclass
@@ -100,7 +111,8 @@ def eval_entry(name: str, run: str = '["python", "score.py"]', tier: str = "t1",
 @pytest.fixture(scope="session")
 def postgres_url(tmp_path_factory: pytest.TempPathFactory):
     """One embedded PostgreSQL cluster for the whole session, started and stopped by evalrun's own ServiceManager."""
-    from evalrun.services.manager import ServiceManager, ServiceSpec
+    from evalrun.services.manager import ServiceManager
+    from evalrun.services.spec import ServiceSpec
 
     def no_ready_check(requirement: str, env: Any) -> tuple[bool, str]:
         return False, "embedded postgres has its own readiness check"
@@ -132,3 +144,144 @@ def history_env(request: pytest.FixtureRequest) -> dict[str, str]:
     if request.param == "sqlite":
         return {}
     return {"EVALRUN_HISTORY_URL": request.getfixturevalue("postgres_database")}
+
+
+T = TypeVar("T")
+
+
+def finishes(call: Callable[[], T], within: float = 60.0) -> T:
+    """``call()``'s result, or a test failure if it has not returned within ``within`` s.
+
+    Not a speed limit: the tests that use it make the wrong behaviour take an
+    hour (a deadline, a grace or a poll interval of 3600 s), so the generous
+    bound only turns that hang into a failure, on however loaded a machine.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as exc:  # re-raised in the test's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(within)
+    if thread.is_alive():
+        pytest.fail(f"still running after {within:g} s: it waited for something it should not have", pytrace=False)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def wait_until(condition: Callable[[], T], within: float = 30.0, what: str = "the condition") -> T:
+    """Poll ``condition`` until it is truthy; fail after a generous ``within`` s."""
+    deadline = time.monotonic() + within
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not come true within {within:g} s", pytrace=False)
+        time.sleep(0.02)
+    return value
+
+
+# -- leaked processes ----------------------------------------------------------
+#
+# A test that ends with a process it started still running fails (an error in
+# its teardown names the process and kills it); the session checks again at
+# its end for anything started outside a test. Under pytest-xdist each worker
+# checks its own processes.
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that must obey Ctrl-C: run in the background
+    (``nohup``, ``cmd &``) pytest inherits SIGINT ignored, and so would it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _process_table() -> dict[int, tuple[int, str, str]]:
+    """pid -> (parent pid, state, start time) of every process in /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:  # os.open, not Path.read_text: this runs twice per test
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+            try:
+                raw = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+        except OSError:
+            continue
+        fields = raw[raw.rfind(b")") + 2 :].split()
+        table[int(name)] = (int(fields[1]), fields[0].decode(), fields[19].decode())
+    return table
+
+
+_TAGGED: dict[tuple[int, str], bool] = {}  # a process's environment is fixed when it starts
+
+
+def _tagged(pid: int, started: str, tag: bytes) -> bool:
+    key = (pid, started)
+    if key not in _TAGGED:
+        try:
+            _TAGGED[key] = tag in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            return False  # gone, or not ours to read
+    return _TAGGED[key]
+
+
+def live_descendants() -> set[tuple[int, str]]:
+    """(pid, start time) of every live process this one started: its descendants
+    and whatever carries its leak tag. Zombies have stopped and do not count."""
+    me = os.getpid()
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    ours, todo = set(), [me]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in ours:
+                ours.add(child)
+                todo.append(child)
+    tag = f"{LEAK_TAG_VAR}={os.environ.get(LEAK_TAG_VAR, '')}".encode()
+    ours |= {pid for pid, (_, _, started) in table.items() if pid not in ours and pid != me and _tagged(pid, started, tag)}
+    return {(pid, table[pid][2]) for pid in ours if table[pid][1] not in "ZX"}
+
+
+def _leftovers(before: set[tuple[int, str]]) -> list[str]:
+    """Processes started since ``before`` that do not go within the grace; they are killed."""
+    deadline = time.monotonic() + LEAK_GRACE_S
+    while (new := live_descendants() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    described = []
+    for pid, _ in sorted(new):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            cmdline = "?"
+        described.append(f"{pid}: {cmdline}")
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return described
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_process_outlives_the_session():
+    os.environ[LEAK_TAG_VAR] = uuid.uuid4().hex
+    before = live_descendants()
+    yield
+    leaked = _leftovers(before)
+    if leaked:
+        pytest.fail("processes left running at the end of the session:\n" + "\n".join(leaked), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test(_no_process_outlives_the_session):
+    before = live_descendants()
+    yield
+    leaked = _leftovers(before)
+    if leaked:
+        pytest.fail("the test left processes running:\n" + "\n".join(leaked), pytrace=False)

@@ -537,17 +537,20 @@ def test_a_writer_killed_mid_write_never_leaves_a_torn_file(project: Path) -> No
     try:
         assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
         reads, seen = 0, set()
-        deadline = time.monotonic() + 1.5
-        killed = False
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + 120  # only a writer that never writes gets here
+        killed_at = None
+        # Read until the writer's files have been seen for 20 reads, kill it
+        # mid-write, then read 20 more times what it left.
+        while killed_at is None or reads < killed_at + 20:
+            assert time.monotonic() < deadline, f"the writer's files never showed: {reads} reads, sizes {seen}"
             data = load_baseline(path)  # raises BaselineError on a torn file
             assert data is not None
             reads += 1
             seen.add(sum(len(v) for v in data.values()))
-            if not killed and time.monotonic() > deadline - 0.75:
+            if killed_at is None and 5000 in seen and reads >= 20:
                 os.kill(writer.pid, signal.SIGKILL)  # at an arbitrary point of a write
-                killed = True
-        writer.wait(timeout=10)
+                killed_at = reads
+        writer.wait(timeout=60)
         assert writer.returncode == -signal.SIGKILL
     finally:
         if writer.poll() is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Project, eval_entry
+from conftest import REPO, Project, default_sigint, eval_entry
 
 SCORERS = Path(__file__).parent / "scorers"
 
@@ -319,6 +319,7 @@ def test_ctrl_c_stops_scorers_saves_partial_results_and_exits_130(project) -> No
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalrun", "t1", "-j", "2"], cwd=proj.root, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,  # Ctrl-C must work even when the suite runs in the background
     )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)

@@ -1,19 +1,23 @@
 """The repository's own t1 evals: green on this tree, and able to fail.
 
 ``evalrun t1`` on the repository's manifest must pass with every expected
-check; and each gate-bites check must fail when its expectation is broken on
-purpose (``GATE_BITES_BREAK``), as must manifest-errors when a case's
-expectation is wrong, so neither eval is a gate that cannot fail.
+check (the one end-to-end run of every case); and each gate-bites check must
+fail when its expectation is broken on purpose (``GATE_BITES_BREAK``: every
+case can be broken in every mode, and one case per mode is run broken, alone,
+via ``GATE_BITES_CASES``), as must manifest-errors when a case's expectation is
+wrong, so neither eval is a gate that cannot fail.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -60,7 +64,7 @@ MANIFEST_ERROR_CASES = [
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_") and k != "GATE_BITES_BREAK"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_") and k not in ("GATE_BITES_BREAK", "GATE_BITES_CASES")}
     env["NO_COLOR"] = "1"
     env.update(extra)
     return env
@@ -111,50 +115,95 @@ def test_own_t1_is_green_with_every_expected_check(tmp_path: Path) -> None:
         assert all(c["passed"] and c["assertions"] >= 5 for c in got), got
 
 
+def _gate_bites_module() -> ModuleType:
+    """evals/gate-bites/score.py as a module: its cases and its break switch, nothing run."""
+    spec = importlib.util.spec_from_file_location("gate_bites_score", GATE_BITES / "score.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_gate_bites_case_can_be_broken_in_every_mode() -> None:
+    # The green t1 run above shows each case's expectations hold for the real
+    # outcome; so a mode breaks a case exactly when it changes an expectation.
+    # Every case has an exit code, a text or line to mark, and statuses to
+    # replace, so each check fails in every mode (shown end to end, one case
+    # per mode, below).
+    gate = _gate_bites_module()
+    assert [case.check for case in gate.CASES] == GATE_BITES_CHECKS
+    for case in gate.CASES:
+        exit_, text, status = (gate.break_expectations((case,), f"{mode}:{case.id}")[0] for mode in gate.BREAK_MODES)
+        assert exit_.exit == case.exit + 100, case.id
+        assert case.texts or case.lines, f"{case.id}: nothing for the text mode to break"
+        assert all(t.endswith("[broken on purpose]") for t in text.texts + text.lines), case.id
+        assert status.statuses and "broken-on-purpose" in {*status.statuses, *status.statuses.values()}, case.id
+    assert gate.break_expectations(gate.CASES, "") == gate.CASES
+
+
 @pytest.mark.parametrize(
-    ("mode", "explains"),
+    ("mode", "case", "check", "explains"),
     [
-        ("exit", "exit code: expected 10"),  # 100 + the real code: 101, 102, 103, 105
-        ("text", "[broken on purpose]"),
-        ("status", "broken-on-purpose"),
+        ("exit", "nothing-selected", "nothing selected exits 5", "exit code: expected 105, got 5"),
+        ("text", "bad-manifest", "a bad manifest is a configuration error", "[broken on purpose]"),
+        ("status", "skips-fail", 'skips = "fail" turns a skip into a failure', "broken-on-purpose"),
     ],
 )
-def test_each_gate_bites_check_fails_when_its_expectation_is_broken(
-    tmp_path: Path, mode: str, explains: str
+def test_a_gate_bites_check_fails_when_its_expectation_is_broken(
+    tmp_path: Path, mode: str, case: str, check: str, explains: str
 ) -> None:
-    _, report = _run_scorer(GATE_BITES, tmp_path, GATE_BITES_BREAK=mode)
-    assert [c["name"] for c in report["checks"]] == GATE_BITES_CHECKS
-    for check in report["checks"]:
-        assert check["passed"] is False, check["name"]
-        assert explains in check["message"], (check["name"], check["message"])
+    _, report = _run_scorer(GATE_BITES, tmp_path, GATE_BITES_CASES=case, GATE_BITES_BREAK=mode)
+    (only,) = report["checks"]
+    assert only["name"] == check
+    assert only["passed"] is False
+    assert explains in only["message"], only["message"]
 
 
 def test_one_broken_case_fails_the_gate_bites_eval_under_evalrun(tmp_path: Path) -> None:
+    # A copy of the eval in a project of its own (no baseline to miss the
+    # cases left out), running two cases, one of them broken.
+    shutil.copytree(GATE_BITES, tmp_path / "evals" / "gate-bites", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "manifest.toml").write_text(
+        '[[evals]]\nname = "gate-bites"\ntier = "t1"\ndir = "evals/gate-bites"\nrun = ["python", "score.py"]\n'
+    )
     out = tmp_path / "t1.json"
-    proc = _evalrun(
-        ["t1", "-j", "2", "--eval", "gate-bites", "--json", str(out)],
-        _clean_env(GATE_BITES_BREAK="exit:passing"),
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalrun", "t1", "-j", "2", "--json", str(out)],
+        cwd=tmp_path,
+        env=_clean_env(GATE_BITES_CASES="passing,nothing-selected", GATE_BITES_BREAK="exit:passing"),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (gate,) = json.loads(out.read_text())["evals"]
     assert gate["status"] == "failed"
     assert gate["message"] == 'check "a passing project passes" failed: exit code: expected 100, got 0'
-    failed = [c["name"] for c in gate["checks"] if not c["passed"]]
-    assert failed == ["a passing project passes"]
+    passed = {c["name"]: c["passed"] for c in gate["checks"]}
+    assert passed == {"a passing project passes": False, "nothing selected exits 5": True}
     assert 'FAIL        gate-bites  check "a passing project passes" failed' in proc.stdout
 
 
-def test_gate_bites_refuses_an_unknown_break_setting(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("variable", "setting", "says"),
+    [
+        ("GATE_BITES_BREAK", "exit:no-such-case", "GATE_BITES_BREAK='exit:no-such-case': use MODE[:CASE]"),
+        ("GATE_BITES_BREAK", "loud", "GATE_BITES_BREAK='loud': use MODE[:CASE]"),
+        ("GATE_BITES_CASES", "passing,no-such-case", "GATE_BITES_CASES='passing,no-such-case': unknown case 'no-such-case'"),
+    ],
+)
+def test_gate_bites_refuses_an_unknown_setting(tmp_path: Path, variable: str, setting: str, says: str) -> None:
     proc = subprocess.run(
         [sys.executable, "score.py"],
         cwd=GATE_BITES,
-        env=_clean_env(EVALRUN_REPORT=str(tmp_path / "r.json"), GATE_BITES_BREAK="exit:no-such-case"),
+        env=_clean_env(EVALRUN_REPORT=str(tmp_path / "r.json"), **{variable: setting}),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert proc.returncode == 1
-    assert proc.stderr.strip().startswith("GATE_BITES_BREAK='exit:no-such-case': use MODE[:CASE]")
+    assert proc.stderr.strip().startswith(says)
     assert not (tmp_path / "r.json").exists()
 
 

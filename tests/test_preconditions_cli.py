@@ -142,7 +142,13 @@ with scorer.check("service env is exported only to its users") as c:
         trigger = os.environ.get("DIE_AFTER")
         if trigger:
             open(trigger, "w").close()
-            time.sleep(1.0)
+            deadline = time.monotonic() + 60  # until the service has died of it, however long that takes
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                except OSError:
+                    break
+                time.sleep(0.02)
     else:
         c.equal(url, None)
 """
@@ -211,7 +217,10 @@ def test_service_that_never_gets_ready_fails_its_evals(project) -> None:
 def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(project) -> None:
     port = _free_port()
     proj = _service_project(project, port)
-    (proj.root / "e" / "score.py").write_text("import time\ntime.sleep(600)\n")
+    # The scorer hangs until its evalrun is gone, then leaves too: nothing outlives the test.
+    (proj.root / "e" / "score.py").write_text(
+        "import os, time\nparent = os.getppid()\nwhile os.getppid() == parent:\n    time.sleep(0.05)\n"
+    )
     env = proj.env({"PORT": str(port)})
     first = subprocess.Popen(
         [sys.executable, "-m", "evalrun", "t2", "--eval", "uses-api"],
@@ -229,7 +238,6 @@ def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(proje
         except OSError:
             assert time.monotonic() < deadline, "the service never listened"
             time.sleep(0.05)
-    time.sleep(0.3)
     first.send_signal(signal.SIGKILL)
     first.wait()
     record = json.loads(next(records.iterdir()).read_text())
@@ -243,6 +251,7 @@ def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(proje
     assert not any(records.iterdir())
 
 
+@pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_t2_eval_gets_an_embedded_postgres(project) -> None:
     proj = project(
         {

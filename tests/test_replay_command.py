@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest import default_sigint  # noqa: E402
 from fakes_upstream import FakeUpstream  # noqa: E402
 
 from evalrun.commands.replay import serve  # noqa: E402
@@ -29,16 +30,26 @@ def start_serve(fixtures: Path, mode: str, upstream: str) -> tuple[subprocess.Po
     child = subprocess.Popen(  # the real CLI: evalrun replay serve ...
         argv,
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,  # Ctrl-C must stop it even when the suite runs in the background
     )
-    assert child.stdout is not None
-    # Read the banner to its last line: communicate() later reads the pipe, not this buffer.
-    banner = [child.stdout.readline()]
-    while "(sessions:" not in banner[-1] and banner[-1]:
-        banner.append(child.stdout.readline())
-    match = re.search(r"on (http://127\.0\.0\.1:\d+) \(Ctrl-C to stop\)", banner[0])
-    assert match, "".join(banner)
+    try:
+        assert child.stdout is not None
+        # Read the banner to its last line: communicate() later reads the pipe, not this buffer.
+        banner = [child.stdout.readline()]
+        while "(sessions:" not in banner[-1] and banner[-1]:
+            banner.append(child.stdout.readline())
+        match = re.search(r"on (http://127\.0\.0\.1:\d+) \(Ctrl-C to stop\)", banner[0])
+        assert match, "".join(banner)
+    except BaseException:
+        _kill(child)  # no server left behind by a failed start
+        raise
     BANNERS[child.pid] = "".join(banner)
     return child, match.group(1)
+
+
+def _kill(child: subprocess.Popen[str]) -> None:
+    child.kill()
+    child.communicate()
 
 
 BANNERS: dict[int, str] = {}
@@ -46,7 +57,11 @@ BANNERS: dict[int, str] = {}
 
 def stop(child: subprocess.Popen[str], sig: int = signal.SIGINT) -> tuple[int, str, str]:
     child.send_signal(sig)
-    out, err = child.communicate(timeout=20)
+    try:
+        out, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        _kill(child)  # it ignored the signal: fail, but leave nothing running
+        raise
     return child.returncode, BANNERS.pop(child.pid) + out, err
 
 

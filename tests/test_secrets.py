@@ -77,3 +77,11 @@ def test_a_key_in_check_names_messages_metrics_and_output_reaches_no_file_and_no
     names = [c["name"] for c in results["evals"][0]["checks"]]
     assert f"uses {REDACTED}" in names
     assert re.search(r"B{100}", results["evals"][0]["output_tail"])  # the tail is kept, only the key is gone
+
+
+def test_the_placeholder_a_scorer_sees_is_no_secret_of_an_evalrun_it_runs() -> None:
+    from evalrun.secrets import run_secrets
+
+    env = {"OPENAI_API_KEY": PLACEHOLDER, "MY_TOKEN": PLACEHOLDER, "GITHUB_TOKEN": "ghp_realvalue123456"}
+    assert run_secrets(env) == {"ghp_realvalue123456"}
+    assert scrub("program not found: evalrun-no-such-scorer", run_secrets(env)) == "program not found: evalrun-no-such-scorer"

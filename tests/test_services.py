@@ -185,7 +185,7 @@ def test_a_service_that_never_becomes_ready_fails_with_its_log_tail(tmp_path: Pa
     with manager(tmp_path, stub_spec("slow", "never", timeout=1.0)) as services:
         begun = time.monotonic()
         state = services.start("slow")
-        assert 1.0 <= time.monotonic() - begun < 4.0
+        assert time.monotonic() - begun >= 1.0  # it did wait its ready_timeout
         assert not state.ok
         assert state.failure.startswith(
             "service slow did not become ready in 1.0 s: starting up | waiting for config from the control plane"
@@ -235,16 +235,15 @@ def test_a_ready_check_that_raises_is_a_reason_not_a_crash(tmp_path: Path) -> No
 def test_stop_all_from_another_thread_interrupts_a_start(tmp_path: Path) -> None:
     import threading
 
-    services = manager(tmp_path, stub_spec("slow", "never", timeout=30.0))
+    services = manager(tmp_path, stub_spec("slow", "never", timeout=3600.0))
     states = []
-    starter = threading.Thread(target=lambda: states.append(services.start("slow")))
+    starter = threading.Thread(target=lambda: states.append(services.start("slow")), daemon=True)
     starter.start()
     wait_for(lambda: list((tmp_path / "state").glob("slow.*.json")))
     pid = json.loads(next((tmp_path / "state").glob("slow.*.json")).read_text())["pid"]
-    begun = time.monotonic()
     assert len(services.stop_all()) == 1
-    starter.join(timeout=5)
-    assert time.monotonic() - begun < 3.0
+    starter.join(timeout=60)  # not the hour's ready_timeout: stop_all ended the wait
+    assert not starter.is_alive(), "start() still waits for a service stop_all stopped"
     assert states[0].failure == "service slow was stopped: the run is stopping"
     assert not running(pid) and services.stop_all() == []
     assert services.start("slow").failure == states[0].failure
@@ -289,7 +288,7 @@ def test_a_service_ignoring_term_is_killed_after_the_grace(tmp_path: Path) -> No
         state = services.start("api")
         begun = time.monotonic()
         lines = services.stop_all()
-    assert 0.5 <= time.monotonic() - begun < 3.0
+    assert time.monotonic() - begun >= 0.5  # it did wait the grace before the KILL
     assert lines == [f"stopped service api (pgid {state.pgid}); it ignored the stop request for 0.5 s and was killed"]
     assert not group_members(state.pgid)
 
@@ -403,6 +402,7 @@ def test_a_record_of_a_still_running_invocation_is_left_alone(tmp_path: Path) ->
 # ---------------------------------------------------------------- embedded PostgreSQL
 
 
+@pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_embedded_postgres_serves_a_url_and_leaves_nothing_behind(tmp_path: Path) -> None:
     import psycopg
 
@@ -424,6 +424,7 @@ def test_embedded_postgres_serves_a_url_and_leaves_nothing_behind(tmp_path: Path
     assert "received fast shutdown request" in (tmp_path / "logs" / "db.log").read_text()
 
 
+@pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_embedded_postgres_left_by_a_sigkilled_run_is_reaped(tmp_path: Path) -> None:
     info = run_driver_and_sigkill(tmp_path, "postgres")
     assert running(info["pid"]) and Path(info["data_dir"]).is_dir()

@@ -10,16 +10,19 @@ print, one ``# expect:`` comment a line::
 The first expectation must follow ``evalrun: error: <file>: `` directly (the
 place comes first); later ones may appear anywhere in the line. Each case is
 copied into a fresh folder under ``$EVALRUN_WORKDIR`` and given to both
-``evalrun dry --manifest`` and ``evalrun t1 --manifest``, as real subprocesses.
+``evalrun dry --manifest`` and ``evalrun t1 --manifest``, each in a process of
+its own (the ``python -m evalrun`` entry point, forked from a server that
+imported evalrun once).
 Both must exit 2 with exactly one line on stderr, nothing on stdout, no Python
 traceback, and ``t1`` must not write a results file. One check per case file.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import runpy
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -79,29 +82,60 @@ def run_case(case: Case, workdir: Path) -> list[Invocation]:
 
 
 def _run(folder: Path, args: tuple[str, ...]) -> Invocation:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}
-    env["NO_COLOR"] = "1"
     results = folder / "results.json"
     results.unlink(missing_ok=True)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "evalrun", *args],
-        cwd=folder,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=RUN_LIMIT_S)
-        code: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        stdout, stderr = proc.communicate()
-        code = None
+    out, err = folder.with_name(f"{folder.name}.{args[0]}.out"), folder.with_name(f"{folder.name}.{args[0]}.err")
+    code, stdout, stderr = run_evalrun(args, folder, out, err)
     return Invocation(args, code, stdout, stderr, results.exists())
+
+
+# -- evalrun in a process of its own ----------------------------------------------
+#
+# Each invocation runs evalrun's entry point (``python -m evalrun``, via runpy)
+# in a process of its own, forked from a server that imported evalrun once
+# (multiprocessing's forkserver): the same code as a fresh interpreter, with
+# its own folder, environment, stdin, stdout and stderr, without paying the
+# interpreter's start-up and evalrun's imports again for each of them.
+
+PRELOAD = ["evalrun.cli", "evalrun.commands.run", "evalrun.commands.dry", "evalrun.pipeline"]
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(PRELOAD)  # a module that is not there is skipped
+
+
+def _evalrun_in_child(args: tuple[str, ...], folder: str, env: dict[str, str], out: str, err: str) -> None:
+    """In the forked process: become ``python -m evalrun ARGS`` run in ``folder``."""
+    os.chdir(folder)
+    os.environ.clear()
+    os.environ.update(env)
+    for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, out, os.O_WRONLY), (2, err, os.O_WRONLY)):
+        opened = os.open(path, flags | (os.O_CREAT | os.O_TRUNC if fd else 0), 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
+    sys.argv = ["evalrun", *args]
+    sys.path[0] = folder  # python -m puts the working folder first
+    runpy.run_module("evalrun", run_name="__main__", alter_sys=True)  # exits with evalrun's code
+
+
+def run_evalrun(args: tuple[str, ...], folder: Path, out: Path, err: Path) -> tuple[int | None, str, str]:
+    """Run ``evalrun ARGS`` in ``folder``; its exit code (None: past RUN_LIMIT_S), stdout and stderr."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}  # the outer run's
+    env["NO_COLOR"] = "1"
+    child = _CONTEXT.Process(target=_evalrun_in_child, args=(args, str(folder), env, str(out), str(err)))
+    child.start()
+    child.join(RUN_LIMIT_S)
+    code = child.exitcode
+    if code is None:
+        child.kill()
+        child.join()
+    child.close()
+    return code, _read_text(out), _read_text(err)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def assert_case(c: scorer.Check, case: Case, invocations: list[Invocation]) -> None:
