@@ -108,6 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", f"req_{len(self.fake.requests)}")
         self.send_header("Set-Cookie", "session=upstream-cookie")
         self.end_headers()
         self.wfile.write(data)

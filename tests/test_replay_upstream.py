@@ -80,7 +80,7 @@ def test_a_chunked_request_body_is_relayed_whole(tmp_path):
     assert upstream.requests[0].body["messages"][0]["content"] == "in two pieces"
 
 
-def test_a_client_that_leaves_mid_stream_still_has_its_call_counted_and_recorded(tmp_path):
+def test_a_client_that_leaves_mid_stream_still_has_its_call_counted_but_not_recorded(tmp_path):
     with FakeUpstream(hold_stream=True) as upstream, ReplayProxy("record", upstream=upstream.url) as proxy:
         base = proxy.register_eval("gone", tmp_path)
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
@@ -93,4 +93,5 @@ def test_a_client_that_leaves_mid_stream_still_has_its_call_counted_and_recorded
             time.sleep(0.02)
         report = proxy.eval_report("gone")
     assert report.calls == 1 and report.total_tokens == 18  # the upstream was paid: its usage counts
-    assert (tmp_path / "gone" / "0001.json").is_file()
+    # An abandoned attempt is no answer: its retry, not it, takes index 1.
+    assert not (tmp_path / "gone" / "0001.json").exists()
