@@ -170,10 +170,15 @@ class ReplayProxy:
 
     @property
     def url(self) -> str:
-        """The proxy's base URL, token included: un-prefixed paths under it go to the default eval."""
+        """The proxy's address, fit to show: without the run token, no request is served there."""
         if self._server is None:
             raise RuntimeError("the proxy is not started; call start() first")
-        return f"http://127.0.0.1:{self._server.server_address[1]}/t/{self.token}"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def endpoint(self) -> str:
+        """The proxy's base URL, run token included: un-prefixed paths under it go to the default eval."""
+        return f"{self.url}/t/{self.token}"
 
     # -- evals -------------------------------------------------------------
 
@@ -198,7 +203,7 @@ class ReplayProxy:
             )
             if default:
                 self._default_eval = eval_name
-        return f"{self.url}/e/{quote(eval_name, safe='')}"
+        return f"{self.endpoint}/e/{quote(eval_name, safe='')}"
 
     def eval_report(self, eval_name: str) -> ProxyEvalReport:
         """What ``eval_name`` did with the model so far; call it once the eval's process has ended."""
@@ -229,8 +234,8 @@ class ReplayProxy:
         return self.meter.exhausted()
 
     def _unplayed(self, state: EvalState) -> list[str]:
-        if self.mode == "live":
-            return []
+        if self.mode == "live" or (self.mode == "record" and state.missing):
+            return []  # a recording that failed part-way says nothing about which fixtures are stale
         if self.mode == "replay":
             why = "was recorded but not requested"
         else:
