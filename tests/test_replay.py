@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -356,11 +359,11 @@ def test_requests_the_proxy_cannot_place_are_refused_with_a_named_error(client, 
     proxy = proxy_for("replay")
     try:
         proxy.register_eval("chat", tmp_path)
-        answer = client.post(f"{proxy.url}{path}", json=CHAT, headers=headers)
+        answer = client.post(f"{proxy.endpoint}{path}", json=CHAT, headers=headers)
     finally:
         proxy.stop()
     assert answer.status_code == status
-    assert answer.headers["x-evalrun-error"] == kind
+    assert answer.headers["x-evalrun-error"] == kind and answer.headers["x-should-retry"] == "false"
     assert not any(tmp_path.rglob("*.json"))
 
 
@@ -385,3 +388,62 @@ def test_an_eval_name_that_is_no_folder_name_still_gets_a_safe_default_session(u
     finally:
         proxy.stop()
     assert (tmp_path / "rls-isolation-v2" / "0001.json").is_file()
+
+
+def test_a_request_without_the_run_token_is_refused_and_never_reaches_the_upstream(upstream, client, tmp_path):
+    proxy = proxy_for("live", upstream)
+    try:
+        base = proxy.register_eval("t", None)
+        port_only = proxy.url  # what another local process could guess: the port, not the token
+        for url in (f"{port_only}/e/t/v1/chat/completions", f"{port_only}/v1/chat/completions",
+                    f"{port_only}/t/{'0' * 32}/e/t/v1/chat/completions"):
+            answer = client.post(url, json=CHAT)
+            assert answer.status_code == 401 and answer.headers["x-should-retry"] == "false"
+            assert answer.json()["error"]["type"] == "evalrun_unauthorized"
+        assert upstream.requests == []
+        assert call(client, base, "/v1/chat/completions", CHAT).status_code == 200
+        assert base.startswith(f"{port_only}/t/{proxy.token}/e/") and len(proxy.token) == 32
+    finally:
+        proxy.stop()
+    assert len(upstream.requests) == 1
+
+
+def _threads_settle(baseline: int) -> None:
+    deadline = time.monotonic() + 10
+    while threading.active_count() > baseline and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_client_connection_resets_print_no_traceback(upstream, capfd, tmp_path):
+    proxy = proxy_for("live", upstream)
+    try:
+        base = proxy.register_eval("r", None)
+        baseline = threading.active_count()
+        port = int(proxy.url.rsplit(":", 1)[1])
+        for partial in (b"", b"POST /t/", f"POST {base[len(proxy.url):]}/v1/chat/completions HTTP/1.1\r\n"
+                        "Content-Length: 1000\r\n\r\n{\"model\"".encode()):
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(partial or b"G")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()  # linger 0: a reset, not a clean close
+        _threads_settle(baseline)
+    finally:
+        proxy.stop()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ConnectionResetError" not in err, err
+
+
+def test_an_oversized_or_malformed_request_body_is_refused_not_read(upstream, client, tmp_path):
+    proxy = proxy_for("live", upstream)
+    try:
+        base = proxy.register_eval("big", None)
+        answer = client.post(f"{base}/v1/chat/completions", content=b"{}", headers={"Content-Length": "2", "X-Pad": "x"})
+        assert answer.status_code == 200
+        port = int(proxy.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(f"POST {base[len(proxy.url):]}/v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Length: 99999999999\r\n\r\n".encode())
+            head = sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 413") and b"x-should-retry: false" in head.lower()
+    finally:
+        proxy.stop()

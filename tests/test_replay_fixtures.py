@@ -271,3 +271,27 @@ def test_a_difference_names_the_message_and_the_field():
                                       {"role": "user", "content": "How much is 300 USD in EUR?"}]}
     text = describe_difference(("POST", "/v1/chat/completions", recorded, None), ("POST", "/v1/chat/completions", now, None))
     assert text == 'messages[1].content: recorded "How much is 250 USD in EUR?", now "How much is 300 USD in EUR?"'
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from(["application/json", "multipart/form-data; boundary=x", "text/plain", ""]),
+       st.sampled_from(["/v1/chat/completions", "/v1/messages", "/v1/responses?x=1"]))
+def test_any_request_body_has_a_digest_and_any_two_a_one_line_difference(body, content_type, path):
+    value, sha = normalise_body(body, content_type, {KEY})
+    digest = request_digest("POST", path, value, sha)
+    assert len(digest) == 64
+    other, other_sha = normalise_body(body + b" ", content_type, {KEY})
+    text = describe_difference(("POST", path, value, sha), ("POST", path, other, other_sha))
+    assert "\n" not in text.strip("\n") or isinstance(value, str)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=30), max_size=6), st.integers(0, 40))
+def test_a_key_cut_anywhere_across_stream_events_never_survives(words, cut):
+    text = " ".join(words) + KEY + " ".join(words)
+    cut = min(cut, len(text))
+    pieces = [text[:cut], text[cut:]]
+    events = [f'data: {json.dumps({"delta": {"text": p}})}\n\n' for p in pieces]
+    out = "".join(redact_stream(events, {KEY}))
+    leaves = "".join(json.loads(e[6:])["delta"]["text"] for e in redact_stream(events, {KEY}))
+    assert KEY not in leaves and KEY not in out

@@ -195,3 +195,18 @@ def test_an_unreachable_upstream_is_not_retried_by_the_sdk(project):
     seen = observed(proj, "unreachable", "t3")
     assert (seen[0]["status"], seen[0]["attempts"]) == (424, 1)
     assert "connection refused" in proj.eval_result("unreachable-live", "t3")["message"]
+
+
+def test_a_suite_that_matches_by_index_serves_the_edited_prompt_its_old_answer(suite, tmp_path):
+    proj, *_ = suite
+    edited = tmp_path / "by-index"
+    shutil.copytree(proj.root, edited, ignore=shutil.ignore_patterns(".evalrun"))
+    (edited / "evals/sdk/basics-prompt.txt").write_text("hello, edited\n")
+    manifest_file = edited / "manifest.toml"
+    manifest_file.write_text(manifest_file.read_text().replace("strict_replay = true\n", 'strict_replay = true\nreplay_match = "index"\n'))
+    from conftest import Project
+
+    run = Project(edited).run("t2", "-e", "basics", timeout=120)
+    seen = {o["label"]: o for o in json.loads((edited / "evals/sdk/observed/basics.t2.json").read_text())}
+    assert seen["chat"]["ok"] and seen["chat"]["value"][0].endswith(": hello")  # the recorded answer, by order
+    assert "does not match its recording" not in run.output
