@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import os
 import re
 from pathlib import Path
 
@@ -61,6 +62,20 @@ def test_an_unusable_fixture_is_named_with_the_fix(tmp_path, content, problem):
     path.parent.mkdir()
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(FixtureError, match=rf"^{re.escape(str(path))}: .*{re.escape(problem)}.*"):
+        read_fixture(path)
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "symlink-to-dev-zero"])
+def test_a_fixture_path_that_is_no_regular_file_is_an_error_never_a_hang(tmp_path, kind):
+    path = tmp_path / "s" / "0001.json"
+    path.parent.mkdir()
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(FixtureError, match=rf"^{re.escape(str(path))}: (not a regular file|cannot read)"):
         read_fixture(path)
 
 

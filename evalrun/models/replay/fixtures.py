@@ -38,7 +38,9 @@ import base64
 import binascii
 import hashlib
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,8 +181,7 @@ def read_fixture(path: Path) -> Fixture:
     """Load one fixture; raise FixtureError naming the file, the place and the fix."""
     where = file_label(path)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FIXTURE_BYTES + 1)
+        raw = _read_regular(path, where)
         if len(raw) > MAX_FIXTURE_BYTES:
             raise FixtureError(f"{where}: larger than {MAX_FIXTURE_BYTES // 2**20} MiB; re-record it")
         data = json.loads(raw.decode("utf-8"))
@@ -196,6 +197,18 @@ def read_fixture(path: Path) -> Fixture:
         raise FixtureError(f"{where}: not an evalrun fixture (no {exc} key); re-record it") from None
     except Exception as exc:  # any shape a hand edit can make is that fixture's error, never the proxy's
         raise FixtureError(f"{where}: not an evalrun fixture (wrong shape: {exc.__class__.__name__}); re-record it") from None
+
+
+def _read_regular(path: Path, where: str) -> bytes:
+    """At most ``MAX_FIXTURE_BYTES + 1`` bytes of a regular file; a FIFO or a device never blocks the proxy."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FixtureError(f"{where}: not a regular file; re-record it")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(MAX_FIXTURE_BYTES + 1)
+    finally:
+        os.close(fd)
 
 
 def _parse(path: Path, data: Any) -> Fixture:
