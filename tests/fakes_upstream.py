@@ -52,6 +52,7 @@ class FakeUpstream:
     hold_stream: bool = False
     release: threading.Event = field(default_factory=threading.Event)
     scripted: bool = False
+    hold_end: bool = False  # a stream waits for ``release`` after its last event, before it ends
     seen_markers: dict[str, int] = field(default_factory=dict)
     second_attempt: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -192,6 +193,9 @@ class _Handler(BaseHTTPRequestHandler):
         if packer is not None:
             data = packer.flush()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        if self.fake.hold_end:
+            self.wfile.flush()
+            self.fake.release.wait(10)
         self.wfile.write(b"0\r\n\r\n")
 
 

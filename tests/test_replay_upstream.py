@@ -95,3 +95,21 @@ def test_a_client_that_leaves_mid_stream_still_has_its_call_counted_but_not_reco
     assert report.calls == 1 and report.total_tokens == 18  # the upstream was paid: its usage counts
     # An abandoned attempt is no answer: its retry, not it, takes index 1.
     assert not (tmp_path / "gone" / "0001.json").exists()
+
+
+def test_a_client_that_closes_after_the_last_event_had_the_whole_answer_and_it_is_recorded(tmp_path):
+    with FakeUpstream(hold_end=True) as upstream, ReplayProxy("record", upstream=upstream.url) as proxy:
+        base = proxy.register_eval("done", tmp_path)
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        with httpx.Client(timeout=10, trust_env=False) as client:
+            with client.stream("POST", f"{base}/v1/chat/completions", json=body) as response:
+                for line in response.iter_lines():
+                    if line == "data: [DONE]":
+                        break  # the whole answer is in; the stream's end has not come yet
+        upstream.release.set()  # closed before the terminating chunk
+        deadline = time.monotonic() + 10
+        while proxy.eval_report("done").calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        report = proxy.eval_report("done")
+    assert report.calls == 1
+    assert (tmp_path / "done" / "0001.json").is_file()

@@ -223,7 +223,7 @@ class ReplayProxy:
                 providers=tuple(sorted(state.providers)),
                 models=tuple(sorted(state.models)),
                 missing=tuple(state.missing),
-                unplayed=tuple(self._unplayed(state)),
+                unplayed=tuple(state.unplayed(self.mode)),
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
                 answered_by=tuple(sorted(state.answered_by)),
@@ -232,19 +232,6 @@ class ReplayProxy:
     def budget_exhausted(self) -> bool:
         """True once the run's budget allows no further call: evals not yet started get status budget."""
         return self.meter.exhausted()
-
-    def _unplayed(self, state: EvalState) -> list[str]:
-        if self.mode == "live" or (self.mode == "record" and state.missing):
-            return []  # a recording that failed part-way says nothing about which fixtures are stale
-        if self.mode == "replay":
-            why = "was recorded but not requested"
-        else:
-            why = "was recorded before but not requested in this recording; delete it"
-        return [
-            f"{file_label(p)} {why}"
-            for k, p in sorted(state.existing.items())
-            if k[0] in state.owned and k not in state.served and p.exists()
-        ]
 
     # -- one call ------------------------------------------------------------
 
@@ -399,10 +386,10 @@ class ReplayProxy:
                 while chunk := response.read1(65536):
                     chunk = decoder.decompress(chunk) if decoder is not None else chunk
                     raw += chunk
-                    handler.write_chunk(chunk)  # relayed as it arrives, not when the call ends
+                    handler.write_chunk(chunk, watch=True)  # relayed as it arrives, not when the call ends
                 if decoder is not None and (tail := decoder.flush()):
                     raw += tail
-                    handler.write_chunk(tail)
+                    handler.write_chunk(tail, watch=True)
                 text = raw.decode("utf-8", errors="replace")
                 recorded = RecordedResponse(response.status, reply_headers, stream=tuple(_events(text)))
             else:

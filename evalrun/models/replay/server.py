@@ -132,8 +132,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
             return True
 
     def client_gone(self) -> bool:
-        """True when a streamed answer did not reach its client whole."""
-        return self._client_gone or self.peer_closed()
+        """True when a streamed answer did not reach its client whole (a write failed or found it gone).
+
+        Not a fresh look at the socket: a client may close as soon as it has the last
+        event, before the stream's terminating chunk, and it did have the whole answer.
+        """
+        return self._client_gone
 
     def send_whole(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
         self.send_response(status)
@@ -160,8 +164,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self._client_gone = False
 
-    def write_chunk(self, data: bytes) -> None:
+    def write_chunk(self, data: bytes, watch: bool = False) -> None:
+        """Send one chunk; ``watch``: first make sure the client is still there to read it."""
         if not data or self._client_gone:
+            return
+        if watch and self.peer_closed():
+            # The client gave up (timed out) before this part of the answer: it never had it whole.
+            self._client_gone = True
+            self.close_connection = True
             return
         try:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

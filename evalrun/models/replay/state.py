@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import file_label
 from evalrun.models.replay.budget import BudgetLimits, BudgetMeter
 from evalrun.models.replay.fixtures import default_session, list_fixtures
 from evalrun.models.replay.usage import CallUsage
@@ -88,6 +89,20 @@ class EvalState:
         self.budget_message: str | None = None
         self.pending_writes = 0
         self.writes_done = threading.Condition(self.lock)
+
+    def unplayed(self, mode: str) -> list[str]:
+        """Owned fixtures on disk at registration that no call requested (call with ``lock`` held)."""
+        if mode == "live" or (mode == "record" and self.missing):
+            return []  # a recording that failed part-way says nothing about which fixtures are stale
+        if mode == "replay":
+            why = "was recorded but not requested"
+        else:
+            why = "was recorded before but not requested in this recording; delete it"
+        return [
+            f"{file_label(p)} {why}"
+            for k, p in sorted(self.existing.items())
+            if k[0] in self.owned and k not in self.served and p.exists()
+        ]
 
     def take_index(self, session: str) -> int:
         with self.lock:
