@@ -113,3 +113,29 @@ def test_a_client_that_closes_after_the_last_event_had_the_whole_answer_and_it_i
         report = proxy.eval_report("done")
     assert report.calls == 1
     assert (tmp_path / "done" / "0001.json").is_file()
+
+
+def test_an_upstream_that_breaks_off_a_plain_answer_gets_an_error_the_sdk_does_not_retry(tmp_path):
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def half_answer() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":")
+        conn.close()
+
+    threading.Thread(target=half_answer, daemon=True).start()
+    port = listener.getsockname()[1]
+    with ReplayProxy("record", upstream=f"http://127.0.0.1:{port}") as proxy:
+        base = proxy.register_eval("cut", tmp_path)
+        answer = httpx.post(f"{base}/v1/chat/completions", json={"model": "m", "messages": []}, trust_env=False, timeout=10)
+        report = proxy.eval_report("cut")
+    listener.close()
+    assert answer.status_code == 424 and answer.headers["x-should-retry"] == "false"
+    assert "broke off the response (IncompleteRead)" in report.missing[0]
+    assert not list(tmp_path.rglob("*.json"))

@@ -284,7 +284,7 @@ class ReplayProxy:
             state.owned.add(session)
         refusal = self._acquire_budget(state)
         if refusal is not None:
-            message = f"evalrun proxy: {refusal}; call refused, the eval is not checked (status budget)"
+            message = self._redact(f"evalrun proxy: {refusal}; call refused, the eval is not checked (status budget)")
             with state.lock:
                 state.budget_message = state.budget_message or message
             self.note(f"{state.name}/{session} {method} {shown} -> 402 budget exhausted")
@@ -399,9 +399,14 @@ class ReplayProxy:
                 recorded = RecordedResponse(response.status, reply_headers, body=data)
         except (OSError, http.client.HTTPException, zlib.error) as exc:
             conn.close()
-            message = f"evalrun proxy: upstream {target.base_url} broke off the response ({exc.__class__.__name__})"
+            message = self._redact(
+                f"evalrun proxy: upstream {target.base_url} broke off the response ({exc.__class__.__name__})"
+            )
             state.note_missing(None, message)
+            self.note(message)
             handler.close_connection = True
+            if not streamed:  # nothing sent yet: an answer the SDK does not retry, not a dropped connection
+                handler.send_error_json(424, "evalrun_upstream_broke_off", message)
             return
         self._pool.give_back(target.base_url, conn, response)
         # An attempt its client abandoned (timed out, disconnected) is no answer: its retry takes the index.
@@ -470,7 +475,7 @@ class ReplayProxy:
                 secrets=self.secrets | {self.token},
             )
         except OSError as exc:
-            state.note_missing(None, f"evalrun record: cannot write {file_label(where)}: {exc.strerror or exc}")
+            state.note_missing(None, self._redact(f"evalrun record: cannot write {file_label(where)}: {exc.strerror or exc}"))
         finally:
             state.end_write()
 
