@@ -93,6 +93,8 @@ def test_recorded_retry_headers_replay_the_same_decisions(suite):
     assert (seen["anthropic 500 not to be retried"]["status"], seen["anthropic 500 not to be retried"]["attempts"]) == (500, 1)
     fixture = json.loads((proj.root / "evals/sdk/fixtures/headers/0001.json").read_text())
     assert fixture["response"]["headers"]["x-should-retry"] == "false"
+    limited = json.loads((proj.root / "evals/sdk/fixtures/headers/0003.json").read_text())["response"]
+    assert (limited["status"], limited["headers"]["retry-after-ms"]) == (429, "20")  # no default backoff in replay
 
 
 def test_an_attempt_the_client_abandoned_is_not_recorded_and_its_retry_takes_the_index(suite):
