@@ -179,7 +179,7 @@ def list_session(fixtures_dir: Path, session: str) -> dict[int, Path]:
 
 def read_fixture(path: Path) -> Fixture:
     """Load one fixture; raise FixtureError naming the file, the place and the fix."""
-    where = file_label(path)
+    where = _Label(path)  # resolved only for a message: resolving costs more than reading
     try:
         raw = _read_regular(path, where)
         if len(raw) > MAX_FIXTURE_BYTES:
@@ -199,7 +199,17 @@ def read_fixture(path: Path) -> Fixture:
         raise FixtureError(f"{where}: not an evalrun fixture (wrong shape: {exc.__class__.__name__}); re-record it") from None
 
 
-def _read_regular(path: Path, where: str) -> bytes:
+class _Label:
+    """A fixture's name for messages, worked out when first shown."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __str__(self) -> str:
+        return file_label(self.path)
+
+
+def _read_regular(path: Path, where: object) -> bytes:
     """At most ``MAX_FIXTURE_BYTES + 1`` bytes of a regular file; a FIFO or a device never blocks the proxy."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
@@ -212,7 +222,7 @@ def _read_regular(path: Path, where: str) -> bytes:
 
 
 def _parse(path: Path, data: Any) -> Fixture:
-    where = file_label(path)
+    where = _Label(path)
     if not isinstance(data, dict):
         raise FixtureError(f"{where}: not an evalrun fixture (not a JSON object); re-record it")
     version = data.get("evalrun_fixture")
@@ -247,7 +257,7 @@ def _parse(path: Path, data: Any) -> Fixture:
     )
 
 
-def _header_value(where: str, value: Any) -> str:
+def _header_value(where: object, value: Any) -> str:
     text = str(value)
     if "\r" in text or "\n" in text:
         raise FixtureError(f"{where}: a response header holds a line break; re-record it")
@@ -451,7 +461,7 @@ def render_json(value: Any, layout: str) -> str:
     return text + "\n" if "newline" in flags else text
 
 
-def _decode_body(where: str, response: dict[str, Any]) -> bytes:
+def _decode_body(where: object, response: dict[str, Any]) -> bytes:
     if "body" in response:
         layout = str(response.get("body_layout", "spaced"))
         if layout not in layouts():

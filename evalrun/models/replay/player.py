@@ -63,8 +63,7 @@ def choose(state: EvalState, call: Call, match: Match) -> Fixture | Refusal:
     assert state.fixtures_dir is not None
     digest = call.digest
     with state.lock:
-        listing = {i: p for (s, i), p in state.existing.items() if s == call.session}
-        unplayed = [i for i in sorted(listing) if (call.session, i) not in state.served]
+        listing = state.by_session.get(call.session, {})
         own = (call.session, call.index)
         if call.index in listing and own not in state.served:
             got = _load(state, call.session, call.index, listing[call.index])
@@ -75,6 +74,8 @@ def choose(state: EvalState, call: Call, match: Match) -> Fixture | Refusal:
             if recorded == digest or (match == "index" and _same_route(fixture, call)):
                 state.served.add(own)
                 return fixture
+        # The slow path: the call is not its own recording's (another order, a retry, a change).
+        unplayed = [i for i in sorted(listing) if (call.session, i) not in state.served]
         if match == "request":
             for i in unplayed:
                 got = _load(state, call.session, i, listing[i])

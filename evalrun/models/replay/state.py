@@ -79,6 +79,9 @@ class EvalState:
         self.served: set[tuple[str, int]] = set()
         # On disk when the eval registered: what the report lists as unplayed if never requested.
         self.existing = list_fixtures(fixtures_dir) if fixtures_dir is not None else {}
+        self.by_session: dict[str, dict[int, Path]] = {}  # the same, per session: replay looks up one call's
+        for (session_name, index), path in self.existing.items():
+            self.by_session.setdefault(session_name, {})[index] = path
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
