@@ -78,6 +78,7 @@ from evalrun.models.replay.server import BodyTooLarge, ProxyHandler, ProxyServer
 from evalrun.models.replay.state import EvalState, ProxyEvalReport
 from evalrun.models.replay.upstream import (
     HOP_HEADERS,
+    MAX_DECODED_BYTES,
     ConnectionPool,
     UpstreamError,
     api_style,
@@ -395,7 +396,10 @@ class ReplayProxy:
             else:
                 data = response.read()
                 if decoder is not None:
-                    data = decoder.decompress(data) + decoder.flush()
+                    data = decoder.decompress(data, MAX_DECODED_BYTES)
+                    if decoder.unconsumed_tail:
+                        raise zlib.error(f"the answer inflates beyond {MAX_DECODED_BYTES} bytes")
+                    data += decoder.flush()
                 recorded = RecordedResponse(response.status, reply_headers, body=data)
         except (OSError, http.client.HTTPException, zlib.error) as exc:
             conn.close()
