@@ -49,6 +49,9 @@ class ModelsConfig(_Strict):
 
     key_vars: list[str] = Field(default_factory=list)  # more key variables to keep out of t1/t2
     strict_replay: bool = False  # fixtures recorded but not requested fail the eval
+    # How replay pairs a call with its recording: "request" (its digest, then its index; a changed
+    # request fails loudly) or "index" (its place in its session alone, whatever it asks).
+    replay_match: Literal["request", "index"] = "request"
     upstream: str | None = None  # where record and live modes send calls (default: by API style)
 
 
@@ -90,6 +93,9 @@ class EvalSpec(_Strict):
     model: bool | None = None
     paths: list[str] = Field(default_factory=list)
     budget: Budget | None = None
+    # The eval whose fixtures this one records and plays: its default session and fixtures folder
+    # (a t3 eval recording for a t2 eval of another name).
+    fixtures_for: str | None = None
 
     @field_validator("run")
     @classmethod
@@ -345,6 +351,10 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             raise ManifestError(f"{where}.model: t1 makes no model calls, not even replayed ones; move the eval to t2")
         if spec.tier == "t1" and spec.budget is not None:
             raise ManifestError(f"{where}.budget: t1 makes no model calls, so it has no budget; remove it")
+        if spec.fixtures_for is not None and spec.fixtures_for not in manifest.names():
+            raise ManifestError(
+                f"{where}.fixtures_for: no eval is named {spec.fixtures_for!r}; name the eval whose fixtures this one records"
+            )
         if spec.tier == "t1" and spec.services:
             raise ManifestError(f"{where}.services: t1 is static by promise and uses no services; move the eval to t2")
     _check_keys_stay_out(label, manifest)

@@ -9,12 +9,27 @@ prove that a fixture redacts a key even where the upstream repeats it.
 
 ``hold_stream``: when set, a stream sends its first event, then waits for
 ``release`` before the rest, so a test can see that the proxy relays chunk by chunk.
+
+``scripted``: the flaky, slow, compressing upstream of the real-SDK tests. It
+does not echo the credential; every answer is ``answer <n>: <prompt>`` with n
+the request's number, so a call given another call's answer shows; every
+answer carries ``x-request-id``/``request-id`` ``req_<n>``; a chat request
+with tools and no tool result gets a ``get_weather`` tool call; and markers in
+the prompt script the situations real clients meet:
+
+- ``[500-no-retry]``: the first such request is a 500 with ``x-should-retry: false``;
+- ``[429]``: the first such request is a 429 with ``retry-after-ms: 20``;
+- ``[slow-first]``: the first such request is answered only once a second one
+  (the client's retry after its timeout) has arrived;
+- ``[gzip]``: the answer is gzip-compressed although identity was asked for.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
+import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,6 +51,11 @@ class FakeUpstream:
     requests: list[Received] = field(default_factory=list)
     hold_stream: bool = False
     release: threading.Event = field(default_factory=threading.Event)
+    scripted: bool = False
+    hold_end: bool = False  # a stream waits for ``release`` after its last event, before it ends
+    seen_markers: dict[str, int] = field(default_factory=dict)
+    second_attempt: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __enter__(self) -> FakeUpstream:
         owner = self
@@ -50,6 +70,7 @@ class FakeUpstream:
 
     def __exit__(self, *exc: object) -> None:
         self.release.set()
+        self.second_attempt.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -76,10 +97,22 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         body = json.loads(raw) if raw else None
-        self.fake.requests.append(Received(self.command, self.path, dict(self.headers.items()), body))
+        with self.fake.lock:
+            self.fake.requests.append(Received(self.command, self.path, dict(self.headers.items()), body))
+            self.number = len(self.fake.requests)
+        self.gzip = False
         credential = self.headers.get("Authorization") or self.headers.get("x-api-key") or "none"
         text = f"echo: {_last_user_text(body)} (auth seen: {credential})"
         route = self.path.split("?")[0]
+        if self.fake.scripted:
+            text = f"answer {self.number}: {_last_user_text(body)}"
+            if self._scripted_failure(_last_user_text(body)):
+                return
+            if route == "/v1/chat/completions" and body.get("tools") and not any(
+                m.get("role") == "tool" for m in body.get("messages", [])
+            ):
+                self._json(200, _tool_call_completion())
+                return
         if route == "/v1/chat/completions":
             if body.get("stream"):
                 self._stream(_openai_events(text))
@@ -103,11 +136,38 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
 
-    def _json(self, status: int, payload: dict[str, Any]) -> None:
+    def _scripted_failure(self, prompt: str) -> bool:
+        """Play the marker's situation; True when this request is answered already."""
+        with self.fake.lock:  # counted per prompt: "the first such request" of each
+            seen = {m: self.fake.seen_markers.get(prompt, 0) for m in ("[500-no-retry]", "[429]", "[slow-first]") if m in prompt}
+            self.fake.seen_markers[prompt] = self.fake.seen_markers.get(prompt, 0) + 1
+        self.gzip = "[gzip]" in prompt
+        if seen.get("[500-no-retry]") == 0:
+            self._json(500, {"error": {"message": "the server had an error", "type": "server_error"}},
+                       {"x-should-retry": "false"})
+            return True
+        if seen.get("[429]") == 0:
+            self._json(429, {"error": {"message": "rate limited", "type": "rate_limit_error"}}, {"retry-after-ms": "20"})
+            return True
+        if seen.get("[slow-first]") == 0:
+            self.fake.second_attempt.wait(60)  # the client gave up on this attempt and retried
+        elif "[slow-first]" in seen:
+            self.fake.second_attempt.set()
+        return False
+
+    def _json(self, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
+        if getattr(self, "gzip", False):
+            data = gzip.compress(data)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if getattr(self, "gzip", False):
+            self.send_header("Content-Encoding", "gzip")
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
+        self.send_header("x-request-id", f"req_{getattr(self, 'number', 0)}")
+        self.send_header("request-id", f"req_{getattr(self, 'number', 0)}")
         self.send_header("Set-Cookie", "session=upstream-cookie")
         self.end_headers()
         self.wfile.write(data)
@@ -116,13 +176,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-request-id", f"req_{getattr(self, 'number', 0)}")
+        self.send_header("request-id", f"req_{getattr(self, 'number', 0)}")
+        packer = zlib.compressobj(wbits=16 + zlib.MAX_WBITS) if getattr(self, "gzip", False) else None
+        if packer is not None:
+            self.send_header("Content-Encoding", "gzip")
         self.end_headers()
         for number, event in enumerate(events):
             data = event.encode()
+            if packer is not None:
+                data = packer.compress(data) + packer.flush(zlib.Z_SYNC_FLUSH)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
             if number == 0 and self.fake.hold_stream:
                 self.fake.release.wait(10)
+        if packer is not None:
+            data = packer.flush()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        if self.fake.hold_end:
+            self.wfile.flush()
+            self.fake.release.wait(10)
         self.wfile.write(b"0\r\n\r\n")
 
 
@@ -134,6 +207,16 @@ def _last_user_text(body: Any) -> str:
             content = message.get("content")
             return content if isinstance(content, str) else json.dumps(content)
     return str(body.get("input", ""))
+
+
+def _tool_call_completion() -> dict[str, Any]:
+    call = {"id": "call_fake1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    return {
+        "id": "chatcmpl-tool", "object": "chat.completion", "created": 1718000000, "model": OPENAI_MODEL,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                     "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39},
+    }
 
 
 def _openai_completion(text: str) -> dict[str, Any]:

@@ -152,3 +152,13 @@ def test_unplayed_fixtures_are_reported_and_fail_under_strict_replay(project) ->
     r = proj.run("t2")
     assert r.code == 1, r.output
     assert "0002.json" in proj.eval_result("caller", "t2")["message"]
+
+
+def test_fixtures_for_must_name_an_eval_of_the_manifest(project) -> None:
+    proj = _model_project(project, tier="t3", extra='fixtures_for = "nobody"')
+    r = proj.run("t3")
+    assert r.code == 2
+    assert r.err.strip().splitlines() == [
+        'evalrun: error: manifest.toml: evals[0] ("caller").fixtures_for: no eval is named \'nobody\'; '
+        "name the eval whose fixtures this one records"
+    ]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,17 +78,18 @@ def test_record_then_replay_round_trip_serves_the_recorded_answer_without_the_up
     replay = proxy_for("replay")
     try:
         base = replay.register_eval("chat", fixtures)
-        replayed = call(client, base, "/v1/chat/completions", {**CHAT, "messages": [{"role": "user", "content": "edited"}]})
+        replayed = call(client, base, "/v1/chat/completions", CHAT)
         report = replay.eval_report("chat")
     finally:
         replay.stop()
     assert replayed.status_code == 200
-    # An edited prompt still gets its fixture: keyed by call, not by a hash of the request.
-    assert replayed.json() == json.loads(recorded.text.replace(OPENAI_KEY, "[redacted by evalrun]"))
+    # Byte for byte what the client got when recording (the echoed key aside), with the headers SDKs read.
+    assert replayed.content == recorded.content.replace(OPENAI_KEY.encode(), b"[redacted by evalrun]")
+    assert replayed.headers["x-request-id"] == recorded.headers["x-request-id"]
     assert len(upstream.requests) == 1
     assert report.as_record() == {
         "mode": "replay", "provider": "openai", "models": [OPENAI_MODEL], "calls": 1,
-        "tokens": {"input": 11, "output": 7, "total": 18},
+        "by_provider": {"openai": [OPENAI_MODEL]}, "tokens": {"input": 11, "output": 7, "total": 18},
     }
     assert report.missing == () and report.unplayed == ()
 
@@ -107,7 +111,15 @@ def test_a_stream_is_recorded_as_chunks_and_replayed_as_a_stream(upstream, clien
         proxy.stop()
     fixture = json.loads((fixtures / "s" / "0001.json").read_text())
     assert len(fixture["response"]["stream"]) == events
-    assert "".join(fixture["response"]["stream"]).encode() == live_bytes
+    # The fake upstream echoes the key it got, split across two events: the fixture holds none of it.
+    assert OPENAI_KEY not in json.dumps(fixture) and OPENAI_KEY[:12] not in json.dumps(fixture)
+    recorded_bytes = "".join(fixture["response"]["stream"]).encode()
+    live_events = [e for e in live_bytes.decode().split("\n\n") if e]
+    kept = [e for e in recorded_bytes.decode().split("\n\n") if e]
+    assert len(kept) == len(live_events)
+    assert [a for a, b in zip(kept, live_events) if a != b] == [
+        a for a in kept if "[redacted by evalrun]" in a  # only the events that carried a piece of the key changed
+    ]
 
     replay = proxy_for("replay")
     try:
@@ -115,9 +127,39 @@ def test_a_stream_is_recorded_as_chunks_and_replayed_as_a_stream(upstream, clien
         report = replay.eval_report("s")
     finally:
         replay.stop()
-    assert replayed == live_bytes
+    assert replayed == recorded_bytes
     assert (report.input_tokens, report.output_tokens, report.total_tokens) == tokens
     assert report.models == (model,)
+
+
+def test_an_edited_prompt_fails_loudly_unless_the_suite_matches_by_index(upstream, client, tmp_path):
+    fixtures = tmp_path / "fixtures"
+    proxy = proxy_for("record", upstream)
+    try:
+        call(client, proxy.register_eval("chat", fixtures), "/v1/chat/completions", CHAT)
+    finally:
+        proxy.stop()
+    edited = {**CHAT, "messages": [{"role": "user", "content": "edited"}]}
+    replay = proxy_for("replay")
+    try:
+        answer = call(client, replay.register_eval("chat", fixtures), "/v1/chat/completions", edited)
+        report = replay.eval_report("chat")
+    finally:
+        replay.stop()
+    assert answer.status_code == 400 and answer.headers["x-should-retry"] == "false"
+    assert report.missing == (
+        f"evalrun replay: call 1 of session 'chat' (POST /v1/chat/completions) does not match its recording "
+        f"{fixtures / 'chat' / '0001.json'}: messages[0].content: recorded \"hello\", now \"edited\"; "
+        "the request changed since it was recorded: re-record with `evalrun t3 --record`",
+    )
+    assert report.unplayed == ()
+    by_index = proxy_for("replay", match="index")
+    try:
+        answer = call(client, by_index.register_eval("chat", fixtures), "/v1/chat/completions", edited)
+        report = by_index.eval_report("chat")
+    finally:
+        by_index.stop()
+    assert answer.status_code == 200 and report.missing == ()
 
 
 def test_live_streams_are_relayed_chunk_by_chunk(client, tmp_path):
@@ -193,9 +235,10 @@ def test_a_call_in_another_order_is_named_not_served(upstream, client, tmp_path)
         report = replay.eval_report("e")
     finally:
         replay.stop()
-    assert answer.status_code == 400
+    assert answer.status_code == 400 and answer.headers["x-should-retry"] == "false"
     assert answer.json()["error"]["type"] == "evalrun_fixture_mismatch"
-    assert "recorded for POST /v1/embeddings but call 1 of session 'e' is POST /v1/chat/completions" in report.missing[0]
+    assert "call 1 of session 'e' (POST /v1/chat/completions) does not match its recording" in report.missing[0]
+    assert "recorded POST /v1/embeddings, now POST /v1/chat/completions" in report.missing[0]
     assert report.unplayed == ()
 
 
@@ -316,15 +359,15 @@ def test_requests_the_proxy_cannot_place_are_refused_with_a_named_error(client, 
     proxy = proxy_for("replay")
     try:
         proxy.register_eval("chat", tmp_path)
-        answer = client.post(f"{proxy.url}{path}", json=CHAT, headers=headers)
+        answer = client.post(f"{proxy.endpoint}{path}", json=CHAT, headers=headers)
     finally:
         proxy.stop()
     assert answer.status_code == status
-    assert answer.headers["x-evalrun-error"] == kind
+    assert answer.headers["x-evalrun-error"] == kind and answer.headers["x-should-retry"] == "false"
     assert not any(tmp_path.rglob("*.json"))
 
 
-def test_an_unreachable_upstream_answers_502_and_is_reported(client, tmp_path):
+def test_an_unreachable_upstream_answers_424_not_retried_and_is_reported(client, tmp_path):
     proxy = ReplayProxy("record", upstream="http://127.0.0.1:9", key_env=KEY_ENV)
     proxy.start()
     try:
@@ -332,7 +375,7 @@ def test_an_unreachable_upstream_answers_502_and_is_reported(client, tmp_path):
         report = proxy.eval_report("u")
     finally:
         proxy.stop()
-    assert answer.status_code == 502
+    assert answer.status_code == 424 and answer.headers["x-should-retry"] == "false"
     assert "http://127.0.0.1:9: connection refused" in answer.json()["error"]["message"]
     assert report.calls == 0 and len(report.missing) == 1
     assert OPENAI_KEY not in answer.text
@@ -345,3 +388,62 @@ def test_an_eval_name_that_is_no_folder_name_still_gets_a_safe_default_session(u
     finally:
         proxy.stop()
     assert (tmp_path / "rls-isolation-v2" / "0001.json").is_file()
+
+
+def test_a_request_without_the_run_token_is_refused_and_never_reaches_the_upstream(upstream, client, tmp_path):
+    proxy = proxy_for("live", upstream)
+    try:
+        base = proxy.register_eval("t", None)
+        port_only = proxy.url  # what another local process could guess: the port, not the token
+        for url in (f"{port_only}/e/t/v1/chat/completions", f"{port_only}/v1/chat/completions",
+                    f"{port_only}/t/{'0' * 32}/e/t/v1/chat/completions"):
+            answer = client.post(url, json=CHAT)
+            assert answer.status_code == 401 and answer.headers["x-should-retry"] == "false"
+            assert answer.json()["error"]["type"] == "evalrun_unauthorized"
+        assert upstream.requests == []
+        assert call(client, base, "/v1/chat/completions", CHAT).status_code == 200
+        assert base.startswith(f"{port_only}/t/{proxy.token}/e/") and len(proxy.token) == 32
+    finally:
+        proxy.stop()
+    assert len(upstream.requests) == 1
+
+
+def _threads_settle(baseline: int) -> None:
+    deadline = time.monotonic() + 10
+    while threading.active_count() > baseline and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_client_connection_resets_print_no_traceback(upstream, capfd, tmp_path):
+    proxy = proxy_for("live", upstream)
+    try:
+        base = proxy.register_eval("r", None)
+        baseline = threading.active_count()
+        port = int(proxy.url.rsplit(":", 1)[1])
+        for partial in (b"", b"POST /t/", f"POST {base[len(proxy.url):]}/v1/chat/completions HTTP/1.1\r\n"
+                        "Content-Length: 1000\r\n\r\n{\"model\"".encode()):
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(partial or b"G")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()  # linger 0: a reset, not a clean close
+        _threads_settle(baseline)
+    finally:
+        proxy.stop()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ConnectionResetError" not in err, err
+
+
+def test_an_oversized_or_malformed_request_body_is_refused_not_read(upstream, client, tmp_path):
+    proxy = proxy_for("live", upstream)
+    try:
+        base = proxy.register_eval("big", None)
+        answer = client.post(f"{base}/v1/chat/completions", content=b"{}", headers={"Content-Length": "2", "X-Pad": "x"})
+        assert answer.status_code == 200
+        port = int(proxy.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(f"POST {base[len(proxy.url):]}/v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Length: 99999999999\r\n\r\n".encode())
+            head = sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 413") and b"x-should-retry: false" in head.lower()
+    finally:
+        proxy.stop()

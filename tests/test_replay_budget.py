@@ -102,7 +102,7 @@ def test_the_budget_counts_replayed_calls_from_their_fixtures(upstream, tmp_path
 def test_a_call_that_never_reached_a_model_gives_its_slot_back():
     with ReplayProxy("live", upstream="http://127.0.0.1:9", budget=Budget(calls=1)) as proxy:
         base = proxy.register_eval("down", None)
-        assert [chat(base).status_code for _ in range(2)] == [502, 502]
+        assert [chat(base).status_code for _ in range(2)] == [424, 424]
         assert not proxy.budget_exhausted()
 
 

@@ -38,7 +38,7 @@ def start_serve(fixtures: Path, mode: str, upstream: str) -> tuple[subprocess.Po
         banner = [child.stdout.readline()]
         while "(sessions:" not in banner[-1] and banner[-1]:
             banner.append(child.stdout.readline())
-        match = re.search(r"on (http://127\.0\.0\.1:\d+) \(Ctrl-C to stop\)", banner[0])
+        match = re.search(r"on (http://127\.0\.0\.1:\d+/t/[0-9a-f]{32}) \(Ctrl-C to stop\)", banner[0])
         assert match, "".join(banner)
     except BaseException:
         _kill(child)  # no server left behind by a failed start

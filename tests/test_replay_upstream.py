@@ -80,7 +80,7 @@ def test_a_chunked_request_body_is_relayed_whole(tmp_path):
     assert upstream.requests[0].body["messages"][0]["content"] == "in two pieces"
 
 
-def test_a_client_that_leaves_mid_stream_still_has_its_call_counted_and_recorded(tmp_path):
+def test_a_client_that_leaves_mid_stream_still_has_its_call_counted_but_not_recorded(tmp_path):
     with FakeUpstream(hold_stream=True) as upstream, ReplayProxy("record", upstream=upstream.url) as proxy:
         base = proxy.register_eval("gone", tmp_path)
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
@@ -93,4 +93,49 @@ def test_a_client_that_leaves_mid_stream_still_has_its_call_counted_and_recorded
             time.sleep(0.02)
         report = proxy.eval_report("gone")
     assert report.calls == 1 and report.total_tokens == 18  # the upstream was paid: its usage counts
-    assert (tmp_path / "gone" / "0001.json").is_file()
+    # An abandoned attempt is no answer: its retry, not it, takes index 1.
+    assert not (tmp_path / "gone" / "0001.json").exists()
+
+
+def test_a_client_that_closes_after_the_last_event_had_the_whole_answer_and_it_is_recorded(tmp_path):
+    with FakeUpstream(hold_end=True) as upstream, ReplayProxy("record", upstream=upstream.url) as proxy:
+        base = proxy.register_eval("done", tmp_path)
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        with httpx.Client(timeout=10, trust_env=False) as client:
+            with client.stream("POST", f"{base}/v1/chat/completions", json=body) as response:
+                for line in response.iter_lines():
+                    if line == "data: [DONE]":
+                        break  # the whole answer is in; the stream's end has not come yet
+        upstream.release.set()  # closed before the terminating chunk
+        deadline = time.monotonic() + 10
+        while proxy.eval_report("done").calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        report = proxy.eval_report("done")
+    assert report.calls == 1
+    assert (tmp_path / "done" / "0001.json").is_file()
+
+
+def test_an_upstream_that_breaks_off_a_plain_answer_gets_an_error_the_sdk_does_not_retry(tmp_path):
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def half_answer() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":")
+        conn.close()
+
+    threading.Thread(target=half_answer, daemon=True).start()
+    port = listener.getsockname()[1]
+    with ReplayProxy("record", upstream=f"http://127.0.0.1:{port}") as proxy:
+        base = proxy.register_eval("cut", tmp_path)
+        answer = httpx.post(f"{base}/v1/chat/completions", json={"model": "m", "messages": []}, trust_env=False, timeout=10)
+        report = proxy.eval_report("cut")
+    listener.close()
+    assert answer.status_code == 424 and answer.headers["x-should-retry"] == "false"
+    assert "broke off the response (IncompleteRead)" in report.missing[0]
+    assert not list(tmp_path.rglob("*.json"))

@@ -58,10 +58,10 @@ def serve(
     try:
         proxy.register_eval(eval_name, fixtures, default=True)
         try:  # Ctrl-C may come as soon as the banner is out: it ends the serving, not evalrun
-            say(f"evalrun replay: {mode} proxy for {file_label(fixtures)} on {proxy.url} (Ctrl-C to stop)")
+            say(f"evalrun replay: {mode} proxy for {file_label(fixtures)} on {proxy.endpoint} (Ctrl-C to stop)")
             if mode != "replay":
                 say(f"evalrun replay: upstream {upstream or 'https://api.openai.com / https://api.anthropic.com'}")
-            for name, value in endpoint_env(proxy.url).items():
+            for name, value in endpoint_env(proxy.endpoint).items():
                 say(f"  export {name}={value}")
             session = default_session(eval_name)
             say(f"  (sessions: send an X-Evalrun-Session header; without one the session is {session!r})")

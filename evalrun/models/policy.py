@@ -48,6 +48,7 @@ class ModelCalls:
                 budget=manifest.tier(tier).budget,
                 key_env=dict(environ),
                 redact_values=set(self.secrets),
+                match=manifest.models.replay_match,
             )
 
     @property
@@ -58,7 +59,13 @@ class ModelCalls:
         if self.proxy is not None:
             self.proxy.start()
             for p in self._users:
-                self._bases[p.name] = self.proxy.register_eval(p.name, p.dir / "fixtures", budget=p.spec.budget)
+                owner, folder = p.spec.fixtures_for, p.dir
+                if owner is not None:  # recording (or playing) another eval's fixtures, in its folder
+                    spec = next(e for e in self.manifest.evals if e.name == owner)
+                    folder = self.manifest.eval_dir(spec)
+                self._bases[p.name] = self.proxy.register_eval(
+                    p.name, folder / "fixtures", budget=p.spec.budget, session=owner
+                )
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -93,10 +100,14 @@ class ModelCalls:
 
 
 def describe_models(result: EvalResult) -> str | None:
-    """``agent: openai gpt-4o-mini-2024-07-18, 6 calls, 1234 tokens (replay)`` for the summary."""
+    """``agent: openai gpt-4o-mini-2024-07-18, anthropic claude-…, 6 calls, 1234 tokens (replay)`` for the summary."""
     m = result.models
     if not m or not m.get("calls"):
         return None
+    by_provider = m.get("by_provider") or {}
+    if by_provider:  # each model after the provider that answered with it
+        models = ", ".join(f"{provider} {model}" for provider, names in by_provider.items() for model in names)
+        return f"{result.name}: {models}, {m['calls']} call{'s' if m['calls'] != 1 else ''}, {(m.get('tokens') or {}).get('total', 0)} tokens ({m.get('mode')})"
     models = ", ".join(m.get("models") or []) or "no model named"
     tokens = (m.get("tokens") or {}).get("total", 0)
     return f"{result.name}: {m.get('provider') or 'unknown provider'} {models}, {m['calls']} call{'s' if m['calls'] != 1 else ''}, {tokens} tokens ({m.get('mode')})"

@@ -15,7 +15,7 @@ a scorer sees of them in each tier:
 - t3 (live): keys kept; the base-URL variables point at the proxy when one
   runs (``model_url`` given), so calls are counted and budgeted.
 
-The base-URL variables, for a base such as ``http://127.0.0.1:PORT/e/<eval>``
+The base-URL variables, for a base such as ``http://127.0.0.1:PORT/t/<run token>/e/<eval>``
 (see ``endpoint_env``)::
 
     OPENAI_BASE_URL     = <base>/v1     (OpenAI SDKs, and OpenAI-compatible clients)

@@ -6,9 +6,11 @@ port) and is generic over HTTP: any method and path are relayed, so
 OpenAI-style (``/v1/chat/completions``, ``/v1/responses``, ``/v1/embeddings``)
 and Anthropic-style (``/v1/messages``) APIs both work, plain or streamed.
 
-Endpoints. Each eval registers and gets its own base URL,
-``http://127.0.0.1:PORT/e/<eval-name>``; a request under that prefix belongs
-to that eval. The eval's environment then holds (``evalrun.models.scorer_env.endpoint_env``)::
+Endpoints. Each run's proxy has a random token, and each eval registers and
+gets its own base URL, ``http://127.0.0.1:PORT/t/<token>/e/<eval-name>``; a
+request without the token is refused (401), so no other local process can
+spend the run's key. The eval's environment then holds
+(``evalrun.models.scorer_env.endpoint_env``)::
 
     OPENAI_BASE_URL    = <base>/v1
     OPENAI_API_BASE    = <base>/v1
@@ -19,32 +21,41 @@ and the part of the path after ``<base>`` (``/v1/chat/completions``) is what
 is relayed upstream or looked up in the fixtures.
 
 Sessions. A call's session is its ``X-Evalrun-Session`` header, else the eval's
-name; its index counts that session's calls from 1, in arrival order. The
-fixture of a call is ``<fixtures>/<session>/<index:04d>.json``
+default session (its name, or the eval named by ``fixtures_for``). The fixture
+of a call is ``<fixtures>/<session>/<index:04d>.json``
 (``evalrun.models.replay.fixtures``).
 
 Modes.
-- ``replay`` (t2): the fixture is served. A missing one is answered with HTTP
-  404 and an error naming the exact path expected, and is recorded in the
-  eval's report, so the eval fails even if the code under test swallowed the
-  error. Fixtures never requested are listed as unplayed at the end.
+- ``replay`` (t2): the recording of the call is served, chosen by request and
+  index (``evalrun.models.replay.player``). A call no recording answers gets an
+  error naming the fixture and what changed, and is recorded in the eval's
+  report, so the eval fails even if the code under test swallowed the error.
+  Owned fixtures never requested are listed as unplayed at the end.
 - ``record`` (``t3 --record``): relayed upstream, and the fixture is written
   atomically just after the answer (its fsync is kept off the call's
-  latency); ``eval_report`` waits for writes still under way.
+  latency); ``eval_report`` waits for writes still under way. A call takes its
+  index only once its answer reached the client whole: an attempt the client
+  abandoned (timed out, disconnected) is not recorded, and its retry takes the
+  index. A gzip or deflate answer is decoded for the client and the fixture.
 - ``live`` (t3): relayed, nothing written; usage counted.
 
 Errors the proxy itself answers have the shape both SDK families parse,
-``{"type": "error", "error": {"type": K, "code": K, "message": ...}}``, with a
-status no SDK retries: 404 missing fixture, 400 unusable fixture or invalid
-session, 402 budget exhausted (``evalrun_budget_exhausted``), 502 upstream
-unreachable.
+``{"type": "error", "error": {"type": K, "code": K, "message": ...}}``, carry
+``x-should-retry: false`` (both official SDKs obey it) and a status no SDK
+retries anyway: 401 no token, 404 missing fixture or unknown eval, 400
+mismatching or unusable fixture, invalid session or internal error, 402
+budget exhausted (``evalrun_budget_exhausted``), 424 upstream unreachable.
 """
+
 
 from __future__ import annotations
 
+import hmac
 import http.client
+import os
 import re
 import threading
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -52,26 +63,28 @@ from typing import Literal
 from urllib.parse import quote, unquote
 
 from evalrun.errors import file_label
-from evalrun.secrets import key_values
+from evalrun.secrets import key_values, scrub
 from evalrun.models.replay.budget import BudgetLimits, BudgetMeter
 from evalrun.models.replay.fixtures import (
-    FixtureError,
     RecordedResponse,
     check_session,
     default_session,
     fixture_path,
-    read_fixture,
-    redact,
     write_fixture,
 )
-from evalrun.models.replay.server import ProxyHandler, ProxyServer
+from evalrun.models.replay.matching import normalise_body
+from evalrun.models.replay.player import MATCHES, Call, Match, Refusal, choose
+from evalrun.models.replay.server import BodyTooLarge, ProxyHandler, ProxyServer
 from evalrun.models.replay.state import EvalState, ProxyEvalReport
 from evalrun.models.replay.upstream import (
     HOP_HEADERS,
+    MAX_DECODED_BYTES,
     ConnectionPool,
     UpstreamError,
     api_style,
     choose_target,
+    content_decoder,
+    decoded_request_body,
     upstream_headers,
 )
 from evalrun.models.replay.usage import read_usage
@@ -88,7 +101,8 @@ class ReplayProxy:
 
     ``key_env`` is the real environment, read only in record and live modes to
     authenticate upstream; ``redact_values`` (plus the key values found in
-    ``key_env``) never reach a fixture. ``budget`` caps the whole run.
+    ``key_env``) never reach a fixture, a log line or a message. ``budget``
+    caps the whole run; ``match`` is how replay pairs calls with recordings.
     """
 
     def __init__(
@@ -101,12 +115,17 @@ class ReplayProxy:
         *,
         port: int = 0,
         log: Callable[[str], None] | None = None,
+        match: Match = "request",
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown proxy mode {mode!r}; use one of {', '.join(MODES)}")
+        if match not in MATCHES:
+            raise ValueError(f"unknown replay match {match!r}; use one of {', '.join(MATCHES)}")
         self.mode: Mode = mode
+        self.match: Match = match
         self.upstream = upstream.rstrip("/") if upstream else None
         self.key_env: Mapping[str, str] = dict(key_env or {}) if mode != "replay" else {}
+        self.token = os.urandom(16).hex()
         self.secrets = set(redact_values or ()) | key_values(key_env or {})
         self.meter = BudgetMeter(budget, "model budget")
         self._port = port
@@ -152,23 +171,40 @@ class ReplayProxy:
 
     @property
     def url(self) -> str:
+        """The proxy's address, fit to show: without the run token, no request is served there."""
         if self._server is None:
             raise RuntimeError("the proxy is not started; call start() first")
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
+    @property
+    def endpoint(self) -> str:
+        """The proxy's base URL, run token included: un-prefixed paths under it go to the default eval."""
+        return f"{self.url}/t/{self.token}"
+
     # -- evals -------------------------------------------------------------
 
     def register_eval(
-        self, eval_name: str, fixtures_dir: Path | None, budget: BudgetLimits | None = None, default: bool = False
+        self,
+        eval_name: str,
+        fixtures_dir: Path | None,
+        budget: BudgetLimits | None = None,
+        default: bool = False,
+        session: str | None = None,
     ) -> str:
-        """Make ``eval_name`` known; return its base URL. ``default``: also own un-prefixed paths."""
+        """Make ``eval_name`` known; return its base URL.
+
+        ``session``: the default session of its calls (the name of the eval it records
+        for, ``fixtures_for``); by default its own name. ``default``: also own un-prefixed paths.
+        """
         if fixtures_dir is None and self.mode != "live":
             raise ValueError(f"eval {eval_name!r}: {self.mode} mode needs a fixtures folder")
         with self._lock:
-            self._evals[eval_name] = EvalState(eval_name, fixtures_dir, budget)
+            self._evals[eval_name] = EvalState(
+                eval_name, fixtures_dir, budget, default_session(session) if session else None
+            )
             if default:
                 self._default_eval = eval_name
-        return f"{self.url}/e/{quote(eval_name, safe='')}"
+        return f"{self.endpoint}/e/{quote(eval_name, safe='')}"
 
     def eval_report(self, eval_name: str) -> ProxyEvalReport:
         """What ``eval_name`` did with the model so far; call it once the eval's process has ended."""
@@ -188,72 +224,94 @@ class ReplayProxy:
                 providers=tuple(sorted(state.providers)),
                 models=tuple(sorted(state.models)),
                 missing=tuple(state.missing),
-                unplayed=tuple(self._unplayed(state)),
+                unplayed=tuple(state.unplayed(self.mode)),
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
+                answered_by=tuple(sorted(state.answered_by)),
             )
 
     def budget_exhausted(self) -> bool:
         """True once the run's budget allows no further call: evals not yet started get status budget."""
         return self.meter.exhausted()
 
-    def _unplayed(self, state: EvalState) -> list[str]:
-        if self.mode == "live":
-            return []
-        if self.mode == "replay":
-            why = "was recorded but not requested"
-        else:
-            why = "was recorded before but not requested in this recording; delete it"
-        return [
-            f"{file_label(p)} {why}"
-            for k, p in sorted(state.existing.items())
-            if k not in state.served and p.exists()
-        ]
-
     # -- one call ------------------------------------------------------------
 
     def handle(self, handler: ProxyHandler) -> None:
         """Answer one request; called on the server's thread for that connection."""
         method = handler.command
-        headers = dict(handler.headers.items())
-        body = handler.read_body()
-        routed = self._route(handler.path)
-        if routed is None:
+        path = self._authorised(handler.path)
+        if path is None:
+            handler.read_body()
+            self.note(f"{method} refused: no valid run token in the path")
             handler.send_error_json(
-                404, "evalrun_unknown_eval", f"evalrun proxy: no eval is registered for {handler.path!r}; "
-                "send requests under the base URL the eval was given (http://127.0.0.1:PORT/e/<eval>)"
+                401, "evalrun_unauthorized", "evalrun proxy: this path has no valid run token; "
+                "send requests under the base URL evalrun gave the eval (OPENAI_BASE_URL, ANTHROPIC_BASE_URL)"
+            )
+            return
+        routed = self._route(path)
+        if routed is None:
+            handler.read_body()
+            handler.send_error_json(
+                404, "evalrun_unknown_eval", self._redact(
+                    f"evalrun proxy: no eval is registered for {path.split('?', 1)[0]!r}; "
+                    "send requests under the base URL the eval was given (<proxy>/e/<eval>)"
+                )
             )
             return
         state, path = routed
+        try:
+            self._answer(handler, state, method, path)
+        except (BrokenPipeError, ConnectionResetError, BodyTooLarge):
+            raise
+        except Exception as exc:  # a bug or a hostile fixture fails the eval, never passes silently
+            message = self._redact(f"evalrun proxy: internal error ({exc.__class__.__name__}: {exc}); please report it")
+            state.note_missing(None, message)
+            self.note(message)
+            handler.close_connection = True
+            handler.send_error_json(400, "evalrun_proxy_error", message)
+
+    def _answer(self, handler: ProxyHandler, state: EvalState, method: str, path: str) -> None:
+        headers = dict(handler.headers.items())
+        body = handler.read_body()
         shown = path.split("?", 1)[0]  # messages and logs never show a query string: it may carry a key
-        session = _header(headers, SESSION_HEADER) or default_session(state.name)
+        session = _header(headers, SESSION_HEADER) or state.session
         problem = check_session(session)
         if problem is not None:
-            message = f"evalrun proxy: eval {state.name!r}: {SESSION_HEADER}: {problem}"
+            message = self._redact(f"evalrun proxy: eval {state.name!r}: {SESSION_HEADER}: {problem}")
             state.note_missing(None, message)
             handler.send_error_json(400, "evalrun_invalid_session", message)
             return
+        with state.lock:
+            state.owned.add(session)
         refusal = self._acquire_budget(state)
         if refusal is not None:
-            message = f"evalrun proxy: {refusal}; call refused, the eval is not checked (status budget)"
+            message = self._redact(f"evalrun proxy: {refusal}; call refused, the eval is not checked (status budget)")
             with state.lock:
                 state.budget_message = state.budget_message or message
             self.note(f"{state.name}/{session} {method} {shown} -> 402 budget exhausted")
             handler.send_error_json(402, "evalrun_budget_exhausted", message)
             return
-        index = state.take_index(session)
         if self.mode == "replay":
-            self._replay(handler, state, session, index, method, path, shown)
+            self._replay(handler, state, session, method, path, headers, body)
         else:
-            self._relay(handler, state, session, index, method, path, headers, body)
+            self._relay(handler, state, session, method, path, headers, body)
 
-    def _route(self, raw_path: str) -> tuple[EvalState, str] | None:
-        if raw_path.startswith("/e/"):
-            quoted, _, rest = raw_path[3:].partition("/")
+    def _authorised(self, raw_path: str) -> str | None:
+        """The path after the run token, or None when the token is absent or wrong."""
+        if not raw_path.startswith("/t/"):
+            return None
+        token, slash, rest = raw_path[3:].partition("/")
+        if not hmac.compare_digest(token.encode(), self.token.encode()):
+            return None
+        return slash + rest if slash else "/"
+
+    def _route(self, path: str) -> tuple[EvalState, str] | None:
+        if path.startswith("/e/"):
+            quoted, _, rest = path[3:].partition("/")
             state = self._evals.get(unquote(quoted))
             return (state, "/" + rest) if state is not None else None
         if self._default_eval is not None:
-            return self._evals[self._default_eval], raw_path
+            return self._evals[self._default_eval], path
         return None
 
     def _acquire_budget(self, state: EvalState) -> str | None:
@@ -273,36 +331,24 @@ class ReplayProxy:
         state.meter.add_tokens(tokens)
 
     def _replay(
-        self, handler: ProxyHandler, state: EvalState, session: str, index: int, method: str, path: str, shown: str
+        self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
+        headers: dict[str, str], body: bytes,
     ) -> None:
-        assert state.fixtures_dir is not None
-        key = (session, index)
-        where = fixture_path(state.fixtures_dir, session, index)
-        label = f"eval {state.name!r}, session {session!r}, call {index}"
-        if not where.is_file():
-            message = (
-                f"evalrun replay: missing fixture {file_label(where)} ({label}: {method} {shown}); "
-                "record it with `evalrun t3 --record`, or make the code call the model as it did when recorded"
-            )
-            self._refuse(handler, state, key, 404, "evalrun_missing_fixture", message)
+        index = state.take_index(session)
+        value, sha = normalise_body(decoded_request_body(body, headers), _header(headers, "content-type"), self.secrets)
+        chosen = choose(state, Call(session, index, method, path, value, sha), self.match)
+        if isinstance(chosen, Refusal):
+            message = self._redact(chosen.message)
+            state.note_missing(chosen.key, message)
+            self.note(message)
+            handler.send_error_json(chosen.status, chosen.kind, message)
             return
-        try:
-            fixture = read_fixture(where)
-        except FixtureError as exc:
-            self._refuse(handler, state, key, 400, "evalrun_bad_fixture", f"evalrun replay: {exc} ({label})")
-            return
-        if fixture.method != method or fixture.path.split("?")[0] != path.split("?")[0]:
-            message = (
-                f"evalrun replay: {file_label(where)} was recorded for {fixture.method} {fixture.path.split('?')[0]} "
-                f"but call {index} of session {session!r} is {method} {shown}; the calls changed order, re-record"
-            )
-            self._refuse(handler, state, key, 400, "evalrun_fixture_mismatch", message)
-            return
-        response = fixture.response
+        response = chosen.response
         usage = read_usage(response.body, response.stream or ())
-        state.count(key, fixture.provider, usage)
+        state.count(None, chosen.provider, usage)
         self._add_tokens(state, usage.total_tokens)
-        self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} (fixture)")
+        self.note(f"{state.name}/{session}#{index:04d} {method} {path.split('?', 1)[0]} -> {response.status} "
+                  f"(fixture {chosen.index:04d})")
         if response.stream is not None:
             handler.start_stream(response.status, response.headers)
             for chunk in response.stream:
@@ -311,23 +357,9 @@ class ReplayProxy:
         else:
             handler.send_whole(response.status, response.headers, response.body)
 
-    def _refuse(
-        self, handler: ProxyHandler, state: EvalState, key: tuple[str, int], status: int, kind: str, message: str
-    ) -> None:
-        state.note_missing(key, message)
-        self.note(message)
-        handler.send_error_json(status, kind, message)
-
     def _relay(
-        self,
-        handler: ProxyHandler,
-        state: EvalState,
-        session: str,
-        index: int,
-        method: str,
-        path: str,
-        headers: dict[str, str],
-        body: bytes,
+        self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
+        headers: dict[str, str], body: bytes,
     ) -> None:
         shown = path.split("?", 1)[0]
         style = api_style(path, headers)
@@ -337,39 +369,68 @@ class ReplayProxy:
             conn, response = self._pool.request(target, method, sent_headers, body)
         except UpstreamError as exc:
             self._release_budget(state)
-            message = f"evalrun proxy: upstream {exc} ({state.name}/{session} call {index}: {method} {shown})"
+            message = self._redact(f"evalrun proxy: upstream {exc} ({state.name}/{session}: {method} {shown})")
             state.note_missing(None, message)
             self.note(message)
-            handler.send_error_json(502, "evalrun_upstream_unreachable", message)
+            handler.send_error_json(424, "evalrun_upstream_unreachable", message)
             return
         reply_headers = {k.lower(): v for k, v in response.getheaders() if k.lower() not in HOP_HEADERS}
+        decoder = content_decoder(reply_headers.get("content-encoding", ""))
+        if decoder is not None:
+            del reply_headers["content-encoding"]  # the client gets, and the fixture keeps, the decoded body
+        recordable = decoder is not None or not reply_headers.get("content-encoding", "").strip()
         streamed = reply_headers.get("content-type", "").startswith("text/event-stream")
         try:
             if streamed:
                 handler.start_stream(response.status, reply_headers)
                 raw = bytearray()
                 while chunk := response.read1(65536):
+                    chunk = decoder.decompress(chunk) if decoder is not None else chunk
                     raw += chunk
-                    handler.write_chunk(chunk)  # relayed as it arrives, not when the call ends
+                    handler.write_chunk(chunk, watch=True)  # relayed as it arrives, not when the call ends
+                if decoder is not None and (tail := decoder.flush()):
+                    raw += tail
+                    handler.write_chunk(tail, watch=True)
                 text = raw.decode("utf-8", errors="replace")
                 recorded = RecordedResponse(response.status, reply_headers, stream=tuple(_events(text)))
             else:
-                recorded = RecordedResponse(response.status, reply_headers, body=response.read())
-        except (OSError, http.client.HTTPException) as exc:
+                data = response.read()
+                if decoder is not None:
+                    data = decoder.decompress(data, MAX_DECODED_BYTES)
+                    if decoder.unconsumed_tail:
+                        raise zlib.error(f"the answer inflates beyond {MAX_DECODED_BYTES} bytes")
+                    data += decoder.flush()
+                recorded = RecordedResponse(response.status, reply_headers, body=data)
+        except (OSError, http.client.HTTPException, zlib.error) as exc:
             conn.close()
-            message = f"evalrun proxy: upstream {target.base_url} broke off the response ({exc.__class__.__name__})"
+            message = self._redact(
+                f"evalrun proxy: upstream {target.base_url} broke off the response ({exc.__class__.__name__})"
+            )
             state.note_missing(None, message)
+            self.note(message)
             handler.close_connection = True
+            if not streamed:  # nothing sent yet: an answer the SDK does not retry, not a dropped connection
+                handler.send_error_json(424, "evalrun_upstream_broke_off", message)
             return
         self._pool.give_back(target.base_url, conn, response)
-        recording = self.mode == "record"
+        # An attempt its client abandoned (timed out, disconnected) is no answer: its retry takes the index.
+        abandoned = handler.client_gone() if streamed else handler.peer_closed()
+        recording = self.mode == "record" and not abandoned and recordable
+        index = state.take_index(session) if not abandoned else 0
         if recording:
             state.begin_write()  # before counting: a report that shows the call waits for its fixture
         try:
             usage = read_usage(recorded.body, recorded.stream or ())
-            state.count((session, index), target.provider, usage)
+            state.count((session, index) if not abandoned else None, target.provider, usage)
             self._add_tokens(state, usage.total_tokens)
-            self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} ({self.mode})")
+            outcome = "abandoned by the client, not recorded" if abandoned else self.mode
+            self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} ({outcome})")
+            if self.mode == "record" and not recordable:
+                state.note_missing(None, self._redact(
+                    f"evalrun record: {state.name}/{session} call {index}: the upstream answered with "
+                    f"content-encoding {reply_headers['content-encoding']!r}, which evalrun cannot decode; "
+                    "not recorded (use an upstream that honours Accept-Encoding: identity, gzip or deflate)"
+                ))
             # The response completes only now, so a finished eval's report already counts this call.
             if streamed:
                 handler.end_stream()
@@ -380,7 +441,8 @@ class ReplayProxy:
                 # Written by the writer thread after answering: the fsync stays off the call's latency,
                 # even for the next call on the same keep-alive connection.
                 self._writer().submit(
-                    self._record, state, session, index, target.provider, method, path, headers, body, recorded
+                    self._record, state, session, index, target.provider, method, path, headers,
+                    decoded_request_body(body, headers), recorded,
                 )
 
     def _writer(self) -> ThreadPoolExecutor:
@@ -414,17 +476,20 @@ class ReplayProxy:
                 request_headers=headers,
                 request_body=body,
                 response=recorded,
-                secrets=self.secrets,
+                secrets=self.secrets | {self.token},
             )
         except OSError as exc:
-            state.note_missing(None, f"evalrun record: cannot write {file_label(where)}: {exc.strerror or exc}")
+            state.note_missing(None, self._redact(f"evalrun record: cannot write {file_label(where)}: {exc.strerror or exc}"))
         finally:
             state.end_write()
+
+    def _redact(self, text: str) -> str:
+        return scrub(text, self.secrets | {self.token})
 
     def note(self, line: str) -> None:
         """One line for the log callback (``evalrun replay serve`` prints them)."""
         if self._log is not None:
-            self._log(redact(line, self.secrets))
+            self._log(self._redact(line))
 
 
 def _events(text: str) -> list[str]:
@@ -437,5 +502,3 @@ def _header(headers: Mapping[str, str], name: str) -> str:
         if key.lower() == wanted:
             return value.strip()
     return ""
-
-

@@ -9,12 +9,20 @@ which the server calls as ``proxy.handle(handler)``.
 from __future__ import annotations
 
 import json
+import select
 import socket
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 from evalrun.models.replay.upstream import HOP_HEADERS
+
+
+MAX_REQUEST_BODY = 64 * 1024 * 1024  # larger request bodies are refused (413), never read into memory
+
+
+class BodyTooLarge(Exception):
+    """A request body over ``MAX_REQUEST_BODY``, or a length that is no number."""
 
 
 class RequestHandlerOwner(Protocol):
@@ -38,6 +46,10 @@ class ProxyServer(ThreadingHTTPServer):
         self.server_address = self.socket.getsockname()
         self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that resets its connection mid-request is no news: never a traceback on stderr.
+        return
+
 
 class ProxyHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: a new connection per call would cost more than the relay
@@ -47,19 +59,28 @@ class ProxyHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     timeout = 300  # an idle keep-alive connection frees its thread after this
     server: ProxyServer
-
+    _body: bytes | None = None
+    _client_gone = False
 
     def do_request(self) -> None:
+        self._client_gone = False
+        self._body = None  # one handler serves every request of a keep-alive connection
         try:
             self.server.proxy.handle(self)
+        except BodyTooLarge as exc:
+            self.close_connection = True
+            try:
+                self.send_error_json(413, "evalrun_request_too_large", f"evalrun proxy: {exc}")
+            except OSError:
+                pass
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client went away; nothing to answer
         except Exception as exc:  # a bug in the proxy must answer, not hang the eval
             self.close_connection = True
-            message = f"evalrun proxy: internal error ({exc.__class__.__name__}: {exc}); please report it"
+            message = f"evalrun proxy: internal error ({exc.__class__.__name__}); please report it"
             self.server.proxy.note(message)
             try:
-                self.send_error_json(500, "evalrun_proxy_error", message)
+                self.send_error_json(400, "evalrun_proxy_error", message)
             except OSError:
                 pass
 
@@ -69,21 +90,54 @@ class ProxyHandler(BaseHTTPRequestHandler):
         pass  # the proxy reports through its own log callback, never to stderr
 
     def read_body(self) -> bytes:
+        """The request body (sized or chunked), at most ``MAX_REQUEST_BODY`` bytes; read once."""
+        if self._body is not None:
+            return self._body
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            return self._read_chunked()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
+            body = self._read_chunked()
+        else:
+            raw = (self.headers.get("Content-Length") or "0").strip()
+            if not raw.isdigit() or len(raw) > 12:
+                raise BodyTooLarge(f"Content-Length {raw[:20]!r} is not a byte count")
+            length = int(raw)
+            if length > MAX_REQUEST_BODY:
+                raise BodyTooLarge(f"request body of {length} bytes; the proxy takes at most {MAX_REQUEST_BODY}")
+            body = self.rfile.read(length) if length > 0 else b""
+        self._body = body
+        return body
 
     def _read_chunked(self) -> bytes:
         body = bytearray()
         while True:
-            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            line = self.rfile.readline(1024).split(b";")[0].strip() or b"0"
+            try:
+                size = int(line, 16)
+            except ValueError:
+                raise BodyTooLarge(f"chunk size {line[:20]!r} is not hexadecimal") from None
             if size == 0:
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
                     pass  # trailers
                 return bytes(body)
+            if len(body) + size > MAX_REQUEST_BODY:
+                raise BodyTooLarge(f"request body over {MAX_REQUEST_BODY} bytes")
             body += self.rfile.read(size)
-            self.rfile.readline()
+            self.rfile.readline(1024)
+
+    def peer_closed(self) -> bool:
+        """True when the client has closed its side: it will never read this answer."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def client_gone(self) -> bool:
+        """True when a streamed answer did not reach its client whole (a write failed or found it gone).
+
+        Not a fresh look at the socket: a client may close as soon as it has the last
+        event, before the stream's terminating chunk, and it did have the whole answer.
+        """
+        return self._client_gone
 
     def send_whole(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
         self.send_response(status)
@@ -97,7 +151,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
     def send_error_json(self, status: int, kind: str, message: str) -> None:
         body = json.dumps({"type": "error", "error": {"type": kind, "code": kind, "message": message}}).encode()
-        self.send_whole(status, {"Content-Type": "application/json", "X-Evalrun-Error": kind}, body)
+        # x-should-retry: both official SDKs obey it before looking at the status.
+        headers = {"Content-Type": "application/json", "X-Evalrun-Error": kind, "X-Should-Retry": "false"}
+        self.send_whole(status, headers, body)
 
     def start_stream(self, status: int, headers: Mapping[str, str]) -> None:
         self.send_response(status)
@@ -108,8 +164,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self._client_gone = False
 
-    def write_chunk(self, data: bytes) -> None:
+    def write_chunk(self, data: bytes, watch: bool = False) -> None:
+        """Send one chunk; ``watch``: first make sure the client is still there to read it."""
         if not data or self._client_gone:
+            return
+        if watch and self.peer_closed():
+            # The client gave up (timed out) before this part of the answer: it never had it whole.
+            self._client_gone = True
+            self.close_connection = True
             return
         try:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -3,6 +3,11 @@
 This module owns ``ProxyEvalReport``, the record of what one eval did with the
 model (calls, tokens, provider, models that answered, missing and unplayed
 fixtures, budget), and the thread-safe state the proxy keeps while the eval runs.
+
+Fixtures belong to their eval: an eval owns its default session (its own name,
+or the name given by ``fixtures_for``) and every session its requests named
+(``X-Evalrun-Session``). Only owned sessions are played, listed as unplayed,
+or advised for deletion; other evals sharing the folder are left alone.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import file_label
 from evalrun.models.replay.budget import BudgetLimits, BudgetMeter
-from evalrun.models.replay.fixtures import list_fixtures
+from evalrun.models.replay.fixtures import default_session, list_fixtures
 from evalrun.models.replay.usage import CallUsage
 
 
@@ -33,6 +39,7 @@ class ProxyEvalReport:
     unplayed: tuple[str, ...]  # fixtures recorded but not requested
     budget_hit: bool  # a call of this eval was refused by the budget
     budget_message: str | None = None
+    answered_by: tuple[tuple[str, str], ...] = ()  # (provider, model) pairs
 
     @property
     def provider(self) -> str | None:
@@ -48,6 +55,7 @@ class ProxyEvalReport:
             "mode": self.mode,
             "provider": self.provider,
             "models": list(self.models),
+            "by_provider": {p: sorted(m for q, m in self.answered_by if q == p) for p in sorted({q for q, _ in self.answered_by})},
             "calls": self.calls,
             "tokens": {"input": self.input_tokens, "output": self.output_tokens, "total": self.total_tokens},
         }
@@ -56,15 +64,24 @@ class ProxyEvalReport:
 class EvalState:
     """The counters and findings of one registered eval; every field is guarded by ``lock``."""
 
-    def __init__(self, name: str, fixtures_dir: Path | None, budget: BudgetLimits | None) -> None:
+    def __init__(
+        self, name: str, fixtures_dir: Path | None, budget: BudgetLimits | None, session: str | None = None
+    ) -> None:
         self.name = name
         self.fixtures_dir = fixtures_dir
+        self.session = session or default_session(name)  # the session of calls that name none
+        self.owned: set[str] = {self.session}
+        self.answered_by: set[tuple[str, str]] = set()
+        self.loaded: dict[tuple[str, int], Any] = {}  # replay: a Fixture or the FixtureError of each file read
         self.meter = BudgetMeter(budget, f"eval {name!r} budget")  # without limits it only counts
         self.lock = threading.Lock()
         self.next_index: dict[str, int] = {}
         self.served: set[tuple[str, int]] = set()
         # On disk when the eval registered: what the report lists as unplayed if never requested.
         self.existing = list_fixtures(fixtures_dir) if fixtures_dir is not None else {}
+        self.by_session: dict[str, dict[int, Path]] = {}  # the same, per session: replay looks up one call's
+        for (session_name, index), path in self.existing.items():
+            self.by_session.setdefault(session_name, {})[index] = path
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
@@ -76,8 +93,23 @@ class EvalState:
         self.pending_writes = 0
         self.writes_done = threading.Condition(self.lock)
 
+    def unplayed(self, mode: str) -> list[str]:
+        """Owned fixtures on disk at registration that no call requested (call with ``lock`` held)."""
+        if mode == "live" or (mode == "record" and self.missing):
+            return []  # a recording that failed part-way says nothing about which fixtures are stale
+        if mode == "replay":
+            why = "was recorded but not requested"
+        else:
+            why = "was recorded before but not requested in this recording; delete it"
+        return [
+            f"{file_label(p)} {why}"
+            for k, p in sorted(self.existing.items())
+            if k[0] in self.owned and k not in self.served and p.exists()
+        ]
+
     def take_index(self, session: str) -> int:
         with self.lock:
+            self.owned.add(session)
             index = self.next_index.get(session, 0) + 1
             self.next_index[session] = index
             return index
@@ -91,9 +123,10 @@ class EvalState:
             self.pending_writes -= 1
             self.writes_done.notify_all()
 
-    def count(self, key: tuple[str, int], provider: str, usage: CallUsage) -> None:
+    def count(self, key: tuple[str, int] | None, provider: str, usage: CallUsage) -> None:
         with self.lock:
-            self.served.add(key)
+            if key is not None:
+                self.served.add(key)
             self.calls += 1
             self.input_tokens += usage.input_tokens
             self.output_tokens += usage.output_tokens
@@ -101,6 +134,7 @@ class EvalState:
             if provider:
                 self.providers.add(provider)
             self.models.update(usage.models)
+            self.answered_by.update((provider or "unknown provider", m) for m in usage.models)
 
     def note_missing(self, key: tuple[str, int] | None, message: str) -> None:
         with self.lock:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import http.client
 import socket
+import zlib
 import ssl
 import threading
 from collections.abc import Mapping
@@ -61,6 +62,32 @@ HOP_HEADERS = frozenset(
     }
 )
 UPSTREAM_TIMEOUT_S = 600.0  # a long generation may take minutes; the eval's own timeout bounds it
+
+
+MAX_DECODED_BYTES = 256 * 1024 * 1024  # a compressed request body never inflates beyond this
+
+
+def content_decoder(encoding: str) -> "zlib._Decompress | None":
+    """A decoder for a ``content-encoding`` evalrun decodes (gzip, deflate), else None."""
+    name = encoding.strip().lower()
+    if name in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if name == "deflate":
+        return zlib.decompressobj(32 + zlib.MAX_WBITS)  # zlib-wrapped, as RFC 9110 means; auto-detected
+    return None
+
+
+def decoded_request_body(body: bytes, headers: Mapping[str, str]) -> bytes:
+    """A request body as its sender meant it: a gzip or deflate body inflated (bounded), else as is."""
+    encoding = next((v for k, v in headers.items() if k.lower() == "content-encoding"), "")
+    decoder = content_decoder(encoding) if body else None
+    if decoder is None:
+        return body
+    try:
+        data = decoder.decompress(body, MAX_DECODED_BYTES)
+        return data if not decoder.unconsumed_tail else body
+    except zlib.error:
+        return body
 
 
 class UpstreamError(Exception):
