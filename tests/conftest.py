@@ -122,7 +122,9 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory):
     with ServiceManager({"db": spec}, root / "logs", root / "state", dict(os.environ), no_ready_check) as services:
         state = services.start("db")
         assert state.ok, state.failure
+        SESSION_ROOTS.add(state.pid)  # shared by the session: no single test's leak
         yield services.env_for(["db"])["DATABASE_URL"]
+    SESSION_ROOTS.discard(state.pid)
 
 
 @pytest.fixture
@@ -249,10 +251,33 @@ def live_descendants() -> set[tuple[int, str]]:
     return {(pid, table[pid][2]) for pid in ours if table[pid][1] not in "ZX"}
 
 
+# Processes a session-scoped fixture owns (a database shared by many tests), with
+# all their descendants: started inside the first test that uses them, stopped
+# when the session ends. (PostgreSQL's children leave the postmaster's group.)
+SESSION_ROOTS: set[int] = set()
+
+
+def _not_session_owned(found: set[tuple[int, str]]) -> set[tuple[int, str]]:
+    if not SESSION_ROOTS:
+        return found
+    table = _process_table()
+
+    def owned(pid: int) -> bool:
+        seen = set()
+        while pid in table and pid not in seen:
+            if pid in SESSION_ROOTS:
+                return True
+            seen.add(pid)
+            pid = table[pid][0]
+        return False
+
+    return {(pid, started) for pid, started in found if not owned(pid)}
+
+
 def _leftovers(before: set[tuple[int, str]]) -> list[str]:
     """Processes started since ``before`` that do not go within the grace; they are killed."""
     deadline = time.monotonic() + LEAK_GRACE_S
-    while (new := live_descendants() - before) and time.monotonic() < deadline:
+    while (new := _not_session_owned(live_descendants() - before)) and time.monotonic() < deadline:
         time.sleep(0.05)
     described = []
     for pid, _ in sorted(new):
