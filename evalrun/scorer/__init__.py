@@ -304,6 +304,31 @@ class Check:
             m = _messages()
             self._fail(msg, f"expected {m.show(expected)} (rel={rel}, abs={abs}), got {m.show(actual)}")
 
+    def judge(
+        self, subject: Any, rubric: str, *, ground_truth: Any = None, model: str | None = None
+    ) -> str:
+        """Ask a model whether ``subject`` meets ``rubric``; one assertion, its reason the evidence.
+
+        The model (``model``, else the manifest's ``[models] judge``) is asked
+        through evalrun's proxy, so t2 replays the verdict and t3 calls (and
+        budgets) it; in t1 the check fails: "judge() needs a model: t2 replays
+        one, t3 calls one". A reply that is no verdict fails the check with the
+        raw reply as evidence. Returns the reason of a passing verdict.
+        """
+        self._require_open()
+        from evalrun.scorer import judging  # stdlib only; loaded by scorers that judge
+
+        outcome = judging.ask(subject, rubric, ground_truth, model)
+        if outcome.problem is not None:
+            if outcome.raw:
+                self._evidence.append(f"judge reply: {outcome.raw}")
+            self._count(False)
+            self._fail(None, outcome.problem)
+        self._evidence.append(f"judge: {outcome.reason}")
+        if not self._count(outcome.passed):
+            self._fail(None, f"judge: fails the rubric: {outcome.reason}")
+        return outcome.reason
+
     def fail(self, msg: str) -> NoReturn:
         """Fail the check here, unconditionally (counts one assertion)."""
         self._count(False)
