@@ -57,7 +57,7 @@ def run_cost(records: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | No
     if not costs:
         return None
     return {
-        "usd": round(sum(float(c.get("usd") or 0) for c in costs), 8),
+        "usd": sum(float(c.get("usd") or 0) for c in costs),
         "unpriced_calls": sum(int(c.get("unpriced_calls") or 0) for c in costs),
         "unpriced_models": sorted({m for c in costs for m in c.get("unpriced_models") or []}),
     }

@@ -234,7 +234,7 @@ class ReplayProxy:
                 judge_calls=state.judge_calls,
                 judge_models=tuple(sorted(state.judge_models)),
                 cost=None if self.prices is None else {
-                    "usd": round(state.usd, 8),
+                    "usd": round(state.usd, 10),
                     "unpriced_calls": state.unpriced_calls,
                     "unpriced_models": sorted(state.unpriced_models),
                 },
