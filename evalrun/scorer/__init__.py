@@ -15,8 +15,9 @@ assertions inside them, records metrics, and leaves a JSON report at
     scorer.metric("time_to_ready_ms", 1840)
 
 It is stdlib only and imports nothing else from evalrun but its private
-sibling ``evalrun.scorer.messages`` (the text of messages, evidence and the
-by-hand summary; stdlib only too, loaded on first use), so a scorer pays a
+siblings ``evalrun.scorer.messages`` (the text of messages, evidence and the
+by-hand summary) and ``evalrun.scorer.judging`` (the model call of
+``Check.judge``), stdlib only too and loaded on first use, so a scorer pays a
 few milliseconds for it and needs none of evalrun's dependencies.
 
 Checks. ``check(name)`` is a context manager. Every assertion made on it
