@@ -125,3 +125,26 @@ def test_a_usd_budget_of_zero_is_one_line_exit_2(project) -> None:
     proj = project({"manifest.toml": "[tiers.t3]\nbudget = { usd = 0 }\n"})
     run = proj.run("dry")
     assert run.code == 2 and "tiers.t3.budget.usd" in run.err, run.output
+
+
+def test_merged_shards_add_their_evals_costs(tmp_path) -> None:
+    from evalrun.manifest import load_manifest
+    from evalrun.merge import merge_results
+    from evalrun.results import EvalResult, RunResults, Status, write_results
+
+    (tmp_path / "manifest.toml").write_text("".join(
+        f'[[evals]]\nname = "{n}"\ntier = "t3"\ndir = "e"\nrun = ["python", "s.py"]\nmodel = true\n\n' for n in "ab"
+    ))
+    (tmp_path / "e").mkdir()
+    paths = []
+    for index, name in enumerate("ab", start=1):
+        cost = {"usd": 0.25 * index, "unpriced_calls": index - 1, "unpriced_models": ["x"] if index == 2 else []}
+        results = RunResults(
+            evalrun_version="0.1.0", tier="t3", manifest="manifest.toml", started_at="2026-01-01T00:00:00+00:00",
+            finished_at="2026-01-01T00:01:00+00:00", selection={"evals": [], "tags": [], "shard": [f"{index}/2"]},
+            evals=[EvalResult(name=name, tier="t3", dir="e", status=Status.PASSED, models={"calls": 1, "cost": cost})],
+        )
+        paths.append(tmp_path / f"{index}.json")
+        write_results(results, paths[-1])
+    merged = merge_results(paths, load_manifest(tmp_path / "manifest.toml"), "t3")
+    assert merged.cost == {"usd": pytest.approx(0.75), "unpriced_calls": 1, "unpriced_models": ["x"]}
