@@ -34,6 +34,14 @@ class _Strict(BaseModel):
 class Budget(_Strict):
     calls: int | None = Field(default=None, gt=0)
     tokens: int | None = Field(default=None, gt=0)
+    usd: float | None = Field(default=None, gt=0)  # priced by [models.prices] (evalrun.models.cost)
+
+
+class Price(_Strict):
+    """One model's price in USD per million tokens (``[models.prices]``)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
 
 
 class TierConfig(_Strict):
@@ -53,6 +61,8 @@ class ModelsConfig(_Strict):
     # request fails loudly) or "index" (its place in its session alone, whatever it asks).
     replay_match: Literal["request", "index"] = "request"
     upstream: str | None = None  # where record and live modes send calls (default: by API style)
+    judge: str | None = Field(default=None, min_length=1)  # the model the scorer SDK's judge() asks
+    prices: dict[str, Price] = Field(default_factory=dict)  # per model name; no network lookup
 
 
 class BaselineConfig(_Strict):

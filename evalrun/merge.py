@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalrun.models.cost import run_cost
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan
@@ -57,6 +58,7 @@ def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None
             "filtered_out": [n for n in tier_names if n not in expected],
         },
         evals=merged,
+        cost=run_cost(r.models for r in merged),
     )
 
 

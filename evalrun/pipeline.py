@@ -28,6 +28,7 @@ from evalrun.baseline import Baseline, baseline_path, compare_tier, format_compa
 from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
+from evalrun.models.cost import describe_cost, run_cost
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
 from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.preconditions import (
@@ -211,6 +212,7 @@ def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[
         interrupted=interrupted,
         selection={**plan.filters, "filtered_out": plan.filtered_out},
         evals=results,
+        cost=run_cost(r.models for r in results),
     )
 
 
@@ -380,6 +382,9 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
         console.line("models that answered:")
         for line in answered:
             console.line(f"  {line}")
+    if results.cost is not None:
+        cost_line = f"cost: {describe_cost(results.cost)}"
+        console.line(cost_line, "yellow" if results.cost.get("unpriced_calls") else None)
     console.summary(results.evals)
     console.line(closing_line(results.evals))
     code = results.exit_code if results.exit_code is not None else 0

@@ -146,6 +146,7 @@ class RunResults(BaseModel):
     evals: list[EvalResult] = Field(default_factory=list)
     baseline: BaselineComparison | None = None
     exit_code: int | None = None
+    cost: dict[str, Any] | None = None  # the run's model cost: usd, unpriced_calls, unpriced_models (evalrun.models.cost)
 
 
 def write_results(results: RunResults, path: Path) -> None:

@@ -22,6 +22,11 @@ the prompt script the situations real clients meet:
 - ``[slow-first]``: the first such request is answered only once a second one
   (the client's retry after its timeout) has arrived;
 - ``[gzip]``: the answer is gzip-compressed although identity was asked for.
+
+``verdict``: when set, a chat request with a ``response_format`` (a judge
+call, as evalrun's scorer SDK makes) is answered with that text as content;
+``{auth}`` in it becomes the credential received, so a test can prove that a
+raw reply shown as evidence is redacted.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class FakeUpstream:
     seen_markers: dict[str, int] = field(default_factory=dict)
     second_attempt: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    verdict: str | None = None
 
     def __enter__(self) -> FakeUpstream:
         owner = self
@@ -113,7 +119,9 @@ class _Handler(BaseHTTPRequestHandler):
             ):
                 self._json(200, _tool_call_completion())
                 return
-        if route == "/v1/chat/completions":
+        if self.fake.verdict is not None and route == "/v1/chat/completions" and body.get("response_format"):
+            self._json(200, _openai_completion(self.fake.verdict.replace("{auth}", credential)))
+        elif route == "/v1/chat/completions":
             if body.get("stream"):
                 self._stream(_openai_events(text))
             else:

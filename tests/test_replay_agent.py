@@ -24,7 +24,10 @@ def evalrun_env() -> dict[str, str]:
 
 
 def run_scorer(env: dict[str, str], report: Path) -> dict[str, object]:
-    env = {**env, "EVALRUN_REPORT": str(report), "EVALRUN_EVAL": "agent", "EVALRUN_TIER": "t2", **NO_PYCACHE}
+    env = {
+        **env, "EVALRUN_REPORT": str(report), "EVALRUN_EVAL": "agent", "EVALRUN_TIER": "t2",
+        "EVALRUN_JUDGE_MODEL": "gpt-4o-mini", **NO_PYCACHE,
+    }
     done = subprocess.run([sys.executable, "score.py"], cwd=AGENT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(report.read_text())
@@ -36,22 +39,23 @@ def test_the_agent_scorer_passes_on_replay_over_the_committed_fixtures(tmp_path)
         report = run_scorer(scrub_environment(evalrun_env(), "t2", base), tmp_path / "report.json")
         usage = proxy.eval_report("agent")
     checks = report["checks"]
-    assert len(checks) == 6
+    assert len(checks) == 7
     assert all(c["passed"] for c in checks), [c for c in checks if not c["passed"]]
     assert {c["name"] for c in checks} >= {
         "trip-tokyo: dispatches the right tools with the right arguments",
         "trip-tokyo: the final answer uses the tool results",
+        "trip-tokyo: the final answer is truthful about the tools' results",
     }
-    assert usage.calls == 6 and usage.models == ("gpt-4o-mini-2024-07-18",) and usage.provider == "openai"
+    assert usage.calls == 7 and usage.judge_calls == 1 and usage.models == ("gpt-4o-mini-2024-07-18",) and usage.provider == "openai"
     assert usage.total_tokens > 0
     assert usage.failures(strict_replay=True) == []
 
 
 def test_the_committed_fixtures_look_like_real_chat_completions_and_hold_no_key():
     files = sorted(FIXTURES.rglob("*.json"))
-    assert [f.relative_to(FIXTURES).as_posix() for f in files] == [
+    assert [f.relative_to(FIXTURES).as_posix() for f in files] == sorted([
         f"{s}/000{n}.json" for s in ("convert-usd-eur", "trip-tokyo", "weather-paris") for n in (1, 2)
-    ]
+    ] + ["judge/0001.json"])
     for file in files:
         body = json.loads(file.read_text())["response"]["body"]
         assert body["object"] == "chat.completion" and body["model"].startswith("gpt-4o-mini")
@@ -103,5 +107,6 @@ def test_a_missing_fixture_fails_that_task_and_is_named_even_though_the_scorer_s
     assert failed == [
         "trip-tokyo: dispatches the right tools with the right arguments",
         "trip-tokyo: the final answer uses the tool results",
+        "trip-tokyo: the final answer is truthful about the tools' results",  # never judged: the agent failed
     ]
     assert len(usage.missing) == 1 and str(fixtures / "trip-tokyo" / "0002.json") in usage.missing[0]

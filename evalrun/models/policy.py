@@ -4,8 +4,8 @@ This module owns, per invocation: the scorers' environment with provider keys
 kept out of t1 and t2 (``evalrun.models.scorer_env``), the record/replay proxy started when
 a planned t2/t3 eval uses models (``evalrun.models.replay``), each eval's endpoint
 variables, the budget, and what the proxy learnt about each eval afterwards:
-which provider and models answered, calls and tokens, missing fixtures, and a
-tripped budget — which makes the eval ``budget`` ("not checked"), never
+which provider and models answered (the judge's apart), calls, tokens and cost
+(``evalrun.models.cost``), missing fixtures, and a tripped budget — which makes the eval ``budget`` ("not checked"), never
 ``failed``, so a tripped cap is not blamed on the model.
 """
 
@@ -49,7 +49,19 @@ class ModelCalls:
                 key_env=dict(environ),
                 redact_values=set(self.secrets),
                 match=manifest.models.replay_match,
+                prices=manifest.models.prices if self._reports_cost(tier) else None,
             )
+
+    def _reports_cost(self, tier: str) -> bool:
+        """Cost is reported once the suite names a price or a dollar budget; else it is not a concern."""
+        return bool(self.manifest.models.prices) or any(b is not None and b.usd is not None for b in self._budgets(tier))
+
+    def _budgets(self, tier: str) -> list[Any]:
+        return [self.manifest.tier(tier).budget, *(p.spec.budget for p in self._users)]
+
+    def _usd_capped(self, planned: PlannedEval) -> bool:
+        tier_budget = self.manifest.tier(self.tier).budget
+        return any(b is not None and b.usd is not None for b in (tier_budget, planned.spec.budget))
 
     @property
     def mode(self) -> str | None:
@@ -75,7 +87,12 @@ class ModelCalls:
     def env_for(self, planned: PlannedEval) -> dict[str, str]:
         """The endpoint variables of an eval that uses models: its own prefix on the proxy."""
         base = self._bases.get(planned.name)
-        return endpoint_env(base) if base else {}
+        if not base:
+            return {}
+        env = endpoint_env(base)
+        if self.manifest.models.judge:
+            env["EVALRUN_JUDGE_MODEL"] = self.manifest.models.judge  # what the SDK's judge() asks
+        return env
 
     def budget_exhausted(self) -> bool:
         return self.proxy is not None and self.proxy.budget_exhausted()
@@ -96,6 +113,14 @@ class ModelCalls:
                 update["message"] = "; ".join(failures) + (f"; {result.message}" if result.message else "")
             elif report.unplayed and result.status is Status.PASSED:
                 update["message"] = "note: " + "; ".join(report.unplayed)
+            unpriced = (report.cost or {}).get("unpriced_calls")
+            if unpriced and self._usd_capped(planned):
+                # Loud, and never as free: the usd budget could not count these calls.
+                from evalrun.models.cost import describe_cost
+
+                note = f"note: usd budget cannot count {describe_cost(report.cost or {}).split(' + ', 1)[1]}"
+                current = update.get("message", result.message)
+                update["message"] = f"{current}; {note}" if current else note
         return result.model_copy(update=update) if update else result
 
 
@@ -104,10 +129,29 @@ def describe_models(result: EvalResult) -> str | None:
     m = result.models
     if not m or not m.get("calls"):
         return None
+    return _describe_answers(result.name, m) + _describe_extras(m)
+
+
+def _describe_extras(m: dict[str, Any]) -> str:
+    """``; judge: gpt-4o-mini-…, 1 call; cost $0.0012`` after an eval's models line."""
+    from evalrun.models.cost import describe_cost
+
+    text = ""
+    judge = m.get("judge")
+    if isinstance(judge, dict) and judge.get("calls"):
+        calls = judge["calls"]
+        text += f"; judge: {', '.join(judge.get('models') or []) or 'no model named'}, {calls} call{'s' if calls != 1 else ''}"
+    if isinstance(m.get("cost"), dict):
+        text += f"; cost {describe_cost(m['cost'])}"
+    return text
+
+
+def _describe_answers(name: str, m: dict[str, Any]) -> str:
+    result_name = name
     by_provider = m.get("by_provider") or {}
     if by_provider:  # each model after the provider that answered with it
         models = ", ".join(f"{provider} {model}" for provider, names in by_provider.items() for model in names)
-        return f"{result.name}: {models}, {m['calls']} call{'s' if m['calls'] != 1 else ''}, {(m.get('tokens') or {}).get('total', 0)} tokens ({m.get('mode')})"
+        return f"{result_name}: {models}, {m['calls']} call{'s' if m['calls'] != 1 else ''}, {(m.get('tokens') or {}).get('total', 0)} tokens ({m.get('mode')})"
     models = ", ".join(m.get("models") or []) or "no model named"
     tokens = (m.get("tokens") or {}).get("total", 0)
-    return f"{result.name}: {m.get('provider') or 'unknown provider'} {models}, {m['calls']} call{'s' if m['calls'] != 1 else ''}, {tokens} tokens ({m.get('mode')})"
+    return f"{result_name}: {m.get('provider') or 'unknown provider'} {models}, {m['calls']} call{'s' if m['calls'] != 1 else ''}, {tokens} tokens ({m.get('mode')})"

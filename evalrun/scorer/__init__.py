@@ -15,8 +15,9 @@ assertions inside them, records metrics, and leaves a JSON report at
     scorer.metric("time_to_ready_ms", 1840)
 
 It is stdlib only and imports nothing else from evalrun but its private
-sibling ``evalrun.scorer.messages`` (the text of messages, evidence and the
-by-hand summary; stdlib only too, loaded on first use), so a scorer pays a
+siblings ``evalrun.scorer.messages`` (the text of messages, evidence and the
+by-hand summary) and ``evalrun.scorer.judging`` (the model call of
+``Check.judge``), stdlib only too and loaded on first use, so a scorer pays a
 few milliseconds for it and needs none of evalrun's dependencies.
 
 Checks. ``check(name)`` is a context manager. Every assertion made on it
@@ -303,6 +304,31 @@ class Check:
         if not self._count(math.isclose(actual, expected, rel_tol=rel, abs_tol=abs)):
             m = _messages()
             self._fail(msg, f"expected {m.show(expected)} (rel={rel}, abs={abs}), got {m.show(actual)}")
+
+    def judge(
+        self, subject: Any, rubric: str, *, ground_truth: Any = None, model: str | None = None
+    ) -> str:
+        """Ask a model whether ``subject`` meets ``rubric``; one assertion, its reason the evidence.
+
+        The model (``model``, else the manifest's ``[models] judge``) is asked
+        through evalrun's proxy, so t2 replays the verdict and t3 calls (and
+        budgets) it; in t1 the check fails: "judge() needs a model: t2 replays
+        one, t3 calls one". A reply that is no verdict fails the check with the
+        raw reply as evidence. Returns the reason of a passing verdict.
+        """
+        self._require_open()
+        from evalrun.scorer import judging  # stdlib only; loaded by scorers that judge
+
+        outcome = judging.ask(subject, rubric, ground_truth, model)
+        if outcome.problem is not None:
+            if outcome.raw:
+                self._evidence.append(f"judge reply: {outcome.raw}")
+            self._count(False)
+            self._fail(None, outcome.problem)
+        self._evidence.append(f"judge: {outcome.reason}")
+        if not self._count(outcome.passed):
+            self._fail(None, f"judge: fails the rubric: {outcome.reason}")
+        return outcome.reason
 
     def fail(self, msg: str) -> NoReturn:
         """Fail the check here, unconditionally (counts one assertion)."""

@@ -4,7 +4,9 @@ It exists to record ``fixtures/`` without a paid key (``record_fixtures.py``):
 given the agent's conversation it calls ``get_weather`` for "weather in
 <City>" and ``convert_currency`` for "<amount> <CUR> in <CUR>" (both in one
 turn when asked both), then, once the tool results are in, answers in prose
-built from them. Its responses have the real shape: ids, ``created``,
+built from them. Asked for a verdict (a ``json_schema`` response format, as
+evalrun's ``judge()`` asks), it passes the SUBJECT when every number in the
+GROUND TRUTH appears in it, and says which one is missing otherwise. Its responses have the real shape: ids, ``created``,
 ``model``, ``system_fingerprint``, ``finish_reason`` and ``usage`` with the
 token details. Everything is derived from the request, so recording twice
 gives identical files.
@@ -31,7 +33,10 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     messages = request["messages"]
     digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
     last = messages[-1]
-    if last["role"] == "user":
+    if (request.get("response_format") or {}).get("type") == "json_schema":
+        message = {"role": "assistant", "content": _verdict(last["content"]), "refusal": None}
+        finish = "stop"
+    elif last["role"] == "user":
         calls = _tool_calls(last["content"], digest)
         if calls:
             message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": calls, "refusal": None}
@@ -91,6 +96,23 @@ def _prose(messages: list[dict[str, Any]]) -> str:
         else:
             sentences.append(f"I could not find that: {result.get('error', 'no result')}.")
     return " ".join(sentences)
+
+
+def _verdict(prompt: str) -> str:
+    """A judge's verdict: truthful when every number of the ground truth is in the subject."""
+    truth = prompt.split("GROUND TRUTH:", 1)[-1].split("SUBJECT:", 1)[0]
+    subject = prompt.split("SUBJECT:", 1)[-1]
+    said = {float(n) for n in re.findall(_NUMBER, subject)}
+    wanted = list(dict.fromkeys(re.findall(_NUMBER, truth)))  # each figure once, in order
+    missing = [n for n in wanted if float(n) not in said]
+    if missing:
+        verdict = {"pass": False, "reason": f"The answer does not state {missing[0]}, which the tools returned."}
+    else:
+        verdict = {"pass": True, "reason": f"Every figure the tools returned ({', '.join(wanted)}) is stated in the answer."}
+    return json.dumps(verdict)
+
+
+_NUMBER = r"-?\d+(?:\.\d+)?"
 
 
 def _base62(hexdigest: str) -> str:

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import fake_model
@@ -25,6 +26,12 @@ from evalrun.models.scorer_env import scrub_environment
 from evalrun.models.replay.proxy import ReplayProxy
 
 HERE = Path(__file__).resolve().parent
+
+
+def judge_model() -> str:
+    """The judge model the repository's manifest names: the one t2 replays."""
+    manifest = tomllib.loads((HERE.parents[1] / "manifest.toml").read_text(encoding="utf-8"))
+    return manifest["models"]["judge"]
 
 
 def record(fixtures: Path) -> int:
@@ -37,6 +44,7 @@ def record(fixtures: Path) -> int:
         with tempfile.TemporaryDirectory() as scratch:
             env = scrub_environment(os.environ, "t3", base)
             env["EVALRUN_REPORT"] = str(Path(scratch) / "report.json")
+            env.update(EVALRUN_TIER="t3", EVALRUN_JUDGE_MODEL=judge_model())
             done = subprocess.run([sys.executable, "score.py"], cwd=HERE, env=env, timeout=120)
             checks = json.loads(Path(env["EVALRUN_REPORT"]).read_text())["checks"] if done.returncode == 0 else []
         report = proxy.eval_report("agent")

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent import AgentError, AgentRun, convert_currency, get_weather, run_agent
+import json
+
+from agent import TOOLS, AgentError, AgentRun, convert_currency, get_weather, run_agent
 
 from evalrun import scorer
 
@@ -66,5 +68,15 @@ for task in TASKS:
         c.true(run is not None, f"the agent failed: {error}")
         for fact in task.facts:
             c.contains(run.answer, fact, f"the answer does not say {fact!r}: {run.answer!r}")
+    if task.session == "trip-tokyo":
+        with scorer.check(f"{task.session}: the final answer is truthful about the tools' results") as c:
+            c.true(run is not None, f"the agent failed: {error}")
+            results = [{"tool": name, "arguments": args, "result": TOOLS[name](**args)} for name, args in run.tool_calls]
+            c.judge(
+                run.answer,
+                "The answer states the tools' results truthfully: every figure it gives matches what the tools "
+                "returned, and it claims nothing the tools did not return.",
+                ground_truth=json.dumps(results, sort_keys=True),
+            )
     if run is not None:
         scorer.metric(f"{task.session}.model_calls", run.model_calls)

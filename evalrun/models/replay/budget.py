@@ -1,9 +1,11 @@
-"""The model budget: a thread-safe meter of calls and tokens against a cap.
+"""The model budget: a thread-safe meter of calls, tokens and dollars against a cap.
 
 This module owns when a call is refused. A call takes a slot before it is
 made (so parallel evals cannot overshoot a calls cap); its tokens are added
 when its response has been read, so the tokens cap can be overshot by the one
-call that crosses it, and every call after that is refused. A refusal is not
+call that crosses it, and every call after that is refused. Dollars (``usd``)
+are added the same way, from the call's tokens and ``[models.prices]``; an
+unpriced call adds nothing to them (the run reports it as unpriced). A refusal is not
 a failure of the model: the runner gives the eval status ``budget``.
 """
 
@@ -29,6 +31,8 @@ class BudgetMeter:
     def __init__(self, limits: BudgetLimits | None, label: str = "budget") -> None:
         self.max_calls = limits.calls if limits is not None else None
         self.max_tokens = limits.tokens if limits is not None else None
+        self.max_usd: float | None = getattr(limits, "usd", None) if limits is not None else None
+        self.usd = 0.0
         self.label = label
         self.calls = 0
         self.tokens = 0
@@ -54,6 +58,10 @@ class BudgetMeter:
         with self._lock:
             self.tokens += tokens
 
+    def add_usd(self, usd: float) -> None:
+        with self._lock:
+            self.usd += usd
+
     def exhausted(self) -> bool:
         """True once no further call would be allowed."""
         with self._lock:
@@ -64,4 +72,6 @@ class BudgetMeter:
             return f"{self.label} exhausted: {self.calls} of {self.max_calls} calls used"
         if self.max_tokens is not None and self.tokens >= self.max_tokens:
             return f"{self.label} exhausted: {self.tokens} of {self.max_tokens} tokens used"
+        if self.max_usd is not None and self.usd >= self.max_usd:
+            return f"{self.label} exhausted: ${self.usd:.4f} of ${self.max_usd:g} used"
         return None

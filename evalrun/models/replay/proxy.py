@@ -59,7 +59,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import quote, unquote
 
 from evalrun.errors import file_label
@@ -87,7 +87,8 @@ from evalrun.models.replay.upstream import (
     decoded_request_body,
     upstream_headers,
 )
-from evalrun.models.replay.usage import read_usage
+from evalrun.models.cost import call_cost
+from evalrun.models.replay.usage import CallUsage, read_usage
 
 Mode = Literal["replay", "record", "live"]
 MODES: tuple[str, ...] = ("replay", "record", "live")
@@ -116,6 +117,7 @@ class ReplayProxy:
         port: int = 0,
         log: Callable[[str], None] | None = None,
         match: Match = "request",
+        prices: Mapping[str, Any] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown proxy mode {mode!r}; use one of {', '.join(MODES)}")
@@ -123,6 +125,7 @@ class ReplayProxy:
             raise ValueError(f"unknown replay match {match!r}; use one of {', '.join(MATCHES)}")
         self.mode: Mode = mode
         self.match: Match = match
+        self.prices: Mapping[str, Any] | None = prices  # None: cost is not reported
         self.upstream = upstream.rstrip("/") if upstream else None
         self.key_env: Mapping[str, str] = dict(key_env or {}) if mode != "replay" else {}
         self.token = os.urandom(16).hex()
@@ -228,6 +231,13 @@ class ReplayProxy:
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
                 answered_by=tuple(sorted(state.answered_by)),
+                judge_calls=state.judge_calls,
+                judge_models=tuple(sorted(state.judge_models)),
+                cost=None if self.prices is None else {
+                    "usd": round(state.usd, 10),
+                    "unpriced_calls": state.unpriced_calls,
+                    "unpriced_models": sorted(state.unpriced_models),
+                },
             )
 
     def budget_exhausted(self) -> bool:
@@ -326,9 +336,13 @@ class ReplayProxy:
         self.meter.release()
         state.meter.release()
 
-    def _add_tokens(self, state: EvalState, tokens: int) -> None:
-        self.meter.add_tokens(tokens)
-        state.meter.add_tokens(tokens)
+    def _count(self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str) -> None:
+        """Count an answered call: the eval's record, and the tokens and dollars of both budgets."""
+        usd = call_cost(self.prices or {}, usage.models, usage.input_tokens, usage.output_tokens)
+        state.count(key, provider, usage, session, usd)
+        for meter in (self.meter, state.meter):
+            meter.add_tokens(usage.total_tokens)
+            meter.add_usd(usd or 0.0)
 
     def _replay(
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
@@ -345,8 +359,7 @@ class ReplayProxy:
             return
         response = chosen.response
         usage = read_usage(response.body, response.stream or ())
-        state.count(None, chosen.provider, usage)
-        self._add_tokens(state, usage.total_tokens)
+        self._count(state, None, chosen.provider, usage, session)
         self.note(f"{state.name}/{session}#{index:04d} {method} {path.split('?', 1)[0]} -> {response.status} "
                   f"(fixture {chosen.index:04d})")
         if response.stream is not None:
@@ -421,8 +434,7 @@ class ReplayProxy:
             state.begin_write()  # before counting: a report that shows the call waits for its fixture
         try:
             usage = read_usage(recorded.body, recorded.stream or ())
-            state.count((session, index) if not abandoned else None, target.provider, usage)
-            self._add_tokens(state, usage.total_tokens)
+            self._count(state, (session, index) if not abandoned else None, target.provider, usage, session)
             outcome = "abandoned by the client, not recorded" if abandoned else self.mode
             self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} ({outcome})")
             if self.mode == "record" and not recordable:

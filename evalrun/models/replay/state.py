@@ -22,6 +22,8 @@ from evalrun.models.replay.budget import BudgetLimits, BudgetMeter
 from evalrun.models.replay.fixtures import default_session, list_fixtures
 from evalrun.models.replay.usage import CallUsage
 
+JUDGE_SESSION = "judge"  # the session the scorer SDK's judge() calls name (evalrun.scorer.judging)
+
 
 @dataclass(frozen=True)
 class ProxyEvalReport:
@@ -40,6 +42,9 @@ class ProxyEvalReport:
     budget_hit: bool  # a call of this eval was refused by the budget
     budget_message: str | None = None
     answered_by: tuple[tuple[str, str], ...] = ()  # (provider, model) pairs
+    judge_calls: int = 0  # calls of the judge session: counted above too, their models listed apart
+    judge_models: tuple[str, ...] = ()
+    cost: dict[str, Any] | None = None  # {"usd", "unpriced_calls", "unpriced_models"} when prices are known
 
     @property
     def provider(self) -> str | None:
@@ -58,6 +63,8 @@ class ProxyEvalReport:
             "by_provider": {p: sorted(m for q, m in self.answered_by if q == p) for p in sorted({q for q, _ in self.answered_by})},
             "calls": self.calls,
             "tokens": {"input": self.input_tokens, "output": self.output_tokens, "total": self.total_tokens},
+            **({"judge": {"calls": self.judge_calls, "models": list(self.judge_models)}} if self.judge_calls else {}),
+            **({"cost": dict(self.cost)} if self.cost is not None else {}),
         }
 
 
@@ -90,6 +97,11 @@ class EvalState:
         self.models: set[str] = set()
         self.missing: list[str] = []
         self.budget_message: str | None = None
+        self.judge_calls = 0
+        self.judge_models: set[str] = set()
+        self.usd = 0.0
+        self.unpriced_calls = 0
+        self.unpriced_models: set[str] = set()
         self.pending_writes = 0
         self.writes_done = threading.Condition(self.lock)
 
@@ -123,7 +135,11 @@ class EvalState:
             self.pending_writes -= 1
             self.writes_done.notify_all()
 
-    def count(self, key: tuple[str, int] | None, provider: str, usage: CallUsage) -> None:
+    def count(
+        self, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str = "",
+        usd: float | None = 0.0,
+    ) -> None:
+        """Count one answered call; ``usd`` is its cost, None when its model has no price."""
         with self.lock:
             if key is not None:
                 self.served.add(key)
@@ -131,8 +147,17 @@ class EvalState:
             self.input_tokens += usage.input_tokens
             self.output_tokens += usage.output_tokens
             self.total_tokens += usage.total_tokens
+            if usd is None:
+                self.unpriced_calls += 1
+                self.unpriced_models.update(usage.models or {"(no model named)"})
+            else:
+                self.usd += usd
             if provider:
                 self.providers.add(provider)
+            if session == JUDGE_SESSION:  # "which model answered" lists the judge apart
+                self.judge_calls += 1
+                self.judge_models.update(usage.models)
+                return
             self.models.update(usage.models)
             self.answered_by.update((provider or "unknown provider", m) for m in usage.models)
 
