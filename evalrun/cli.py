@@ -118,6 +118,10 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             typer.Option("--worktree", metavar="", help="With --clean-checkout: lay uncommitted changes of tracked files on top."),
         ] = False,
         record: RecordOpt = False,
+        repeat: Annotated[
+            Optional[int],
+            typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times (overrides the manifest's repeat)."),
+        ] = None,
     ) -> int:
         from evalrun.commands.run import run_tier
         from evalrun.pipeline import RunRequest
@@ -142,6 +146,7 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             clean_checkout=clean_checkout,
             worktree=worktree,
             record=record,
+            repeat=repeat,
         )
         return run_tier(request, _console())
 

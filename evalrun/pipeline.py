@@ -33,6 +33,7 @@ from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.probes.preconditions import (
     Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures,
 )
+from evalrun.repeats import EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, plan_settings, summary_lines
 from evalrun.reports_out.terminal import Console, closing_line
 from evalrun.results import EvalResult, RunResults, Status, write_results
 from evalrun.services.leftovers import reap_leftovers
@@ -62,6 +63,7 @@ class RunRequest:
     clean_checkout: bool = False
     worktree: bool = False
     record: bool = False  # t3: write the model answers as replay fixtures
+    repeat: int | None = None  # --repeat N: every planned eval runs N times (evalrun.repeats)
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,11 @@ def _start_and_execute(
 ) -> tuple[list[EvalResult], bool]:
     """Services and the model proxy up, every planned eval executed, everything stopped again."""
     manifest, tier = plan.manifest, request.tier
-    will_run = [p for p in plan.evals if pre.for_eval(p.name).runs]
+    # Repeats: every planned eval becomes its runs; they are folded back into one result per eval below.
+    settings = plan_settings(manifest, plan.evals, request.repeat)
+    runs = expand(plan.evals, settings)
+    tracker = RepeatTracker(plan.evals, settings, tier, on_eval_done=console.eval_finished)
+    will_run = [p for p in runs if pre.for_eval(p.name).runs]
     services = ServiceManager(
         manifest.services,
         logs_dir=manifest.root / ".evalrun" / "logs",
@@ -225,8 +231,11 @@ def _start_and_execute(
         ready_check=ready_check(manifest),
     )
     models = ModelCalls(manifest, tier, will_run, environ, request.record)
+    shown_started: set[str] = set()
 
     def prepare(planned: PlannedEval) -> Preparation:
+        if tracker.stopped(planned):
+            return Preparation(skip=EARLY_STOP_MESSAGE, status=Status.SKIPPED)
         decision = pre.for_eval(planned.name)
         if decision.fail or decision.skip:
             return Preparation(fail=decision.fail, skip=decision.skip)
@@ -249,14 +258,15 @@ def _start_and_execute(
             console.start_progress(len(plan.evals), tier)
             outcome = execute(
                 ExecuteRequest(
-                    evals=plan.evals,
+                    evals=runs,
                     tier=tier,
                     jobs=request.jobs or default_jobs(),
                     base_env=scorer_base_env(models.base_env),
                     prepare=prepare,
-                    finalize=models.finalize,
-                    on_start=console.eval_started,
-                    on_finish=console.eval_finished,
+                    finalize=lambda p, r: tracker.record(p, models.finalize(p, r)),
+                    on_start=lambda name: name in shown_started or shown_started.add(name) or console.eval_started(name),
+                    # A repeated eval is shown once, by the tracker, when its last run is in.
+                    on_finish=lambda r: None if tracker.repeats(r.name) else console.eval_finished(r),
                 )
             )
             console.stop_progress()
@@ -264,7 +274,7 @@ def _start_and_execute(
                 console.note(line)
     finally:
         console.stop_progress()
-    return outcome.results, outcome.interrupted
+    return aggregate_all(plan.evals, runs, outcome.results, settings, tier), outcome.interrupted
 
 
 def default_jobs() -> int:
@@ -339,6 +349,8 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
         console.warn(f"not checked ({len(unchecked)}):")
         for r in unchecked:
             console.warn(f"  {r.status.value:<11} {r.name}: {r.message}")
+    for text, style in summary_lines(results.evals):
+        console.line(text, style)
     answered = [line for line in map(describe_models, results.evals) if line]
     if answered:
         console.line("models that answered:")

@@ -36,7 +36,9 @@ class ModelCalls:
         self.secrets = key_values(environ, self.key_vars)
         self.base_env = scrub_environment(environ, tier, None, self.key_vars)
         self._users = [p for p in evals if manifest.uses_model(p.spec)]
-        self._bases: dict[str, str] = {}
+        self._bases: dict[tuple[str, int], str] = {}  # (eval, repeat) -> its base URL on the proxy
+        # Evals with more than one run: each run is its own session on the proxy (evalrun.repeats).
+        self._repeated = {p.name for p in evals if p.repeat > 0}
         self.proxy: Any = None
         if self._users:
             from evalrun.models.replay.proxy import ReplayProxy  # only runs that use models pay for it
@@ -58,7 +60,10 @@ class ModelCalls:
         if self.proxy is not None:
             self.proxy.start()
             for p in self._users:
-                self._bases[p.name] = self.proxy.register_eval(p.name, p.dir / "fixtures", budget=p.spec.budget)
+                repeat = p.repeat if p.name in self._repeated else None
+                self._bases[(p.name, p.repeat)] = self.proxy.register_eval(
+                    p.name, p.dir / "fixtures", budget=p.spec.budget, repeat=repeat
+                )
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -67,7 +72,7 @@ class ModelCalls:
 
     def env_for(self, planned: PlannedEval) -> dict[str, str]:
         """The endpoint variables of an eval that uses models: its own prefix on the proxy."""
-        base = self._bases.get(planned.name)
+        base = self._bases.get((planned.name, planned.repeat))
         return endpoint_env(base) if base else {}
 
     def budget_exhausted(self) -> bool:
@@ -76,8 +81,9 @@ class ModelCalls:
     def finalize(self, planned: PlannedEval, result: EvalResult) -> EvalResult:
         """Fold what the proxy saw into the result; redact key values from what is kept."""
         update: dict[str, Any] = {}
-        if planned.name in self._bases and result.status not in (Status.SKIPPED, Status.INTERRUPTED):
-            report = self.proxy.eval_report(planned.name)
+        key = (planned.name, planned.repeat)
+        if key in self._bases and result.status not in (Status.SKIPPED, Status.INTERRUPTED):
+            report = self.proxy.eval_report(planned.name, repeat=planned.repeat if planned.name in self._repeated else None)
             update["models"] = report.as_record()
             failures = report.failures(self.manifest.models.strict_replay)
             if report.budget_hit:

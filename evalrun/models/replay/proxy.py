@@ -159,20 +159,34 @@ class ReplayProxy:
     # -- evals -------------------------------------------------------------
 
     def register_eval(
-        self, eval_name: str, fixtures_dir: Path | None, budget: BudgetLimits | None = None, default: bool = False
+        self,
+        eval_name: str,
+        fixtures_dir: Path | None,
+        budget: BudgetLimits | None = None,
+        default: bool = False,
+        repeat: int | None = None,
     ) -> str:
-        """Make ``eval_name`` known; return its base URL. ``default``: also own un-prefixed paths."""
+        """Make ``eval_name`` known; return its base URL. ``default``: also own un-prefixed paths.
+
+        ``repeat``: one run of a repeated eval (evalrun.repeats), with its own base URL, counters and
+        budget; its sessions get ``.r<repeat>`` appended (none for run 0, so fixtures recorded without
+        repeats keep working), and only its own sessions' fixtures can be unplayed."""
         if fixtures_dir is None and self.mode != "live":
             raise ValueError(f"eval {eval_name!r}: {self.mode} mode needs a fixtures folder")
+        key = _eval_key(eval_name, repeat)
         with self._lock:
-            self._evals[eval_name] = EvalState(eval_name, fixtures_dir, budget)
+            state = EvalState(eval_name, fixtures_dir, budget)
+            if repeat is not None:
+                state.repeat = repeat
+                state.existing = {k: p for k, p in state.existing.items() if session_repeat(k[0]) == repeat}
+            self._evals[key] = state
             if default:
-                self._default_eval = eval_name
-        return f"{self.url}/e/{quote(eval_name, safe='')}"
+                self._default_eval = key
+        return f"{self.url}/e/{quote(key, safe='')}"
 
-    def eval_report(self, eval_name: str) -> ProxyEvalReport:
-        """What ``eval_name`` did with the model so far; call it once the eval's process has ended."""
-        state = self._evals.get(eval_name)
+    def eval_report(self, eval_name: str, repeat: int | None = None) -> ProxyEvalReport:
+        """What ``eval_name`` (that run of it) did with the model so far; call it once the eval's process has ended."""
+        state = self._evals.get(_eval_key(eval_name, repeat))
         if state is None:
             raise ValueError(f"eval {eval_name!r} was never registered with the proxy; call register_eval() first")
         with state.lock:
@@ -227,6 +241,8 @@ class ReplayProxy:
         state, path = routed
         shown = path.split("?", 1)[0]  # messages and logs never show a query string: it may carry a key
         session = _header(headers, SESSION_HEADER) or default_session(state.name)
+        if state.repeat:
+            session = f"{session}.r{state.repeat}"  # each run of a repeated eval records and replays its own
         problem = check_session(session)
         if problem is not None:
             message = f"evalrun proxy: eval {state.name!r}: {SESSION_HEADER}: {problem}"
@@ -439,3 +455,15 @@ def _header(headers: Mapping[str, str], name: str) -> str:
     return ""
 
 
+def _eval_key(eval_name: str, repeat: int | None) -> str:
+    # Eval names never hold "/", so a run's key cannot collide with another eval's name.
+    return eval_name if repeat is None else f"{eval_name}/r{repeat}"
+
+
+_REPEAT_SUFFIX = re.compile(r"\.r([1-9][0-9]*)$")
+
+
+def session_repeat(session: str) -> int:
+    """Which run of a repeated eval a session belongs to: ``x.r3`` is run 3, ``x`` run 0."""
+    match = _REPEAT_SUFFIX.search(session)
+    return int(match.group(1)) if match else 0

@@ -59,6 +59,7 @@ class EvalState:
     def __init__(self, name: str, fixtures_dir: Path | None, budget: BudgetLimits | None) -> None:
         self.name = name
         self.fixtures_dir = fixtures_dir
+        self.repeat: int | None = None  # one run of a repeated eval: its sessions get ".r<repeat>" (not run 0)
         self.meter = BudgetMeter(budget, f"eval {name!r} budget")  # without limits it only counts
         self.lock = threading.Lock()
         self.next_index: dict[str, int] = {}
