@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -235,3 +236,25 @@ def test_a_bad_rate_entry_in_the_baseline_is_exit_2(project, entry: str, message
     r = proj.run("t1")
     assert r.code == 2, r.output
     assert f'baselines/t1.toml: [coin] "answer is right": {message}' in r.err
+
+
+def test_shards_keep_an_evals_repeats_together_and_merge_judges_rates(project) -> None:
+    evals = "".join(
+        f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "evals/coin"\nrun = ["python", "flaky.py"]\n'
+        f"repeat = 10\nmin_pass_rate = 0.3\nenv = {{ FLAKY_FAIL = \"{fail}\" }}\n\n"
+        for n, fail in (("a", ""), ("b", "0,1,2,3,4,5,6"))
+    )
+    proj = project({"manifest.toml": "[tiers.t1]\n\n" + evals, "evals/coin/flaky.py": STUB})
+    proj.write({"baselines/t1.toml": "".join(
+        f'[{n}]\n"answer is right" = {{ assertions = 2, passes = 10, runs = 10 }}\n' for n in ("a", "b"))})
+    shards = []
+    for i in (1, 2):
+        r = proj.run("t1", "--shard", f"{i}/2", "-j", "2", "--json", f"s{i}.json")
+        shards.append(f"s{i}.json")
+        assert r.code in (0, 3), r.output
+    for path in shards:
+        (result,) = json.loads((proj.root / path).read_text())["evals"]
+        assert result["repeats"]["runs"] == 10  # all ten runs of an eval in one shard
+    merged = proj.run("merge", *shards)
+    assert merged.code == 3, merged.output
+    assert 'regression: b: check "answer is right" passes 3 of 10 (30%), baseline 10 of 10 (100%)' in merged.out
