@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import tomllib
 import xml.etree.ElementTree as ET
+import sys
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))
 STUB = (Path(__file__).parent / "stubs" / "flaky_scorer.py").read_text()
 
 
@@ -258,3 +260,21 @@ def test_shards_keep_an_evals_repeats_together_and_merge_judges_rates(project) -
     merged = proj.run("merge", *shards)
     assert merged.code == 3, merged.output
     assert 'regression: b: check "answer is right" passes 3 of 10 (30%), baseline 10 of 10 (100%)' in merged.out
+
+
+def test_flaky_junit_follows_the_published_junit_10_schema(project) -> None:
+    from test_reporters import _published_junit_schema
+
+    schema = _published_junit_schema()  # skips locally without EVALRUN_JUNIT_XSD; CI provides it
+    proj = flaky_project(project)
+    r = proj.run("t1", "-j", "2", "--junit", "j.xml", env=fails(3, 7))
+    assert r.code == 0, r.output
+    root = ET.parse(proj.root / "j.xml").getroot()
+    case = next(c for c in root.iter("testcase") if c.get("name") == "answer is right")
+    assert [f.get("message") for f in case.findall("flakyFailure")] == [
+        "run 4 (EVALRUN_REPEAT=3): wrong answer on repeat 3",
+        "run 8 (EVALRUN_REPEAT=7): wrong answer on repeat 7",
+    ]
+    for tc in root.iter("testcase"):
+        tc.attrib.pop("assertions", None)  # the one documented extension
+    schema.validate(ET.tostring(root, encoding="unicode"))

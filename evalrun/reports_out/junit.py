@@ -9,7 +9,9 @@ GitHub test-report actions):
   the schema orders them) and, when it did not pass, the scorer's output tail
   as ``<system-out>``;
 - a ``<testcase>`` per check (``classname`` = ``<tier>.<eval>``, ``assertions``)
-  with a ``<failure>`` when it failed;
+  with a ``<failure>`` when it failed; a flaky check of a repeated eval passes
+  with a ``<flakyFailure>`` per failing run (Surefire's convention) and its
+  rate in the suite's ``rate.<check>`` / ``flaky.<check>`` properties;
 - an eval-level testcase named ``(eval)`` when the eval as a whole has
   something to say: ``<skipped>`` with the reason for a skipped, budget or
   interrupted eval, ``<error>`` for an error or timeout, ``<failure>`` when a
@@ -88,6 +90,9 @@ def _suite_for_eval(result: EvalResult, regressions: list[BaselineChange]) -> ET
             if not check.passed:
                 _outcome(case, "failure", check.message or "check failed", check.evidence, kind="check")
             elif check.rate is not None and check.rate.flaky:  # passes, but says so (its rate is a suite property)
+                # Surefire's <flakyFailure>, one per failing run, is how Jenkins and others show a flaky test.
+                for line in (check.evidence or "").splitlines():
+                    ET.SubElement(case, "flakyFailure", {"message": _clean(line), "type": "flaky"})
                 text = f"flaky: {check.message or ''}\n{check.evidence or ''}".strip()
                 ET.SubElement(case, "system-out").text = _clean(truncate(text, _OUTPUT_LIMIT))
         if result.status in (Status.ERROR, Status.TIMEOUT):
