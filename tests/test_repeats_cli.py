@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 import tomllib
 import xml.etree.ElementTree as ET
 import sys
@@ -278,3 +281,25 @@ def test_flaky_junit_follows_the_published_junit_10_schema(project) -> None:
     for tc in root.iter("testcase"):
         tc.attrib.pop("assertions", None)  # the one documented extension
     schema.validate(ET.tostring(root, encoding="unicode"))
+
+
+def test_ctrl_c_mid_repeats_keeps_the_finished_runs_rates_marked_partial(project, tmp_path: Path) -> None:
+    proj = flaky_project(project, "repeat = 4")
+    log = tmp_path / "runs.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", "t1", "-j", "1"], cwd=proj.root,
+        env=proj.env({"FLAKY_HANG": "2", "FLAKY_LOG": str(log)}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (log.exists() and len(log.read_text().splitlines()) == 3):  # runs 0 and 1 done, run 2 hanging
+        assert time.monotonic() < deadline and proc.poll() is None, "the runs never got there"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    result = proj.eval_result("coin")
+    assert result["status"] == "interrupted"
+    assert result["repeats"]["partial"] is True and result["repeats"]["runs"] == 2
+    assert rate_of(proj)["passes"] == 2 and rate_of(proj)["runs"] == 2
+    assert "rates are partial" in result["message"]

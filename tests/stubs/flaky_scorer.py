@@ -3,6 +3,7 @@
 FLAKY_FAIL=1,3,5    the check "answer is right" fails on those repeats
 FLAKY_ABSENT=2      the check "sometimes there" is missing from those repeats' reports
 FLAKY_CRASH=4       those repeats exit 3 without writing a report
+FLAKY_HANG=2        those repeats sleep for a minute (to be interrupted)
 FLAKY_LOG=PATH      each run appends "repeat pid workdir-was-empty" to PATH
 """
 
@@ -24,6 +25,10 @@ with open(os.path.join(workdir, "left-behind"), "w") as fh:  # the next run must
 if os.environ.get("FLAKY_LOG"):
     with open(os.environ["FLAKY_LOG"], "a") as fh:
         fh.write(f"{repeat} {os.getpid()} {int(was_empty)}\n")
+if repeat in chosen("FLAKY_HANG"):
+    import time
+
+    time.sleep(60)
 if repeat in chosen("FLAKY_CRASH"):
     raise SystemExit(f"KeyError: 'tenant' (crash on repeat {repeat})")
 fails = repeat in chosen("FLAKY_FAIL")
