@@ -81,6 +81,7 @@ def test_nine_of_ten_over_floor_passes_as_flaky_and_is_listed_everywhere(project
     assert case.find("failure") is None and "flaky" in case.find("system-out").text
     markdown = (proj.root / "m.md").read_text()
     assert "### Flaky checks (1)" in markdown and "passed 9 of 10 (floor 0.8" in markdown
+    assert "### Pass rates" in markdown and "9/10 passed (90%, 95% CI 60%-98%), pass@3 1.00, pass^3 0.70" in markdown
 
 
 def test_always_passing_is_not_flaky(project) -> None:

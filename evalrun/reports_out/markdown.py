@@ -40,6 +40,7 @@ def render_markdown(results: RunResults) -> str:
     parts = [_heading(results), _counts(results), _table(results)]
     parts += _failures(results)
     parts += _flaky(results)
+    parts += _rates(results)
     parts += _regressions(results)
     parts += _unchecked(results)
     parts += _stale(results)
@@ -129,6 +130,20 @@ def _flaky(results: RunResults) -> list[str]:
         return []
     return [f"### Flaky checks ({len(rows)})", "\n".join(rows),
             "They met their floor (`min_pass_rate`) and pass the gate, but not every run passed."]
+
+
+def _rates(results: RunResults) -> list[str]:
+    """Every repeated eval's checks with runs, passes, the 95% interval, pass@k and pass^k."""
+    from evalrun.repeats import describe_repeats, rate_line
+
+    repeated = [r for r in results.evals if r.repeats is not None and r.checks]
+    if not repeated:
+        return []
+    lines = []
+    for r in repeated:
+        lines.append(f"- **{_md(r.name)}**: {_md(describe_repeats(r))}")
+        lines.extend(f"  - {_md(rate_line(c))}" for c in r.checks if c.rate is not None)
+    return ["### Pass rates", "\n".join(lines)]
 
 
 def _regressions(results: RunResults) -> list[str]:
