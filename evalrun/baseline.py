@@ -33,7 +33,7 @@ _REFUSED = (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.INTERRUPTED)
 # Not checked this run, but nothing is wrong with the eval: keep what was recorded.
 _KEPT = (Status.SKIPPED, Status.BUDGET)
 
-_STALE_KINDS = ("new-eval", "new-check", "stronger", "improved")
+_STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate")
 
 
 def baseline_path(manifest: Manifest, tier: str) -> Path:
@@ -387,9 +387,10 @@ def _summarize_stale(stale: Iterable[BaselineChange]) -> str:
     kinds = [change.kind for change in stale]
     words = {"new-check": ("new check", "new checks"), "stronger": ("stronger check", "stronger checks"),
              "new-eval": ("new eval", "new evals"),
-             "improved": ("check passing more often", "checks passing more often")}
+             "improved": ("check passing more often", "checks passing more often"),
+             "new-rate": ("check with a pass rate to record", "checks with pass rates to record")}
     parts = []
-    for kind in ("new-check", "stronger", "improved", "new-eval"):
+    for kind in ("new-check", "stronger", "improved", "new-rate", "new-eval"):
         count = kinds.count(kind)
         if count:
             singular, plural = words[kind]

@@ -10,7 +10,8 @@ carries its passes and runs.
 A later run's rate is compared with the baseline's by a one-sided Fisher exact
 test on the 2x2 table (baseline passes, fails; current passes, fails) at the
 eval's ``alpha``: lower beyond chance is a regression (``decayed``), higher
-beyond chance makes the baseline stale (``improved``). Fisher, not the binomial
+beyond chance makes the baseline stale (``improved``), as does a repeated
+check whose baseline entry has no rate yet (``new-rate``). Fisher, not the binomial
 test against the baseline's rate, because the baseline's rate is itself a
 sample: against a baselined 10/10 the binomial test calls a single failure in
 10 certain decay (p = 0), while Fisher's 10/10 -> 9/10 is p = 0.5 (noise) and
@@ -103,7 +104,15 @@ def diff_rates(
     current = {c.name: c for c in result.checks if c.rate is not None}
     for check, before in old.items():
         now = current.get(check)
-        if not isinstance(before, RatedCount) or now is None or now.rate is None or now.rate.runs == 0:
+        if now is None or now.rate is None or now.rate.runs == 0:
+            continue
+        if not isinstance(before, RatedCount):  # the eval repeats now; the baseline has no rate to compare with
+            stale.append(BaselineChange(
+                eval=name, check=check, kind="new-rate", baseline=int(before), current=now.assertions,
+                current_rate=(now.rate.passes, now.rate.runs),
+                message=f"{name}: check {_quote(check)} has a pass rate now ({now.rate.passes} of {now.rate.runs}); "
+                        f"the baseline has none",
+            ))
             continue
         bp, bn, cp, cn = before.passes, before.runs, now.rate.passes, now.rate.runs
         lower = fisher_less(bp, bn - bp, cp, cn - cp)

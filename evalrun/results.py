@@ -128,7 +128,7 @@ class BaselineChange(BaseModel):
 
     eval: str
     check: str | None = None  # None: the change concerns the whole eval
-    kind: str  # vanished-check, weakened, vanished-eval, new-check, new-eval, stronger
+    kind: str  # vanished-check, weakened, vanished-eval, new-check, new-eval, stronger; decayed, improved, new-rate (pass rates)
     baseline: int | None = None
     current: int | None = None
     message: str

@@ -304,3 +304,15 @@ def test_ctrl_c_mid_repeats_keeps_the_finished_runs_rates_marked_partial(project
     assert result["repeats"]["partial"] is True and result["repeats"]["runs"] == 2
     assert rate_of(proj)["passes"] == 2 and rate_of(proj)["runs"] == 2
     assert "rates are partial" in result["message"]
+
+
+def test_an_eval_that_starts_repeating_makes_its_plain_baseline_stale(project) -> None:
+    proj = flaky_project(project, "")
+    assert proj.run("baseline", "--update", "t1").code == 0
+    assert '"answer is right" = 2' in (proj.root / "baselines" / "t1.toml").read_text()
+    r = proj.run("t1", "--repeat", "3", "-j", "2")
+    assert r.code == 0, r.output
+    assert "baseline is stale: 3 checks with pass rates to record" in r.out
+    assert proj.run("t1", "--repeat", "3", "-j", "2", "--strict-baseline").code == 3
+    assert proj.run("baseline", "--update", "t1").code == 0  # without repeats: plain counts again, nothing stale
+    assert proj.run("t1").code == 0
