@@ -136,8 +136,12 @@ def is_decided(runs: Sequence[EvalResult], settings: RepeatSettings) -> bool:
     required = settings.required(settings.count)
     remaining = settings.count - len(made)
     verdicts = []
+    passed: dict[str, int] = {}
+    for r in made:
+        for c in r.checks:
+            passed[c.name] = passed.get(c.name, 0) + (1 if c.passed else 0)
     for name in _check_names(made):
-        passes = sum(1 for r in made for c in r.checks if c.name == name and c.passed)
+        passes = passed[name]
         if passes + remaining < required:
             return True  # this check fails the floor whatever comes: the eval fails
         verdicts.append(passes >= required)
@@ -244,14 +248,15 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
     required = settings.required(judged_over)
     remaining = judged_over - runs
     out: list[CheckResult] = []
+    by_name = [(k, {c.name: c for c in r.checks}) for k, r in reported]  # one lookup per check and run
     for name in _check_names([r for _, r in reported]):
         seen = passes = 0
         assertions: int | None = None
         failed: list[int] = []
         evidence: list[str] = []
         first_message: str | None = None
-        for k, r in reported:
-            check = next((c for c in r.checks if c.name == name), None)
+        for k, checks in by_name:
+            check = checks.get(name)
             if check is not None:
                 seen += 1
                 assertions = check.assertions if assertions is None else min(assertions, check.assertions)
