@@ -316,3 +316,13 @@ def test_an_eval_that_starts_repeating_makes_its_plain_baseline_stale(project) -
     assert proj.run("t1", "--repeat", "3", "-j", "2", "--strict-baseline").code == 3
     assert proj.run("baseline", "--update", "t1").code == 0  # without repeats: plain counts again, nothing stale
     assert proj.run("t1").code == 0
+
+
+def test_flaky_checks_are_a_github_warning_and_in_the_step_summary(project) -> None:
+    proj = flaky_project(project)
+    summary = proj.root / "summary.md"
+    r = proj.run("t1", "-j", "2", env={**fails(3), "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    assert r.code == 0, r.output
+    warning = next(line for line in r.out.splitlines() if line.startswith("::warning") and "flaky" in line)
+    assert "file=evals/coin" in warning and 'passed 9 of 10 (floor 0.8)' in warning
+    assert "### Flaky checks (1)" in summary.read_text()
