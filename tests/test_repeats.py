@@ -86,3 +86,30 @@ def test_rate_entries_survive_a_write_and_read(tmp_path: Path, name: str) -> Non
     entry = back[name][name]
     assert isinstance(entry, RatedCount) and (entry.passes, entry.runs) == (9, 10)
     assert "passes = 9, runs = 10 }" in path.read_text()
+
+
+@pytest.mark.parametrize("floor", [0.5, 0.75, 1.0])
+def test_early_stop_never_changes_a_verdict(floor: float) -> None:
+    """Exhaustively, for two checks over four runs: whenever is_decided says stop, every way the
+    remaining runs could go gives the same eval verdict, and that verdict is what the early stop reports."""
+    import itertools
+
+    count = 4
+    settings = RepeatSettings(count=count, floor=floor, stop="decided")
+    outcomes = list(itertools.product([True, False], repeat=2))  # one run: (check 0 passed, check 1 passed)
+    skipped = EvalResult(name="coin", tier="t3", dir="d", status=Status.SKIPPED, message=EARLY_STOP_MESSAGE)
+    stops = 0
+    for made in range(1, count):
+        for prefix in itertools.product(outcomes, repeat=made):
+            runs = [run(*o) for o in prefix]
+            if not is_decided(runs, settings):
+                continue
+            stops += 1
+            finals = {
+                aggregate(PLANNED, "t3", settings, runs + [run(*o) for o in rest]).status
+                for rest in itertools.product(outcomes, repeat=count - made)
+            }
+            assert len(finals) == 1, (prefix, finals)
+            early = aggregate(PLANNED, "t3", settings, runs + [skipped] * (count - made))
+            assert early.status in finals, (prefix, early.status, finals)
+    assert stops > 0
