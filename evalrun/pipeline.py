@@ -233,6 +233,11 @@ def _start_and_execute(
     models = ModelCalls(manifest, tier, will_run, environ, request.record)
     shown_started: set[str] = set()
 
+    def started(name: str) -> None:  # a repeated eval shows as running once, from its first run
+        if name not in shown_started:
+            shown_started.add(name)
+            console.eval_started(name)
+
     def prepare(planned: PlannedEval) -> Preparation:
         if tracker.stopped(planned):
             return Preparation(skip=EARLY_STOP_MESSAGE, status=Status.SKIPPED)
@@ -264,7 +269,7 @@ def _start_and_execute(
                     base_env=scorer_base_env(models.base_env),
                     prepare=prepare,
                     finalize=lambda p, r: tracker.record(p, models.finalize(p, r)),
-                    on_start=lambda name: name in shown_started or shown_started.add(name) or console.eval_started(name),
+                    on_start=started,
                     # A repeated eval is shown once, by the tracker, when its last run is in.
                     on_finish=lambda r: None if tracker.repeats(r.name) else console.eval_finished(r),
                 )
