@@ -8,8 +8,10 @@
 2. Early stop: the same 50 evals with ``stop = "decided"`` (floor 1.0), where
    half of them fail on their first run; prints the runs made of the 500
    planned and the share saved. Target: >= 40% saved.
+3. With ``--vs-single``: the same 500 runs as 500 separate evals (no repeats),
+   to show what repeats themselves cost (ratio repeats/single).
 
-    python bench/bench_repeats.py [--evals 50] [--repeat 10] [--jobs 2] [--rounds 3]
+    python bench/bench_repeats.py [--evals 50] [--repeat 10] [--jobs 2] [--rounds 3] [--vs-single]
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--vs-single", action="store_true", help="also time the same runs as separate evals")
     a = parser.parse_args()
     planned = a.evals * a.repeat
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,6 +109,16 @@ def main() -> None:
         saved = 1 - made / planned
         print(f"early stop (half the evals fail on their first run; {failed} failed): {made} of {planned} runs made, "
               f"{saved:.0%} saved (target >= 40%: {'met' if saved >= 0.40 else 'NOT met'})")
+
+        if a.vs_single:
+            single = Path(tmp) / "single"
+            build(single, planned, 1, early_stop=False)
+            pairs = []
+            for r in range(a.rounds):
+                rep, one = run_evalrun(root, a.jobs)[0], run_evalrun(single, a.jobs)[0]
+                pairs.append(rep / one)
+                print(f"round {r + 1}: {a.evals} x {a.repeat} repeats {rep:.2f} s   {planned} single evals {one:.2f} s")
+            print(f"repeats vs the same runs as separate evals: median ratio {statistics.median(pairs):.3f}")
 
 
 if __name__ == "__main__":
