@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.atomic import write_atomic
+from evalrun.baseline_rates import RatedCount, counts_of, diff_rates, parse_rate_entry
 from evalrun.errors import BaselineError, BaselineRefused, file_label
 from evalrun.manifest import Manifest
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, RunResults, Status
@@ -33,7 +34,7 @@ _REFUSED = (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.INTERRUPTED)
 # Not checked this run, but nothing is wrong with the eval: keep what was recorded.
 _KEPT = (Status.SKIPPED, Status.BUDGET)
 
-_STALE_KINDS = ("new-eval", "new-check", "stronger")
+_STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate")
 
 
 def baseline_path(manifest: Manifest, tier: str) -> Path:
@@ -156,6 +157,9 @@ def _validate_shape(label: str, data: dict[str, Any], fix: str) -> Baseline:
             )
         counts: dict[str, int] = {}
         for check, count in table.items():
+            if isinstance(count, dict) and set(count) & {"assertions", "passes", "runs"}:  # a repeated eval's { assertions, passes, runs } (evalrun.baseline_rates)
+                counts[check] = parse_rate_entry(f"{label}: [{_table_key(eval_name)}] {_quote(check)}", count, fix)
+                continue
             # bool is an int in Python, but `true` is not an assertion count.
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise BaselineError(
@@ -241,6 +245,7 @@ def compare_to_baseline(
             not_compared.discard(name)
         elif name in compared:
             _diff_eval(name, counts, compared[name].check_counts(), regressions, stale)
+            diff_rates(name, counts, compared[name], regressions, stale)  # pass rates of a repeated eval
     for name, result in compared.items():
         if name not in known:
             stale.append(_new_eval(name, result.check_counts()))
@@ -350,7 +355,7 @@ def update_baseline(
     notes: list[str] = []
     for result in sorted(results.evals, key=lambda r: r.name):
         if result.status is Status.PASSED:
-            new[result.name] = result.check_counts()
+            new[result.name] = counts_of(result)  # with pass rates when the eval repeats
         elif result.status in _KEPT:
             reason = "skipped" if result.status is Status.SKIPPED else "stopped by the model budget"
             if result.name in new:
@@ -410,7 +415,10 @@ def _written_form(data: Baseline) -> Iterator[str]:
             yield ""
         yield f"[{_toml_key(name)}]"
         for check, count in counts.items():
-            yield f"{_toml_key(check)} = {int(count)}"
+            if isinstance(count, RatedCount):  # a repeated eval's entry: assertions and its pass rate
+                yield f"{_toml_key(check)} = {{ assertions = {int(count)}, passes = {count.passes}, runs = {count.runs} }}"
+            else:
+                yield f"{_toml_key(check)} = {int(count)}"
 
 
 def _toml_key(name: str) -> str:
@@ -460,9 +468,11 @@ def format_comparison(
 def _summarize_stale(stale: Iterable[BaselineChange]) -> str:
     kinds = [change.kind for change in stale]
     words = {"new-check": ("new check", "new checks"), "stronger": ("stronger check", "stronger checks"),
-             "new-eval": ("new eval", "new evals")}
+             "new-eval": ("new eval", "new evals"),
+             "improved": ("check passing more often", "checks passing more often"),
+             "new-rate": ("check with a pass rate to record", "checks with pass rates to record")}
     parts = []
-    for kind in ("new-check", "stronger", "new-eval"):
+    for kind in ("new-check", "stronger", "improved", "new-rate", "new-eval"):
         count = kinds.count(kind)
         if count:
             singular, plural = words[kind]

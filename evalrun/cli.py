@@ -125,6 +125,10 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             Optional[Path],
             typer.Option("--html", metavar="PATH", help="Also write the HTML report (this run and the last runs) here."),
         ] = None,
+        repeat: Annotated[
+            Optional[int],
+            typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times (overrides the manifest's repeat)."),
+        ] = None,
     ) -> int:
         from evalrun.commands.run import run_tier
         from evalrun.pipeline import RunRequest
@@ -150,6 +154,7 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             worktree=worktree,
             record=record,
             html_path=html_path,
+            repeat=repeat,
         )
         return run_tier(request, _console())
 

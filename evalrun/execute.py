@@ -178,17 +178,18 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
     results come back with ``interrupted=True`` instead of an exception.
     """
     cancel = cancel or threading.Event()
-    done: dict[str, EvalResult] = {}
+    # Keyed by position: the repeats of one eval (evalrun.repeats) share its name.
+    done: dict[int, EvalResult] = {}
     interrupted = False
     sweep_scratch()  # what SIGKILLed runs left; a live run's scratch is never touched
     scratch = make_scratch()
     janitor = _Janitor()
     # Plain queues, not futures: waiting on a set of N futures costs O(N) per
     # completion, which a 500-eval run pays 500 times on a busy machine.
-    todo: queue.SimpleQueue[PlannedEval | None] = queue.SimpleQueue()
-    finished: queue.SimpleQueue[tuple[PlannedEval, EvalResult | BaseException]] = queue.SimpleQueue()
-    for planned in request.evals:
-        todo.put(planned)
+    todo: queue.SimpleQueue[tuple[int, PlannedEval] | None] = queue.SimpleQueue()
+    finished: queue.SimpleQueue[tuple[int, EvalResult | BaseException]] = queue.SimpleQueue()
+    for item in enumerate(request.evals):
+        todo.put(item)
     workers = [
         threading.Thread(
             target=_work,
@@ -204,10 +205,10 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
         for worker in workers:
             worker.start()
         while len(done) < len(request.evals):
-            planned, outcome = _next(finished)
+            index, outcome = _next(finished)
             if isinstance(outcome, BaseException):
                 raise outcome  # a bug in evalrun, not in a scorer: stop everything
-            done[outcome.name] = outcome
+            done[index] = outcome
             if request.on_finish:
                 request.on_finish(outcome)
     except KeyboardInterrupt:
@@ -216,22 +217,22 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
         for worker in workers:
             worker.join()
         while not finished.empty():
-            planned, outcome = finished.get()
+            index, outcome = finished.get()
             if isinstance(outcome, EvalResult):
-                done.setdefault(outcome.name, outcome)
-        for planned in request.evals:
-            done.setdefault(planned.name, _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted"))
+                done.setdefault(index, outcome)
+        for index, planned in enumerate(request.evals):
+            done.setdefault(index, _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted"))
     finally:
         for worker in workers:
             worker.join()
         janitor.close()
         shutil.rmtree(scratch, ignore_errors=True)
-    ordered = [done[p.name] for p in request.evals if p.name in done]
+    ordered = [done[i] for i in range(len(request.evals)) if i in done]
     interrupted = interrupted or any(r.status is Status.INTERRUPTED for r in ordered)
     return ExecuteOutcome(results=ordered, interrupted=interrupted)
 
 
-def _next(finished: queue.SimpleQueue[tuple[PlannedEval, EvalResult | BaseException]]) -> tuple[PlannedEval, EvalResult | BaseException]:
+def _next(finished: queue.SimpleQueue[tuple[int, EvalResult | BaseException]]) -> tuple[int, EvalResult | BaseException]:
     # A short timeout keeps the wait interruptible by Ctrl-C; get() returns at once when a result is there.
     while True:
         try:
@@ -241,17 +242,18 @@ def _next(finished: queue.SimpleQueue[tuple[PlannedEval, EvalResult | BaseExcept
 
 
 def _work(
-    todo: queue.SimpleQueue[PlannedEval | None],
-    finished: queue.SimpleQueue[tuple[PlannedEval, EvalResult | BaseException]],
+    todo: queue.SimpleQueue[tuple[int, PlannedEval] | None],
+    finished: queue.SimpleQueue[tuple[int, EvalResult | BaseException]],
     request: ExecuteRequest,
     scratch: Scratch,
     cancel: threading.Event,
 ) -> None:
-    while (planned := todo.get()) is not None:
+    while (item := todo.get()) is not None:
+        index, planned = item
         try:
-            finished.put((planned, _run_one(planned, request, scratch, cancel)))
+            finished.put((index, _run_one(planned, request, scratch, cancel)))
         except BaseException as exc:  # handed to the main thread, which re-raises it
-            finished.put((planned, exc))
+            finished.put((index, exc))
 
 
 def _run_one(
@@ -303,6 +305,7 @@ def run_scorer(
         EVALRUN_EVAL=spec.name,
         EVALRUN_TIER=tier,
         EVALRUN_WORKDIR=str(workdir),
+        EVALRUN_REPEAT=str(planned.repeat),  # which run of a repeated eval (0 when it does not repeat)
     )
     if spec.format == "junit" and spec.junit:
         # A report left by an earlier run must never pass for this run's.

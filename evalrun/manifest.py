@@ -50,6 +50,11 @@ class TierConfig(_Strict):
     skips: Literal["skip", "fail"] = "skip"
     budget: Budget | None = None
     model: bool = False  # tier default for evals' ``model``
+    # Repeats (evalrun.repeats): the tier's defaults for its evals.
+    repeat: int | None = Field(default=None, ge=1)
+    min_pass_rate: float | None = Field(default=None, ge=0, le=1)
+    stop: Literal["decided"] | None = None
+    alpha: float | None = Field(default=None, gt=0, lt=1)
 
 
 class ModelsConfig(_Strict):
@@ -106,6 +111,11 @@ class EvalSpec(_Strict):
     # The eval whose fixtures this one records and plays: its default session and fixtures folder
     # (a t3 eval recording for a t2 eval of another name).
     fixtures_for: str | None = None
+    # Repeats (evalrun.repeats); unset: the tier's value, else 1 run, floor 1.0, no early stop, alpha 0.05.
+    repeat: int | None = Field(default=None, ge=1)
+    min_pass_rate: float | None = Field(default=None, ge=0, le=1)
+    stop: Literal["decided"] | None = None
+    alpha: float | None = Field(default=None, gt=0, lt=1)
 
     @field_validator("run")
     @classmethod
@@ -287,6 +297,9 @@ _MESSAGES = {
     "extra_forbidden": "unknown key; check its spelling against the manifest reference in the README",
     "missing": "required key is missing",
     "greater_than": "must be > {gt}",
+    "greater_than_equal": "must be >= {ge}",
+    "less_than": "must be < {lt}",
+    "less_than_equal": "must be <= {le}",
     "too_short": "must not be empty",
     "string_too_short": "must not be empty",
     "literal_error": "must be one of {expected}",

@@ -34,6 +34,7 @@ from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.preconditions import (
     Preconditions, check_tier_guard, probe_environment, probe_evals, ready_check, skips_are_failures,
 )
+from evalrun.repeats import EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, plan_settings, summary_lines
 from evalrun.reports_out.terminal import Console, closing_line
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
 from evalrun.secrets import run_secrets
@@ -65,6 +66,7 @@ class RunRequest:
     worktree: bool = False
     record: bool = False  # t3: write the model answers as replay fixtures
     html_path: Path | None = None  # also the HTML report: this run and the history's last runs
+    repeat: int | None = None  # --repeat N: every planned eval runs N times (evalrun.repeats)
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,11 @@ def _start_and_execute(
 ) -> tuple[list[EvalResult], bool]:
     """Services and the model proxy up, every planned eval executed, everything stopped again."""
     manifest, tier = plan.manifest, request.tier
-    will_run = [p for p in plan.evals if pre.for_eval(p.name).runs]
+    # Repeats: every planned eval becomes its runs; they are folded back into one result per eval below.
+    settings = plan_settings(manifest, plan.evals, request.repeat)
+    runs = expand(plan.evals, settings)
+    tracker = RepeatTracker(plan.evals, settings, tier, on_eval_done=console.eval_finished)
+    will_run = [p for p in runs if pre.for_eval(p.name).runs]
     models = ModelCalls(manifest, tier, will_run, environ, request.record)
     services = ServiceManager(
         manifest.services,
@@ -239,10 +245,20 @@ def _start_and_execute(
     secrets = run_secrets(environ, manifest.models.key_vars)
 
     def finalize(planned: PlannedEval, result: EvalResult) -> EvalResult:
-        # Redacted before anything is written or shown: results, JUnit, Markdown, baselines, history.
-        return redact_result(models.finalize(planned, result), secrets)
+        # Redacted before anything is written or shown: results, JUnit, Markdown, baselines, history;
+        # a repeated eval's runs are folded into one result by the tracker.
+        return tracker.record(planned, redact_result(models.finalize(planned, result), secrets))
+
+    shown_started: set[str] = set()
+
+    def started(name: str) -> None:  # a repeated eval shows as running once, from its first run
+        if name not in shown_started:
+            shown_started.add(name)
+            console.eval_started(name)
 
     def prepare(planned: PlannedEval) -> Preparation:
+        if tracker.stopped(planned):
+            return Preparation(skip=EARLY_STOP_MESSAGE, status=Status.SKIPPED)
         decision = pre.for_eval(planned.name)
         if decision.fail or decision.skip:
             return Preparation(fail=decision.fail, skip=decision.skip)
@@ -265,14 +281,15 @@ def _start_and_execute(
             console.start_progress(len(plan.evals), tier)
             outcome = execute(
                 ExecuteRequest(
-                    evals=plan.evals,
+                    evals=runs,
                     tier=tier,
                     jobs=request.jobs or default_jobs(),
                     base_env=scorer_base_env(models.base_env),
                     prepare=prepare,
                     finalize=finalize,
-                    on_start=console.eval_started,
-                    on_finish=console.eval_finished,
+                    on_start=started,
+                    # A repeated eval is shown once, by the tracker, when its last run is in.
+                    on_finish=lambda r: None if tracker.repeats(r.name) else console.eval_finished(r),
                     secrets=frozenset(secrets),
                     record_dir=state_dir,  # scorers are recorded like services, and swept alike
                 )
@@ -282,7 +299,7 @@ def _start_and_execute(
                 console.note(line)
     finally:
         console.stop_progress()
-    return outcome.results, outcome.interrupted
+    return aggregate_all(plan.evals, runs, outcome.results, settings, tier), outcome.interrupted
 
 
 def default_jobs() -> int:
@@ -377,6 +394,8 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
         console.warn(f"not checked ({len(unchecked)}):")
         for r in unchecked:
             console.warn(f"  {r.status.value:<11} {r.name}: {r.message}")
+    for text, style in summary_lines(results.evals):
+        console.line(text, style)
     answered = [line for line in map(describe_models, results.evals) if line]
     if answered:
         console.line("models that answered:")

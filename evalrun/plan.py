@@ -19,6 +19,7 @@ from evalrun.manifest import TIERS, EvalSpec, Manifest
 class PlannedEval:
     spec: EvalSpec
     dir: Path  # absolute
+    repeat: int = 0  # which run of a repeated eval this is (EVALRUN_REPEAT); see evalrun.repeats
 
     @property
     def name(self) -> str:

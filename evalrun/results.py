@@ -20,7 +20,8 @@ from evalrun.atomic import write_atomic
 from evalrun.errors import ResultsError
 from evalrun.secrets import FRAGMENT, scrub
 
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2  # 2: repeats and pass rates (``rate`` on checks, ``repeats`` on evals)
+_READABLE_VERSIONS = (1, 2)  # version 1 files lack only the optional repeat fields
 
 
 class Status(str, Enum):
@@ -54,6 +55,51 @@ class CheckResult:
     passed: bool
     message: str | None = None
     evidence: str | None = None
+    rate: CheckRate | None = None  # only for an eval that repeats: runs, passes and their statistics
+
+
+class CheckRate(BaseModel):
+    """A check's pass rate over an eval's repeats (``evalrun.repeats``; statistics from ``evalrun.stats``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runs: int  # the eval's runs that produced a report; a run where the check is absent counts as not passed
+    passes: int
+    seen: int  # runs whose report held this check; < runs: it vanished in some runs
+    pass_at_k: dict[str, float] = Field(default_factory=dict)  # k -> unbiased pass@k
+    pass_hat_k: dict[str, float] = Field(default_factory=dict)  # k -> unbiased pass^k
+    wilson_95: tuple[float, float] = (0.0, 1.0)  # 95% Wilson score interval of passes/runs
+    flaky: bool = False  # at or above the floor, but not passed in every run
+    failed_runs: list[int] = Field(default_factory=list)  # EVALRUN_REPEAT of the runs it did not pass
+
+
+class RunRecord(BaseModel):
+    """One repeat of an eval: its index (``EVALRUN_REPEAT``) and what became of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repeat: int
+    status: Status
+    duration_s: float = 0.0
+    exit_code: int | None = None
+    message: str | None = None
+
+
+class RepeatSummary(BaseModel):
+    """How an eval's repeats went: how many were planned and made, the floor, and what was flaky."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    planned: int
+    runs: int  # runs made that produced a report (the denominator of every rate)
+    floor: float
+    alpha: float
+    stop: str | None = None  # "decided": early stop was on
+    stopped_early: bool = False  # rates come from fewer runs than planned: the verdict was decided
+    partial: bool = False  # interrupted or stopped by the budget: rates of the finished runs only
+    flaky: list[str] = Field(default_factory=list)
+    below_floor: list[str] = Field(default_factory=list)
+    runs_detail: list[RunRecord] = Field(default_factory=list)
 
 
 class EvalResult(BaseModel):
@@ -73,6 +119,7 @@ class EvalResult(BaseModel):
     output_tail: str = ""
     models: dict[str, Any] | None = None  # provider, models that answered, calls, tokens
     partial: bool = False  # timed out or interrupted: ``checks`` are those it finished before it was stopped
+    repeats: RepeatSummary | None = None  # only for an eval that repeats (repeat > 1)
 
     def check_counts(self) -> dict[str, int]:
         return {c.name: c.assertions for c in self.checks}
@@ -110,10 +157,14 @@ class BaselineChange(BaseModel):
 
     eval: str
     check: str | None = None  # None: the change concerns the whole eval
-    kind: str  # vanished-check, weakened, vanished-eval, new-check, new-eval, stronger
+    kind: str  # vanished-check, weakened, vanished-eval, new-check, new-eval, stronger; decayed, improved, new-rate (pass rates)
     baseline: int | None = None
     current: int | None = None
     message: str
+    # kinds decayed and improved (pass rates of a repeated eval): passes/runs before and now, and the p-value
+    baseline_rate: tuple[int, int] | None = None
+    current_rate: tuple[int, int] | None = None
+    p_value: float | None = None
 
 
 class BaselineComparison(BaseModel):
@@ -191,7 +242,7 @@ def _load_results(path: Path) -> RunResults:
         raise ResultsError(f"{path}: cannot be read ({exc}); rerun the tier to rewrite it") from None
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: top level: must be a JSON object; rerun the tier to rewrite it")
-    if data.get("version") != RESULTS_VERSION:
+    if data.get("version") not in _READABLE_VERSIONS:
         version = data.get("version")
         shown = repr(version) if isinstance(version, (int, str, type(None))) and len(repr(version)) < 40 else "(unreadable)"
         raise ResultsError(

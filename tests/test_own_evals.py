@@ -47,6 +47,10 @@ GATE_BITES_CHECKS = [
     "an unmet precondition skips loudly, never a pass",
     'skips = "fail" turns a skip into a failure',
     "an unmet tier guard refuses the tier, no scorer starts",
+    "a check passing 7 of 10 under floor 0.8 fails",
+    "a check passing 9 of 10 over floor 0.8 passes and is listed as flaky",
+    "a pass rate falling from 10 of 10 to 3 of 10 is a regression",
+    "a pass rate falling from 10 of 10 to 9 of 10 is noise",
 ]
 MANIFEST_ERROR_CASES = [
     "dir-outside.toml",

@@ -10,6 +10,7 @@ from evalrun.errors import ExitCode, UsageError
 from evalrun.pipeline import RunRequest, describe_filters, load, select
 from evalrun.plan import make_plan
 from evalrun.preconditions import Preconditions, probe_environment, probe_evals, tier_guard_problem
+from evalrun.repeats import settings_for
 from evalrun.reports_out.terminal import Console
 
 
@@ -66,6 +67,9 @@ def dry(
             verdict = f"would SKIP: {decision.skip}"
         else:
             verdict = "would run"
+        repeat = settings_for(manifest, s)
+        if repeat.repeats:  # "would run × 10 (floor 0.8, stop when decided)"
+            verdict += f" × {repeat.count} (floor {repeat.floor:g}{', stop when decided' if repeat.stop else ''})"
         console.line(f"{s.name}: {verdict}")
         console.line(f"  tier {s.tier}, dir {s.dir}, timeout {s.timeout:g} s, tags {', '.join(s.tags) or '-'}")
         console.line(f"  run: {argv}" + ("  (shell)" if s.shell else ""))

@@ -36,7 +36,9 @@ class ModelCalls:
         self.secrets = key_values(environ, self.key_vars)
         self.base_env = scrub_environment(environ, tier, None, self.key_vars)
         self._users = [p for p in evals if manifest.uses_model(p.spec)]
-        self._bases: dict[str, str] = {}
+        self._bases: dict[tuple[str, int], str] = {}  # (eval, repeat) -> its base URL on the proxy
+        # Evals with more than one run: each run is its own session on the proxy (evalrun.repeats).
+        self._repeated = {p.name for p in evals if p.repeat > 0}
         self.proxy: Any = None
         if self._users:
             from evalrun.models.replay.proxy import ReplayProxy  # only runs that use models pay for it
@@ -75,8 +77,9 @@ class ModelCalls:
                 if owner is not None:  # recording (or playing) another eval's fixtures, in its folder
                     spec = next(e for e in self.manifest.evals if e.name == owner)
                     folder = self.manifest.eval_dir(spec)
-                self._bases[p.name] = self.proxy.register_eval(
-                    p.name, folder / "fixtures", budget=p.spec.budget, session=owner
+                repeat = p.repeat if p.name in self._repeated else None
+                self._bases[(p.name, p.repeat)] = self.proxy.register_eval(
+                    p.name, folder / "fixtures", budget=p.spec.budget, session=owner, repeat=repeat
                 )
         return self
 
@@ -86,7 +89,7 @@ class ModelCalls:
 
     def env_for(self, planned: PlannedEval) -> dict[str, str]:
         """The endpoint variables of an eval that uses models: its own prefix on the proxy."""
-        base = self._bases.get(planned.name)
+        base = self._bases.get((planned.name, planned.repeat))
         if not base:
             return {}
         env = endpoint_env(base)
@@ -100,8 +103,9 @@ class ModelCalls:
     def finalize(self, planned: PlannedEval, result: EvalResult) -> EvalResult:
         """Fold what the proxy saw into the result (which the pipeline then redacts)."""
         update: dict[str, Any] = {}
-        if planned.name in self._bases and result.status not in (Status.SKIPPED, Status.INTERRUPTED):
-            report = self.proxy.eval_report(planned.name)
+        key = (planned.name, planned.repeat)
+        if key in self._bases and result.status not in (Status.SKIPPED, Status.INTERRUPTED):
+            report = self.proxy.eval_report(planned.name, repeat=planned.repeat if planned.name in self._repeated else None)
             update["models"] = report.as_record()
             failures = report.failures(self.manifest.models.strict_replay)
             if report.budget_hit:

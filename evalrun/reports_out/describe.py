@@ -62,6 +62,10 @@ def regression_case_name(change: BaselineChange) -> str:
         return f'baseline: eval "{change.eval}" vanished'
     if change.kind == "weakened":
         return f'baseline: check "{change.check}" asserts less'
+    if change.kind == "decayed":  # a repeated eval's pass rate dropped beyond chance (evalrun.baseline_rates)
+        return f'baseline: check "{change.check}" passes less often'
+    if change.kind == "improved":
+        return f'baseline: check "{change.check}" passes more often'
     return f'baseline: check "{change.check}" vanished'
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from evalrun.errors import ReportError
 from evalrun.reports_out.describe import describe_failure, describe_unchecked, update_hint
 from evalrun.reports_out.markdown import render_markdown
-from evalrun.results import RunResults
+from evalrun.results import RunResults, Status
 
 
 def github_annotations(results: RunResults) -> list[str]:
@@ -35,6 +35,9 @@ def github_annotations(results: RunResults) -> list[str]:
             errors.append(_command("error", result.dir, f"evalrun {result.name}", describe_failure(result)))
         elif result.status.is_unchecked:
             text = f"{describe_unchecked(result)} (not checked: a skip is never a pass)"
+            warnings.append(_command("warning", result.dir, f"evalrun {result.name}", text))
+        if result.status is Status.PASSED and result.repeats is not None and result.repeats.flaky:
+            text = f"flaky (passed the floor, not every run): {result.message}"
             warnings.append(_command("warning", result.dir, f"evalrun {result.name}", text))
     baseline = results.baseline
     if baseline is not None:

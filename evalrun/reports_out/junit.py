@@ -9,7 +9,9 @@ GitHub test-report actions):
   the schema orders them) and, when it did not pass, the scorer's output tail
   as ``<system-out>``;
 - a ``<testcase>`` per check (``classname`` = ``<tier>.<eval>``, ``assertions``)
-  with a ``<failure>`` when it failed;
+  with a ``<failure>`` when it failed; a flaky check of a repeated eval passes
+  with a ``<flakyFailure>`` per failing run (Surefire's convention) and its
+  rate in the suite's ``rate.<check>`` / ``flaky.<check>`` properties;
 - an eval-level testcase named ``(eval)`` when the eval as a whole has
   something to say: ``<skipped>`` with the reason for a skipped, budget or
   interrupted eval, ``<error>`` for an error or timeout, ``<failure>`` when a
@@ -87,6 +89,12 @@ def _suite_for_eval(result: EvalResult, regressions: list[BaselineChange]) -> ET
             case = _case(suite, check.name, classname, assertions=check.assertions)
             if not check.passed:
                 _outcome(case, "failure", check.message or "check failed", check.evidence, kind="check")
+            elif check.rate is not None and check.rate.flaky:  # passes, but says so (its rate is a suite property)
+                # Surefire's <flakyFailure>, one per failing run, is how Jenkins and others show a flaky test.
+                for line in (check.evidence or "").splitlines():
+                    ET.SubElement(case, "flakyFailure", {"message": _clean(line), "type": "flaky"})
+                text = f"flaky: {check.message or ''}\n{check.evidence or ''}".strip()
+                ET.SubElement(case, "system-out").text = _clean(truncate(text, _OUTPUT_LIMIT))
         if result.status in (Status.ERROR, Status.TIMEOUT):
             case = _case(suite, EVAL_CASE, classname, time=result.duration_s)
             _outcome(case, "error", describe_failure(result), result.output_tail, kind=result.status.value)
@@ -117,6 +125,22 @@ def _properties(result: EvalResult) -> list[tuple[str, str]]:
         pairs.append(("exit_code", str(result.exit_code)))
     for key in sorted(result.metrics):
         pairs.append((f"metric.{key}", _text(result.metrics[key])))
+    if result.repeats is not None:  # repeats: runs made, the floor, each check's rate, flaky checks by name
+        r = result.repeats
+        pairs.append(("repeat.runs", f"{r.runs} of {r.planned}"))
+        pairs.append(("repeat.floor", f"{r.floor:g}"))
+        if r.stopped_early:
+            pairs.append(("repeat.stopped_early", "true"))
+        if r.partial:
+            pairs.append(("repeat.partial", "true"))
+        for check in result.checks:
+            if check.rate is not None:
+                rate = check.rate
+                pairs.append((f"rate.{check.name}", f"{rate.passes}/{rate.runs} ({rate.passes / max(rate.runs, 1):.2f})"))
+        for name in r.flaky:
+            rate = next(c.rate for c in result.checks if c.name == name)
+            assert rate is not None
+            pairs.append((f"flaky.{name}", f"passed {rate.passes} of {rate.runs} (floor {r.floor:g})"))
     return pairs
 
 
@@ -145,6 +169,9 @@ def _count(suite: ET.Element) -> None:
 
 
 def _counts(change: BaselineChange) -> str:
+    if change.p_value is not None and change.baseline_rate and change.current_rate:
+        (bp, bn), (cp, cn) = change.baseline_rate, change.current_rate
+        return f"baseline: passed {bp} of {bn}\ncurrent: passed {cp} of {cn}\none-sided Fisher exact p = {change.p_value:g}"
     return f"baseline assertions: {change.baseline}\ncurrent assertions: {change.current}"
 
 

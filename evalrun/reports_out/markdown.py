@@ -40,6 +40,8 @@ def render_markdown(results: RunResults) -> str:
     """The Markdown summary of ``results``."""
     parts = [_heading(results), _counts(results), _table(results)]
     parts += _failures(results)
+    parts += _flaky(results)
+    parts += _rates(results)
     parts += _regressions(results)
     parts += _unchecked(results)
     parts += _stale(results)
@@ -133,6 +135,36 @@ def _change_line(change: BaselineChange) -> str:
     return f"- **{_md(change.eval)}**: {_md(change.message.removeprefix(f'{change.eval}: '))}"
 
 
+def _flaky(results: RunResults) -> list[str]:
+    """Repeated evals' checks that met their floor without passing every run: listed, never silent."""
+    rows = [
+        f"- **{_md(r.name)}**: check **{_md(c.name)}** passed {c.rate.passes} of {c.rate.runs} "
+        f"(floor {r.repeats.floor:g}; 95% CI {c.rate.wilson_95[0]:.0%}-{c.rate.wilson_95[1]:.0%})"
+        for r in results.evals
+        if r.repeats is not None
+        for c in r.checks
+        if c.rate is not None and c.rate.flaky
+    ]
+    if not rows:
+        return []
+    return [f"### Flaky checks ({len(rows)})", "\n".join(rows),
+            "They met their floor (`min_pass_rate`) and pass the gate, but not every run passed."]
+
+
+def _rates(results: RunResults) -> list[str]:
+    """Every repeated eval's checks with runs, passes, the 95% interval, pass@k and pass^k."""
+    from evalrun.repeats import describe_repeats, rate_line
+
+    repeated = [r for r in results.evals if r.repeats is not None and r.checks]
+    if not repeated:
+        return []
+    lines = []
+    for r in repeated:
+        lines.append(f"- **{_md(r.name)}**: {_md(describe_repeats(r))}")
+        lines.extend(f"  - {_md(rate_line(c))}" for c in r.checks if c.rate is not None)
+    return ["### Pass rates", "\n".join(lines)]
+
+
 def _regressions(results: RunResults) -> list[str]:
     baseline = results.baseline
     if baseline is None or not baseline.regressions:
@@ -140,7 +172,7 @@ def _regressions(results: RunResults) -> list[str]:
     lines = [_change_line(change) for change in baseline.regressions]
     title = f"### Baseline regressions (`{_code(baseline.path)}`)"
     note = (
-        "A check that vanished or asserts less is a regression even when everything passed. "
+        "A check that vanished, asserts less or passes less often beyond chance is a regression even when everything passed. "
         "Restore it, or if the change is intended, record it with "
         f"`{_code(update_hint(results))}` and commit the baseline."
     )

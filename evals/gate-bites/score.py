@@ -131,6 +131,15 @@ def _only_the_unguarded_eval_ran(c: scorer.Check, outcome: Outcome) -> None:
     c.equal(ran, ["invoices"], "the skipped eval's scorer did not start")
 
 
+def _rate_is(c: scorer.Check, outcome: Outcome, eval_name: str, passes: int, flaky: bool = False) -> None:
+    result = next((e for e in (outcome.results or {}).get("evals", []) if e["name"] == eval_name), {})
+    check = next((k for k in result.get("checks", []) if k["name"] == "answer is right"), {})
+    rate = check.get("rate") or {}
+    c.equal((rate.get("passes"), rate.get("runs")), (passes, 10), "the check's passes and runs in the results file")
+    c.equal(rate.get("flaky"), flaky, "flaky is recorded")
+    c.equal((result.get("repeats") or {}).get("flaky"), ["answer is right"] if flaky else [], "the eval lists its flaky checks")
+
+
 # -- the cases, in report order -----------------------------------------------
 
 CASES: tuple[Case, ...] = (
@@ -342,6 +351,57 @@ CASES: tuple[Case, ...] = (
         texts=("tier t1 requires env:GATE_BITES_NEVER_SET: env GATE_BITES_NEVER_SET is not set; refusing",),
         statuses=None,
         extra=_no_scorer_started,
+    ),
+    # -- repeats: cases/repeats runs each eval 10 times; flaky.py fails the runs its FLAKY_FAIL names
+    Case(
+        id="repeats-under-floor",
+        check="a check passing 7 of 10 under floor 0.8 fails",
+        fixture="repeats",
+        args=(*TIER, "-e", "under-floor"),
+        exit=1,
+        texts=('check "answer is right" passed 7 of 10 (floor 0.8)',),
+        lines=("evalrun t1: failed (exit 1)",),
+        statuses={"under-floor": "failed"},
+        extra=lambda c, o: _rate_is(c, o, "under-floor", 7),
+        slow=True,
+    ),
+    Case(
+        id="repeats-flaky",
+        check="a check passing 9 of 10 over floor 0.8 passes and is listed as flaky",
+        fixture="repeats",
+        args=(*TIER, "-e", "flaky"),
+        exit=0,
+        lines=('  FLAKY flaky: check "answer is right" passed 9 of 10 (floor 0.8)', "evalrun t1: passed (exit 0)"),
+        statuses={"flaky": "passed"},
+        extra=lambda c, o: _rate_is(c, o, "flaky", 9, flaky=True),
+        slow=True,
+    ),
+    Case(
+        id="repeats-decay",
+        check="a pass rate falling from 10 of 10 to 3 of 10 is a regression",
+        fixture="repeats",
+        args=(*TIER, "-e", "decay"),
+        exit=3,
+        lines=(
+            'regression: decay: check "answer is right" passes 3 of 10 (30%), baseline 10 of 10 (100%): '
+            "lower beyond chance (one-sided Fisher exact p = 0.0015 < alpha 0.05)",
+        ),
+        statuses={"decay": "passed"},
+        regressions=("decayed",),
+        slow=True,
+    ),
+    Case(
+        id="repeats-noise",
+        check="a pass rate falling from 10 of 10 to 9 of 10 is noise",
+        fixture="repeats",
+        args=(*TIER, "-e", "noise"),
+        exit=0,
+        lines=("evalrun t1: passed (exit 0)",),
+        statuses={"noise": "passed"},
+        regressions=(),
+        stale=(),
+        extra=_says_nothing_of_the_baseline,
+        slow=True,
     ),
 )
 

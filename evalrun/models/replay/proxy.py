@@ -193,25 +193,33 @@ class ReplayProxy:
         budget: BudgetLimits | None = None,
         default: bool = False,
         session: str | None = None,
+        repeat: int | None = None,
     ) -> str:
         """Make ``eval_name`` known; return its base URL.
 
         ``session``: the default session of its calls (the name of the eval it records
         for, ``fixtures_for``); by default its own name. ``default``: also own un-prefixed paths.
+        ``repeat``: one run of a repeated eval (evalrun.repeats), with its own base URL, counters and
+        budget; its sessions get ``.r<repeat>`` appended (none for run 0, so fixtures recorded without
+        repeats keep working), and only its own sessions' fixtures can be unplayed.
         """
         if fixtures_dir is None and self.mode != "live":
             raise ValueError(f"eval {eval_name!r}: {self.mode} mode needs a fixtures folder")
+        key = _eval_key(eval_name, repeat)
         with self._lock:
-            self._evals[eval_name] = EvalState(
-                eval_name, fixtures_dir, budget, default_session(session) if session else None
-            )
+            own = default_session(session) if session else default_session(eval_name)
+            if repeat:
+                own = f"{own}.r{repeat}"
+            state = EvalState(eval_name, fixtures_dir, budget, own)
+            state.repeat = repeat
+            self._evals[key] = state
             if default:
-                self._default_eval = eval_name
-        return f"{self.endpoint}/e/{quote(eval_name, safe='')}"
+                self._default_eval = key
+        return f"{self.endpoint}/e/{quote(key, safe='')}"
 
-    def eval_report(self, eval_name: str) -> ProxyEvalReport:
-        """What ``eval_name`` did with the model so far; call it once the eval's process has ended."""
-        state = self._evals.get(eval_name)
+    def eval_report(self, eval_name: str, repeat: int | None = None) -> ProxyEvalReport:
+        """What ``eval_name`` (that run of it) did with the model so far; call it once the eval's process has ended."""
+        state = self._evals.get(_eval_key(eval_name, repeat))
         if state is None:
             raise ValueError(f"eval {eval_name!r} was never registered with the proxy; call register_eval() first")
         with state.lock:
@@ -284,7 +292,10 @@ class ReplayProxy:
         headers = dict(handler.headers.items())
         body = handler.read_body()
         shown = path.split("?", 1)[0]  # messages and logs never show a query string: it may carry a key
-        session = _header(headers, SESSION_HEADER) or state.session
+        header_session = _header(headers, SESSION_HEADER)
+        session = header_session or state.session  # the default session already carries a run's ".r<k>"
+        if header_session and state.repeat:
+            session = f"{session}.r{state.repeat}"  # each run of a repeated eval records and replays its own
         problem = check_session(session)
         if problem is not None:
             message = self._redact(f"evalrun proxy: eval {state.name!r}: {SESSION_HEADER}: {problem}")
@@ -514,3 +525,8 @@ def _header(headers: Mapping[str, str], name: str) -> str:
         if key.lower() == wanted:
             return value.strip()
     return ""
+
+
+def _eval_key(eval_name: str, repeat: int | None) -> str:
+    # Eval names never hold "/", so a run's key cannot collide with another eval's name.
+    return eval_name if repeat is None else f"{eval_name}/r{repeat}"

@@ -80,6 +80,7 @@ class EvalState:
         self.owned: set[str] = {self.session}
         self.answered_by: set[tuple[str, str]] = set()
         self.loaded: dict[tuple[str, int], Any] = {}  # replay: a Fixture or the FixtureError of each file read
+        self.repeat: int | None = None  # one run of a repeated eval: its sessions get ".r<repeat>" (not run 0)
         self.meter = BudgetMeter(budget, f"eval {name!r} budget")  # without limits it only counts
         self.lock = threading.Lock()
         self.next_index: dict[str, int] = {}

@@ -1,0 +1,172 @@
+"""Pass rates in the baseline: what a repeated eval records, and telling decay from noise.
+
+A repeated eval's checks are baselined as inline tables,
+``"check" = { assertions = 3, passes = 9, runs = 10 }``; plain integers stay
+valid for evals that do not repeat. Read back, such an entry is a
+``RatedCount``: an ``int`` (the assertion count, so every assertion-count and
+vanished-check rule of ``evalrun.baseline`` reads it unchanged) that also
+carries its passes and runs.
+
+A later run's rate is compared with the baseline's by a one-sided Fisher exact
+test on the 2x2 table (baseline passes, fails; current passes, fails) at the
+eval's ``alpha``: lower beyond chance is a regression (``decayed``), higher
+beyond chance makes the baseline stale (``improved``), as does a repeated
+check whose baseline entry has no rate yet (``new-rate``). Fisher, not the binomial
+test against the baseline's rate, because the baseline's rate is itself a
+sample: against a baselined 10/10 the binomial test calls a single failure in
+10 certain decay (p = 0), while Fisher's 10/10 -> 9/10 is p = 0.5 (noise) and
+10/10 -> 3/10 is p = 0.0015 (decay).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from evalrun.errors import BaselineError
+from evalrun.results import BaselineChange, EvalResult
+from evalrun.stats import fisher_greater, fisher_less
+
+RATE_KEYS = ("assertions", "passes", "runs")
+
+
+class RatedCount(int):
+    """An assertion count that also carries the pass rate it was recorded with."""
+
+    passes: int
+    runs: int
+
+    def __new__(cls, assertions: int, passes: int, runs: int) -> RatedCount:
+        obj = super().__new__(cls, assertions)
+        obj.passes = passes
+        obj.runs = runs
+        return obj
+
+    def __repr__(self) -> str:
+        return f"RatedCount({int(self)}, passes={self.passes}, runs={self.runs})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RatedCount, (int(self), self.passes, self.runs))
+
+
+# --- reading -------------------------------------------------------------------
+
+
+def parse_rate_entry(where: str, value: Mapping[str, Any], fix: str) -> RatedCount:
+    """``{ assertions = 3, passes = 9, runs = 10 }`` -> ``RatedCount``; a ``BaselineError`` naming ``where`` otherwise."""
+    keys = set(value)
+    if keys != set(RATE_KEYS):
+        extra = sorted(keys - set(RATE_KEYS))
+        missing = [k for k in RATE_KEYS if k not in keys]
+        problem = f"unknown key {extra[0]!r}" if extra else f"missing {missing[0]!r}"
+        raise BaselineError(
+            f"{where}: {problem}; a pass-rate entry is {{ assertions = N, passes = N, runs = N }}; {fix}"
+        )
+    numbers: dict[str, int] = {}
+    for key in RATE_KEYS:
+        number = value[key]
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise BaselineError(f"{where}: {key} must be an integer >= 0, got {number!r}; {fix}")
+        numbers[key] = number
+    if numbers["passes"] > numbers["runs"] or numbers["runs"] == 0:
+        raise BaselineError(
+            f"{where}: passes ({numbers['passes']}) must be at most runs ({numbers['runs']}) and runs > 0; {fix}"
+        )
+    return RatedCount(numbers["assertions"], numbers["passes"], numbers["runs"])
+
+
+# --- what a run records ------------------------------------------------------------
+
+
+def counts_of(result: EvalResult) -> dict[str, int]:
+    """What ``baseline --update`` records for an eval: assertion counts, with the pass rate when it repeats."""
+    return {
+        c.name: RatedCount(c.assertions, c.rate.passes, c.rate.runs) if c.rate is not None else c.assertions
+        for c in result.checks
+    }
+
+
+# --- comparing -----------------------------------------------------------------
+
+
+def diff_rates(
+    name: str,
+    old: Mapping[str, int],
+    result: EvalResult,
+    regressions: list[BaselineChange],
+    stale: list[BaselineChange],
+) -> None:
+    """Add a ``decayed`` regression or an ``improved`` stale note for each check whose rate moved beyond chance."""
+    if result.repeats is None or result.repeats.partial:
+        return  # partial rates are never compared as complete (their eval is not compared at all)
+    alpha = result.repeats.alpha
+    current = {c.name: c for c in result.checks if c.rate is not None}
+    for check, before in old.items():
+        now = current.get(check)
+        if now is None or now.rate is None or now.rate.runs == 0:
+            continue
+        if not isinstance(before, RatedCount):  # the eval repeats now; the baseline has no rate to compare with
+            stale.append(BaselineChange(
+                eval=name, check=check, kind="new-rate", baseline=int(before), current=now.assertions,
+                current_rate=(now.rate.passes, now.rate.runs),
+                message=f"{name}: check {_quote(check)} has a pass rate now ({now.rate.passes} of {now.rate.runs}); "
+                        f"the baseline has none",
+            ))
+            continue
+        bp, bn, cp, cn = before.passes, before.runs, now.rate.passes, now.rate.runs
+        lower = fisher_less(bp, bn - bp, cp, cn - cp)
+        higher = fisher_greater(bp, bn - bp, cp, cn - cp)
+        rates = f"passes {cp} of {cn} ({cp / cn:.0%}), baseline {bp} of {bn} ({bp / bn:.0%})"
+        test = "one-sided Fisher exact"
+        if lower < alpha:
+            regressions.append(_rate_change(
+                name, check, "decayed", before, now.assertions, (bp, bn), (cp, cn), lower,
+                f"{name}: check {_quote(check)} {rates}: lower beyond chance ({test} p = {_p(lower)} < alpha {alpha:g})",
+            ))
+        elif higher < alpha:
+            stale.append(_rate_change(
+                name, check, "improved", before, now.assertions, (bp, bn), (cp, cn), higher,
+                f"{name}: check {_quote(check)} {rates}: higher beyond chance ({test} p = {_p(higher)} < alpha {alpha:g})",
+            ))
+
+
+def _rate_change(eval_name: str, check: str, kind: str, before: int, now: int, baseline_rate: tuple[int, int],
+                 current_rate: tuple[int, int], p: float, message: str) -> BaselineChange:
+    return BaselineChange(eval=eval_name, check=check, kind=kind, baseline=int(before), current=now, message=message,
+                          baseline_rate=baseline_rate, current_rate=current_rate, p_value=round(p, 6))
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p < 0.001 else f"{p:.4f}"
+
+
+# --- writing -------------------------------------------------------------------
+
+
+def has_rates(table: Mapping[str, int]) -> bool:
+    return any(isinstance(v, RatedCount) for v in table.values())
+
+
+def render_rated_table(name: str, table: Mapping[str, int]) -> str:
+    """One eval's TOML table with its rate entries inline, keys quoted exactly as tomli_w quotes them."""
+    lines = [f"[{_toml_key(name)}]"]
+    for check in sorted(table):
+        value = table[check]
+        if isinstance(value, RatedCount):
+            text = f"{{ assertions = {int(value)}, passes = {value.passes}, runs = {value.runs} }}"
+        else:
+            text = str(int(value))
+        lines.append(f"{_toml_key(check)} = {text}")
+    return "\n".join(lines)
+
+
+def _toml_key(key: str) -> str:
+    import tomli_w
+
+    return tomli_w.dumps({key: 0})[: -len(" = 0\n")]
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+

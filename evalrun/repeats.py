@@ -1,0 +1,400 @@
+"""Repeats of an eval and the pass rates they give.
+
+This module owns what ``repeat = N`` means for a run: each planned eval becomes
+N runs (``PlannedEval.repeat`` = its ``EVALRUN_REPEAT``), scheduled in rounds
+(every eval's run 0, then every eval's run 1, ...), so that an early stop
+learns from every eval at once and a tier budget that runs out leaves every
+eval some runs instead of some evals none. It decides when an eval's verdict
+can no longer change (``stop = "decided"``), and it folds an eval's runs into
+one ``EvalResult`` whose checks carry their pass rate (``CheckResult.rate``),
+judged against the floor ``min_pass_rate``: below it the check fails, at or
+above it but not passed every time the check is *flaky* (the eval passes, and
+says so). The statistics are ``evalrun.stats``.
+
+An eval that does not repeat (N = 1) passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+from evalrun.manifest import EvalSpec, Manifest
+from evalrun.plan import PlannedEval
+from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, RunRecord, Status
+from evalrun.stats import pass_at_k, pass_hat_k, wilson_interval
+from evalrun.text import truncate
+
+DEFAULT_FLOOR = 1.0
+DEFAULT_ALPHA = 0.05
+EARLY_STOP_MESSAGE = 'not run: the verdict was already decided (stop = "decided")'
+K_VALUES = (1, 3, 5, 10)  # pass@k and pass^k are reported for these k (those <= runs)
+_EVIDENCE_RUNS = 10  # failing runs' messages kept in a check's evidence
+_EVIDENCE_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class RepeatSettings:
+    """How often an eval runs and how its pass rates are judged."""
+
+    count: int = 1
+    floor: float = DEFAULT_FLOOR  # min_pass_rate
+    stop: str | None = None  # "decided": stop once no run can change a verdict
+    alpha: float = DEFAULT_ALPHA  # significance of the baseline's rate comparison
+
+    @property
+    def repeats(self) -> bool:
+        return self.count > 1
+
+    def required(self, runs: int) -> int:
+        """Passes out of ``runs`` that meet the floor; exact, so 0.7 of 10 is 7, not 7.000000000000001."""
+        return math.ceil(Fraction(repr(self.floor)) * runs)
+
+
+def settings_for(manifest: Manifest, spec: EvalSpec, repeat_override: int | None = None) -> RepeatSettings:
+    """The eval's own keys, else its tier's, else the defaults; ``--repeat N`` overrides the count."""
+    tier = manifest.tier(spec.tier)
+
+    def pick(key: str, default: Any) -> Any:
+        value = getattr(spec, key)
+        if value is None:
+            value = getattr(tier, key)
+        return default if value is None else value
+
+    count = repeat_override if repeat_override is not None else pick("repeat", 1)
+    return RepeatSettings(
+        count=count, floor=pick("min_pass_rate", DEFAULT_FLOOR), stop=pick("stop", None), alpha=pick("alpha", DEFAULT_ALPHA)
+    )
+
+
+def plan_settings(manifest: Manifest, planned: Sequence[PlannedEval], repeat_override: int | None) -> dict[str, RepeatSettings]:
+    return {p.name: settings_for(manifest, p.spec, repeat_override) for p in planned}
+
+
+def expand(planned: Sequence[PlannedEval], settings: Mapping[str, RepeatSettings]) -> list[PlannedEval]:
+    """Every run of every planned eval, in rounds: all run 0s, then all run 1s, ..."""
+    rounds = max((settings[p.name].count for p in planned), default=0)
+    return [replace(p, repeat=k) for k in range(rounds) for p in planned if k < settings[p.name].count]
+
+
+# --------------------------------------------------------------------------- while the runs go
+
+
+class RepeatTracker:
+    """Collects runs as they finish (any worker thread): decides early stops, shows each repeated eval once."""
+
+    def __init__(
+        self,
+        planned: Sequence[PlannedEval],
+        settings: Mapping[str, RepeatSettings],
+        tier: str,
+        on_eval_done: Callable[[EvalResult], None] | None = None,
+    ) -> None:
+        self._planned = {p.name: p for p in planned}
+        self._settings = settings
+        self._tier = tier
+        self._on_eval_done = on_eval_done
+        self._lock = threading.Lock()
+        self._runs: dict[str, dict[int, EvalResult]] = {}
+        self._decided: set[str] = set()
+
+    def repeats(self, name: str) -> bool:
+        return self._settings[name].repeats
+
+    def stopped(self, planned: PlannedEval) -> bool:
+        """True when this run need not start: its eval opted in to early stop and is decided."""
+        with self._lock:
+            return planned.name in self._decided
+
+    def record(self, planned: PlannedEval, result: EvalResult) -> EvalResult:
+        """Note one finished run (a ``finalize`` hook); returns it unchanged."""
+        settings = self._settings[planned.name]
+        if not settings.repeats:
+            return result
+        with self._lock:
+            runs = self._runs.setdefault(planned.name, {})
+            runs[planned.repeat] = result
+            complete = len(runs) == settings.count
+            if settings.stop == "decided" and not complete and planned.name not in self._decided:
+                if is_decided([runs[k] for k in sorted(runs)], settings):
+                    self._decided.add(planned.name)
+            ordered = [runs[k] for k in sorted(runs)] if complete else None
+        if ordered is not None and self._on_eval_done is not None:
+            self._on_eval_done(aggregate(self._planned[planned.name], self._tier, settings, ordered))
+        return result
+
+
+def is_decided(runs: Sequence[EvalResult], settings: RepeatSettings) -> bool:
+    """Whether the remaining runs can no longer change any check's verdict (nor the eval's)."""
+    made = [r for r in runs if not _early_skipped(r)]
+    if any(_broken(r) or r.status is not Status.PASSED and r.status is not Status.FAILED for r in made):
+        return True  # an error, a timeout, a skip, the budget: the eval's verdict does not depend on more runs
+    required = settings.required(settings.count)
+    remaining = settings.count - len(made)
+    verdicts = []
+    passed: dict[str, int] = {}
+    for r in made:
+        for c in r.checks:
+            passed[c.name] = passed.get(c.name, 0) + (1 if c.passed else 0)
+    for name in _check_names(made):
+        passes = passed[name]
+        if passes + remaining < required:
+            return True  # this check fails the floor whatever comes: the eval fails
+        verdicts.append(passes >= required)
+    return bool(verdicts) and all(verdicts)
+
+
+# --------------------------------------------------------------------------- folding runs into one result
+
+
+def aggregate_all(
+    planned: Sequence[PlannedEval],
+    runs: Sequence[PlannedEval],
+    results: Sequence[EvalResult],
+    settings: Mapping[str, RepeatSettings],
+    tier: str,
+) -> list[EvalResult]:
+    """One result per planned eval, in plan order, from the results of ``runs`` (same order as ``runs``)."""
+    grouped: dict[str, dict[int, EvalResult]] = {p.name: {} for p in planned}
+    for run, result in zip(runs, results):
+        grouped[run.name][run.repeat] = result
+    out: list[EvalResult] = []
+    for p in planned:
+        got = grouped[p.name]
+        if not settings[p.name].repeats:
+            if 0 in got:
+                out.append(got[0])
+            continue
+        ordered = [got.get(k) or _not_run(p, tier) for k in range(settings[p.name].count)]
+        out.append(aggregate(p, tier, settings[p.name], ordered))
+    return out
+
+
+def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: Sequence[EvalResult]) -> EvalResult:
+    """Fold an eval's runs (index = ``EVALRUN_REPEAT``) into its one result, judged against the floor."""
+    n = settings.count
+    made = [(k, r) for k, r in enumerate(runs) if not _early_skipped(r)]
+    stopped_early = len(made) < len(runs)
+    reported = [(k, r) for k, r in made if r.status in (Status.PASSED, Status.FAILED) and not _broken(r)]
+    summary = RepeatSummary(
+        planned=n,
+        runs=len(reported),
+        floor=settings.floor,
+        alpha=settings.alpha,
+        stop=settings.stop,
+        stopped_early=stopped_early,
+        runs_detail=[
+            RunRecord(repeat=k, status=r.status, duration_s=r.duration_s, exit_code=r.exit_code, message=r.message)
+            for k, r in made
+        ],
+    )
+    base: dict[str, Any] = dict(
+        name=planned.name,
+        tier=tier,
+        dir=planned.spec.dir,
+        duration_s=round(sum(r.duration_s for _, r in made), 4),
+        models=_sum_models([r for _, r in made]),
+    )
+    checks = _rate_checks(reported, settings, n if stopped_early else len(reported))
+    flaky = [c.name for c in checks if c.rate is not None and c.rate.flaky]
+    below = [c.name for c in checks if not c.passed]
+    summary = summary.model_copy(update={"flaky": flaky, "below_floor": below})
+    first = reported[0][1] if reported else (made[0][1] if made else runs[0])
+    base.update(metrics=first.metrics, exit_code=first.exit_code)
+
+    unfinished = [(k, r) for k, r in made if r.status in (Status.INTERRUPTED, Status.BUDGET)]
+    broken = [(k, r) for k, r in made if _broken(r)]
+    skipped = [(k, r) for k, r in made if r.status is Status.SKIPPED]
+    if broken:  # a crash, a timeout or a runner rule is never noise: the eval takes that run's verdict
+        k, r = broken[0]
+        return EvalResult(
+            status=r.status, message=f"run {k + 1} of {n}: {r.message}", checks=checks, output_tail=r.output_tail,
+            repeats=summary, **{**base, "exit_code": r.exit_code},
+        )
+    if unfinished:  # the rates of the runs that finished, never compared as complete
+        k, r = unfinished[0]
+        partial = summary.model_copy(update={"partial": True})
+        message = f"{r.message} (after {len(reported)} of {n} runs; rates are partial)"
+        return EvalResult(status=r.status, message=message, checks=checks, repeats=partial, **base)
+    if skipped and not reported:
+        return EvalResult(status=Status.SKIPPED, message=skipped[0][1].message, repeats=summary, **base)
+    notes = []
+    if below:
+        notes += [_floor_words(c, settings.floor, n) for c in checks if not c.passed]
+    if flaky:
+        notes.append("flaky: " + "; ".join(_floor_words(c, settings.floor, n) for c in checks if c.name in flaky))
+    if stopped_early:
+        notes.append(f"stopped early after {len(made)} of {n} runs: the verdict was decided")
+    status = Status.FAILED if below else Status.PASSED
+    failing = next((r for _, r in reported if r.status is Status.FAILED), None)
+    return EvalResult(
+        status=status,
+        message="; ".join(notes) or None,
+        checks=checks,
+        output_tail=failing.output_tail if failing is not None and below else "",
+        repeats=summary,
+        **base,
+    )
+
+
+def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSettings, judged_over: int) -> list[CheckResult]:
+    """Each check's rate over the reported runs; ``judged_over`` runs decide the floor (the planned
+    count after an early stop, where the stop already proved the verdict)."""
+    runs = len(reported)
+    required = settings.required(judged_over)
+    remaining = judged_over - runs
+    out: list[CheckResult] = []
+    by_name = [(k, {c.name: c for c in r.checks}) for k, r in reported]  # one lookup per check and run
+    for name in _check_names([r for _, r in reported]):
+        seen = passes = 0
+        assertions: int | None = None
+        failed: list[int] = []
+        evidence: list[str] = []
+        first_message: str | None = None
+        for k, checks in by_name:
+            check = checks.get(name)
+            if check is not None:
+                seen += 1
+                assertions = check.assertions if assertions is None else min(assertions, check.assertions)
+            if check is not None and check.passed:
+                passes += 1
+                continue
+            failed.append(k)
+            why = (check.message or "failed") if check is not None else "absent from this run's report"
+            first_message = first_message or why
+            if len(evidence) < _EVIDENCE_RUNS:
+                evidence.append(f"run {k + 1} (EVALRUN_REPEAT={k}): {why}")
+        # After an early stop a check not yet decided (another one decided the eval) is not called below the floor.
+        ok = passes + max(remaining, 0) >= required
+        ks = [k for k in K_VALUES if k <= runs]
+        rate = CheckRate(
+            runs=runs,
+            passes=passes,
+            seen=seen,
+            pass_at_k={str(k): round(pass_at_k(runs, passes, k), 6) for k in ks},
+            pass_hat_k={str(k): round(pass_hat_k(runs, passes, k), 6) for k in ks},
+            wilson_95=tuple(round(x, 6) for x in wilson_interval(passes, runs)),  # type: ignore[arg-type]
+            flaky=ok and passes < runs,
+            failed_runs=failed,
+        )
+        words = f"passed {passes} of {runs} (floor {settings.floor:g})"
+        if seen < runs:
+            words += f"; seen in {seen} of {runs} runs"
+        message = None if passes == runs else (words + (f": {first_message}" if first_message and not ok else ""))
+        out.append(
+            CheckResult(
+                name=name,
+                assertions=assertions or 0,
+                passed=ok,
+                message=message,
+                evidence=truncate("\n".join(evidence), _EVIDENCE_CHARS) if evidence else None,
+                rate=rate,
+            )
+        )
+    return out
+
+
+def _floor_words(check: CheckResult, floor: float, planned: int) -> str:
+    assert check.rate is not None
+    rate = check.rate
+    text = f'check "{check.name}" passed {rate.passes} of {rate.runs} (floor {floor:g})'
+    if rate.runs < planned and not check.passed:  # stopped early: say why no later run could have saved it
+        text = (f'check "{check.name}" passed {rate.passes} of {rate.runs} (floor {floor:g}: at most '
+                f"{rate.passes + planned - rate.runs} of {planned} could pass)")
+    if check.rate.seen < check.rate.runs:
+        text += f", seen in {check.rate.seen} of {check.rate.runs} runs"
+    return text
+
+
+def rate_line(check: CheckResult) -> str:
+    """``"x": 9/10 passed (90%, 95% CI 60-98%), pass@3 1.00, pass^3 0.70`` for summaries."""
+    rate = check.rate
+    assert rate is not None
+    low, high = rate.wilson_95
+    pct = f"{rate.passes / rate.runs:.0%}" if rate.runs else "-"
+    text = f'"{check.name}": {rate.passes}/{rate.runs} passed ({pct}, 95% CI {low:.0%}-{high:.0%})'
+    k = max((int(k) for k in rate.pass_at_k if int(k) <= 3), default=None)
+    if k is not None and k > 1:
+        text += f", pass@{k} {rate.pass_at_k[str(k)]:.2f}, pass^{k} {rate.pass_hat_k[str(k)]:.2f}"
+    if rate.seen < rate.runs:
+        text += f", seen in {rate.seen} of {rate.runs} runs"
+    return text
+
+
+def _check_names(runs: Sequence[EvalResult]) -> list[str]:
+    names: dict[str, None] = {}
+    for r in runs:
+        for c in r.checks:
+            names.setdefault(c.name, None)
+    return list(names)
+
+
+def _broken(result: EvalResult) -> bool:
+    """A run that failed as a whole (crash, timeout, runner rule), not through a failed check."""
+    if result.status in (Status.ERROR, Status.TIMEOUT):
+        return True
+    return result.status is Status.FAILED and all(c.passed for c in result.checks)
+
+
+def _early_skipped(result: EvalResult) -> bool:
+    return result.status is Status.SKIPPED and result.message == EARLY_STOP_MESSAGE
+
+
+def _not_run(planned: PlannedEval, tier: str) -> EvalResult:
+    return EvalResult(name=planned.name, tier=tier, dir=planned.spec.dir, status=Status.INTERRUPTED,
+                      message="not run: interrupted")
+
+
+def _sum_models(runs: Sequence[EvalResult]) -> dict[str, Any] | None:
+    records = [r.models for r in runs if r.models]
+    if not records:
+        return None
+    tokens = {key: sum((m.get("tokens") or {}).get(key, 0) for m in records) for key in ("input", "output", "total")}
+    return {
+        "mode": records[0].get("mode"),
+        "provider": records[0].get("provider"),
+        "models": sorted({name for m in records for name in m.get("models") or []}),
+        "calls": sum(m.get("calls") or 0 for m in records),
+        "tokens": tokens,
+    }
+
+
+# --------------------------------------------------------------------------- words for the summaries
+
+
+def summary_lines(results: Sequence[EvalResult]) -> list[tuple[str, str | None]]:
+    """Each repeated eval's pass rates, then every flaky check on a line of its own (loud, like skips)."""
+    lines: list[tuple[str, str | None]] = []
+    repeated = [r for r in results if r.repeats is not None and r.checks]
+    if repeated:
+        lines.append(("pass rates:", None))
+    for r in repeated:
+        lines.append((f"  {r.name}: {describe_repeats(r)}", None))
+        lines.extend((f"    {rate_line(c)}", None if c.passed else "red") for c in r.checks if c.rate is not None)
+    flaky = [(r, c) for r in results for c in r.checks if c.rate is not None and c.rate.flaky]
+    if flaky:
+        lines.append((f"flaky ({len(flaky)}):", "yellow"))
+        lines.extend((f"  FLAKY {flaky_line(r, c)}", "yellow") for r, c in flaky)
+    return lines
+
+
+def describe_repeats(result: EvalResult) -> str:
+    """``10 of 10 runs, floor 0.8`` (plus ``stopped early`` or ``partial``)."""
+    s = result.repeats
+    assert s is not None
+    text = f"{s.runs} of {s.planned} runs, floor {s.floor:g}"
+    if s.stopped_early:
+        text += f", stopped early (stop = \"decided\"): rates from {len(s.runs_detail)} runs"
+    if s.partial:
+        text += ", partial: not every run finished"
+    return text
+
+
+def flaky_line(result: EvalResult, check: CheckResult) -> str:
+    assert check.rate is not None and result.repeats is not None
+    return (f'{result.name}: check "{check.name}" passed {check.rate.passes} of {check.rate.runs} '
+            f"(floor {result.repeats.floor:g})")
