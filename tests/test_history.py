@@ -22,7 +22,8 @@ from evalrun.history import record_run
 from evalrun.history.location import HistoryLocation, locate_history, parse_history_url, redact_url
 from evalrun.history.records import EVIDENCE_CHARS, GitInfo, make_record, read_git
 from evalrun.history.series import check_series, failing_since, ordered_for_attention
-from evalrun.history.store import HistoryError, open_store
+from evalrun.history.backends import open_store
+from evalrun.history.store import HistoryError
 from evalrun.manifest import load_manifest
 from evalrun.results import BaselineChange, BaselineComparison, CheckResult, EvalResult, RunResults, Status
 
@@ -100,7 +101,7 @@ WRITER = textwrap.dedent("""
     from test_history import results
     from evalrun.history.location import parse_history_url
     from evalrun.history.records import GitInfo, make_record
-    from evalrun.history.store import open_store
+    from evalrun.history.backends import open_store
     me, other, url = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     store = open_store(parse_history_url(url, Path("."), "test"))
     me.write_text("ready")

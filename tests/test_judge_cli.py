@@ -43,6 +43,10 @@ def check(result: dict, name: str) -> dict:
     return next(c for c in result["checks"] if c["name"] == name)
 
 
+# One worker runs this module: its recorded suite (a module fixture) is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("judge-cli")
+
+
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
     """Recorded in t3 against the fake upstream, then replayed in t2 with the upstream stopped."""

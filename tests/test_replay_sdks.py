@@ -43,6 +43,10 @@ def observed(proj, scenario: str, tier: str) -> list[dict]:
     return json.loads((proj.root / "evals" / "sdk" / "observed" / f"{scenario}.{tier}.json").read_text())
 
 
+# One worker runs this module: its recorded suite (a module fixture) is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("replay-sdks")
+
+
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
     """The suite, recorded against the fake upstream, then replayed with the upstream stopped."""

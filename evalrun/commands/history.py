@@ -12,7 +12,8 @@ from evalrun.errors import UsageError, file_label
 from evalrun.history.location import locate_history
 from evalrun.history.records import GitInfo, RunRecord, make_record, secrets_of
 from evalrun.history.series import CheckSeries, check_series, last_failure, ordered_for_attention
-from evalrun.history.store import HistoryStore, open_store
+from evalrun.history.backends import open_store
+from evalrun.history.store import HistoryStore
 from evalrun.manifest import TIERS, Manifest, load_manifest
 from evalrun.results import load_results
 

@@ -35,7 +35,8 @@ def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, st
     from evalrun.errors import EvalrunError
     from evalrun.history.location import locate_history
     from evalrun.history.records import make_record, read_git, secrets_of
-    from evalrun.history.store import HistoryError, open_store
+    from evalrun.history.backends import open_store
+    from evalrun.history.store import HistoryError
 
     try:
         ensure_state_dir(manifest.root)

@@ -1,6 +1,6 @@
 """The one interface every history backend offers, and opening the right one.
 
-``HistoryStore`` is what commands and the report use; ``open_store`` picks
+``HistoryStore`` is what commands and the report use; ``evalrun.history.backends.open_store`` picks
 SQLite or PostgreSQL from a ``HistoryLocation``. Every backend failure leaves
 as ``HistoryError`` with one line, the password scrubbed from it.
 """
@@ -33,17 +33,6 @@ class HistoryStore(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def open_store(location: HistoryLocation) -> HistoryStore:
-    """Open (creating and migrating as needed) the store at ``location``."""
-    if location.kind == "postgres":
-        from evalrun.history.postgres import PostgresStore
-
-        return PostgresStore(location)
-    from evalrun.history.sqlite import SqliteStore
-
-    return SqliteStore(location)
 
 
 def describe_failure(location: HistoryLocation, exc: BaseException) -> str:

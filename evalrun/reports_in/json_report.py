@@ -17,7 +17,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from evalrun.errors import ReportError
 from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, CHECK_LIMIT, NAME_LIMIT, ParsedReport
@@ -113,21 +113,23 @@ def read_json_report(path: Path, secrets: Iterable[str] = ()) -> ParsedReport:
         count = len(data["checks"])
         raise ReportError(f"invalid report: checks: {count:,} checks, more than the {CHECK_LIMIT:,} evalrun reads")
     try:
-        errors = list(islice(_validator().iter_errors(data), _ERRORS_SHOWN + 1))
-        if errors:
-            raise ReportError(_describe(errors))
+        _check_shape(data)
     except RecursionError:
         raise ReportError("invalid report: nested too deeply to check") from None
-    checks = [
-        CheckResult(
-            name=scrub(c["name"], secrets),
-            assertions=c["assertions"],
-            passed=c["passed"],
-            message=_cut(c.get("message"), secrets, MESSAGE_LIMIT),
-            evidence=_cut(c.get("evidence"), secrets, EVIDENCE_LIMIT),
-        )
-        for c in data["checks"]
-    ]
+    secrets = [s for s in secrets if s]
+    name = (lambda text: scrub(text, secrets)) if secrets else (lambda text: text)
+    checks = _CHECKS.validate_python(
+        [
+            {
+                "name": name(c["name"]),
+                "assertions": int(c["assertions"]),  # the schema allows 3.0 for 3
+                "passed": c["passed"],
+                "message": _cut(c.get("message"), secrets, MESSAGE_LIMIT),
+                "evidence": _cut(c.get("evidence"), secrets, EVIDENCE_LIMIT),
+            }
+            for c in data["checks"]
+        ]
+    )
     metrics = {
         name: _cut(value, secrets, MESSAGE_LIMIT) if isinstance(value, str) else value
         for name, value in data.get("metrics", {}).items()
@@ -137,7 +139,28 @@ def read_json_report(path: Path, secrets: Iterable[str] = ()) -> ParsedReport:
     return ParsedReport(checks=checks, metrics=metrics, running=running)
 
 
+# Building the records in one validation call is three times faster than one call a check.
+_CHECKS = TypeAdapter(list[CheckResult])
 _ERRORS_SHOWN = 50  # schema errors collected at most: a report of a million bad checks is one line too
+
+
+def _check_shape(data: Any) -> None:
+    """Raise ReportError naming the first schema violation, if any.
+
+    The fast path is the pydantic model the published schema is generated from,
+    in strict mode (a 2,000-check report in a few ms, where jsonschema takes tens
+    of ms); strict mode accepts no more than the schema does. Only a report it
+    refuses goes to jsonschema, whose verdict decides and whose message names the
+    place (``checks[0].assertions: 'two' is not of type 'integer'``).
+    """
+    try:
+        Report.model_validate(data, strict=True)
+        return
+    except ValidationError:
+        pass
+    errors = list(islice(_validator().iter_errors(data), _ERRORS_SHOWN + 1))
+    if errors:
+        raise ReportError(_describe(errors))
 
 
 def _load(raw: bytes) -> Any:

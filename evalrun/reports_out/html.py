@@ -180,7 +180,7 @@ def runs_for_report(
     from evalrun.errors import EvalrunError
     from evalrun.history.location import locate_history
     from evalrun.history.records import make_record, run_id_for, secrets_of
-    from evalrun.history.store import open_store
+    from evalrun.history.backends import open_store
 
     runs: list[RunRecord] = []
     notes: list[str] = []
