@@ -65,7 +65,7 @@ def bench_many_checks(folder: Path, evals: int = 500) -> None:
     report = folder / "prepared.json"
     report.write_text(json.dumps(_report(2000)))
     manifest = ["[tiers.t1]\n"]
-    scorer = folder / "copy.py"
+    scorer = folder / "write_report.py"  # not copy.py: it would shadow the stdlib module for python -m
     scorer.write_text(f"import os, shutil\nshutil.copyfile({str(report)!r}, os.environ['EVALRUN_REPORT'])\n")
     for i in range(evals):
         (folder / "evals" / f"e{i:03d}").mkdir(parents=True)

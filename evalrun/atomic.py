@@ -11,24 +11,30 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 _umask_lock = threading.Lock()
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, fsync: bool = True) -> None:
+def write_atomic(
+    path: str | os.PathLike[str], data: str | bytes | Iterable[str], *, fsync: bool = True
+) -> None:
     """Write ``data`` to ``path`` so that readers never see a torn file.
 
-    ``fsync=False`` skips the flush to disk, for files that need not survive a
-    power cut (a record of processes that would not survive it either)."""
+    ``data`` may be an iterable of text pieces, written as they come, so a large
+    file never has to exist whole in memory. ``fsync=False`` skips the flush to
+    disk, for files that need not survive a power cut (a record of processes
+    that would not survive it either)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    pieces = [data] if isinstance(data, (str, bytes)) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
+            for piece in pieces:
+                fh.write(piece.encode("utf-8") if isinstance(piece, str) else piece)
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())

@@ -9,6 +9,7 @@ results file written by one run can be read back by ``baseline --from-results``,
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -204,9 +205,24 @@ def write_results(results: RunResults, path: Path) -> None:
     """Write the results file atomically, one writer at a time: a killed run never leaves it torn."""
     from evalrun.locks import hold_lock, sidecar_lock
 
-    data = results.model_dump_json(indent=2) + "\n"
     with hold_lock(sidecar_lock(Path(path))):
-        write_atomic(path, data)
+        write_atomic(path, _results_pieces(results))
+
+
+def _results_pieces(results: RunResults) -> Iterator[str]:
+    """The results file's JSON, one eval at a time: 500 evals of 2,000 checks never sit in memory as one text."""
+    head = json.loads(results.model_dump_json(exclude={"evals"}))
+    yield "{\n"
+    for key, value in head.items():
+        yield f"  {json.dumps(key)}: {_indented(json.dumps(value, indent=2, ensure_ascii=False))},\n"
+    yield '  "evals": ['
+    for index, result in enumerate(results.evals):
+        yield ("," if index else "") + "\n    " + _indented(result.model_dump_json(indent=2), 2)
+    yield "\n  ]\n}\n" if results.evals else "]\n}\n"
+
+
+def _indented(text: str, levels: int = 1) -> str:
+    return text.replace("\n", "\n" + "  " * levels)
 
 
 def load_results(path: Path) -> RunResults:
