@@ -206,10 +206,10 @@ def write_results(results: RunResults, path: Path) -> None:
     from evalrun.locks import hold_lock, sidecar_lock
 
     with hold_lock(sidecar_lock(Path(path))):
-        write_atomic(path, _results_pieces(results))
+        write_atomic(path, results_json_pieces(results))
 
 
-def _results_pieces(results: RunResults) -> Iterator[str]:
+def results_json_pieces(results: RunResults) -> Iterator[str]:
     """The results file's JSON, one eval at a time: 500 evals of 2,000 checks never sit in memory as one text."""
     head = json.loads(results.model_dump_json(exclude={"evals"}))
     yield "{\n"
