@@ -271,7 +271,7 @@ def test_stderr_flood_before_stdout_does_not_deadlock() -> None:
 
 
 def test_one_gib_of_stdout_keeps_memory_bounded() -> None:
-    # The driver runs in its own interpreter so ru_maxrss measures only it.
+    # The driver runs in its own interpreter and reports its own VmHWM (its peak alone).
     size = 1 << 30
     driver = subprocess.run(
         [sys.executable, str(STUBS / "measure_peak_rss.py"), str(size)],

@@ -11,18 +11,17 @@ The first expectation must follow ``evalrun: error: <file>: `` directly (the
 place comes first); later ones may appear anywhere in the line. Each case is
 copied into a fresh folder under ``$EVALRUN_WORKDIR`` and given to both
 ``evalrun dry --manifest`` and ``evalrun t1 --manifest``, each in a process of
-its own (the ``python -m evalrun`` entry point, forked from a server that
-imported evalrun once).
+its own (a fresh ``python -m evalrun``).
 Both must exit 2 with exactly one line on stderr, nothing on stdout, no Python
 traceback, and ``t1`` must not write a results file. One check per case file.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import runpy
+import subprocess
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -91,43 +90,31 @@ def _run(folder: Path, args: tuple[str, ...]) -> Invocation:
 
 # -- evalrun in a process of its own ----------------------------------------------
 #
-# Each invocation runs evalrun's entry point (``python -m evalrun``, via runpy)
-# in a process of its own, forked from a server that imported evalrun once
-# (multiprocessing's forkserver): the same code as a fresh interpreter, with
-# its own folder, environment, stdin, stdout and stderr, without paying the
-# interpreter's start-up and evalrun's imports again for each of them.
-
-PRELOAD = ["evalrun.cli", "evalrun.commands.run", "evalrun.commands.dry", "evalrun.pipeline"]
-_CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload(PRELOAD)  # a module that is not there is skipped
-
-
-def _evalrun_in_child(args: tuple[str, ...], folder: str, env: dict[str, str], out: str, err: str) -> None:
-    """In the forked process: become ``python -m evalrun ARGS`` run in ``folder``."""
-    os.chdir(folder)
-    os.environ.clear()
-    os.environ.update(env)
-    for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, out, os.O_WRONLY), (2, err, os.O_WRONLY)):
-        opened = os.open(path, flags | (os.O_CREAT | os.O_TRUNC if fd else 0), 0o644)
-        os.dup2(opened, fd)
-        os.close(opened)
-    sys.argv = ["evalrun", *args]
-    sys.path[0] = folder  # python -m puts the working folder first
-    runpy.run_module("evalrun", run_name="__main__", alter_sys=True)  # exits with evalrun's code
+# Each invocation runs ``python -m evalrun`` as a fresh process in its own
+# folder, with its own environment, stdin, stdout and stderr. (A forkserver that
+# imported evalrun once was faster, but under load its children's exit codes
+# were sometimes lost, reading as 255: a gate must not flake.)
 
 
 def run_evalrun(args: tuple[str, ...], folder: Path, out: Path, err: Path) -> tuple[int | None, str, str]:
     """Run ``evalrun ARGS`` in ``folder``; its exit code (None: past RUN_LIMIT_S), stdout and stderr."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}  # the outer run's
     env["NO_COLOR"] = "1"
-    child = _CONTEXT.Process(target=_evalrun_in_child, args=(args, str(folder), env, str(out), str(err)))
-    child.start()
-    child.join(RUN_LIMIT_S)
-    code = child.exitcode
-    if code is None:
-        child.kill()
-        child.join()
-    child.close()
+    return _run_fresh(args, folder, env, out, err)
+
+
+def _run_fresh(args: tuple[str, ...], folder: Path, env: dict[str, str], out: Path, err: Path) -> tuple[int | None, str, str]:
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "evalrun", *args], cwd=folder, env=env,
+            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
+        )
+        try:
+            code: int | None = child.wait(RUN_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            code = None
     return code, _read_text(out), _read_text(err)
 
 
