@@ -122,3 +122,56 @@ def test_a_closed_stdout_does_not_change_the_verdict(project, tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
     assert json.loads((proj.root / ".evalrun" / "results" / "t1.json").read_text())["exit_code"] == 0
+
+
+def test_ctrl_c_at_start_up_is_exit_130_without_a_traceback(project) -> None:
+    # Ctrl-C may land while typer and rich are still being imported: still one line and 130.
+    from conftest import default_sigint
+
+    proj = project({"manifest.toml": eval_entry("a"), "evals/a/score.py": json_scorer([])})
+    for delay in (0.0, 0.05, 0.15):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=proj.env({"NO_COLOR": "1"}),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        if proc.returncode == 0 or proc.returncode == 1:
+            continue  # the run was over before the signal came: nothing to judge at this delay
+        # Before the interpreter has set up Ctrl-C, the kernel's default ends it (-2, which shells show as 130).
+        assert proc.returncode in (130, -signal.SIGINT), (delay, out, err)
+        assert "Traceback" not in err, (delay, err)
+
+
+def test_sigterm_while_the_embedded_postgres_starts_writes_results_and_exits_130(project) -> None:
+    proj = project(
+        {
+            "manifest.toml": (
+                '[tiers.t2]\n[services.db]\npostgres = "embedded"\n'
+                + eval_entry("uses-db", tier="t2", extra='services = ["db"]')
+            ),
+            "evals/uses-db/score.py": json_scorer([{"name": "a", "assertions": 1, "passed": True}]),
+        }
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", "t2"], cwd=proj.root, env=proj.env({"NO_COLOR": "1", "CI": "1"}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        while line and "starting service db" not in line:
+            line = proc.stdout.readline()
+        assert line, "evalrun never started the service"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, out + err
+    results = json.loads((proj.root / ".evalrun" / "results" / "t2.json").read_text())
+    assert results["interrupted"] is True
+    assert [e["status"] for e in results["evals"]] == ["interrupted"]
+    assert "Traceback" not in err
