@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[redacted by evalrun]"
@@ -104,8 +105,10 @@ def scrub(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str
     The one place evalrun hides known secrets in text. Fragments count because
     a cut (by a scorer, a pipe's tail, a capped field) may leave part of a key.
     """
-    values = sorted({s for s in secrets if s}, key=len, reverse=True)
-    if not values or not text:
+    if not text:
+        return text
+    values, pieces = _prepared(frozenset(s for s in secrets if s))
+    if not any(piece in text for piece in pieces):  # the common case: nothing to hide, found at C speed
         return text
     spans: list[tuple[int, int]] = []
     for secret in values:
@@ -127,6 +130,15 @@ def _occurrences(text: str, needle: str) -> list[int]:
         found.append(start)
         start = text.find(needle, start + 1)
     return found
+
+
+@lru_cache(maxsize=64)
+def _prepared(secrets: frozenset[str]) -> tuple[list[str], tuple[str, ...]]:
+    """The secrets longest first, and every piece whose presence means something to hide:
+    a short secret whole, a long one's every run of FRAGMENT characters."""
+    values = sorted(secrets, key=len, reverse=True)
+    pieces = {s if len(s) <= FRAGMENT else s[i : i + FRAGMENT] for s in values for i in range(max(1, len(s) - FRAGMENT + 1))}
+    return values, tuple(pieces)
 
 
 def _fragment_spans(text: str, secret: str) -> list[tuple[int, int]]:
