@@ -32,8 +32,9 @@ from evalrun.secrets import passwords_in, redact_passwords, scrub, secret_like_v
 # the thread: libraries round timeouts (libpq waits at least 2 s) or apply them
 # per phase (httpx: connect, then read), and the user was promised the timeout.
 _GRACE_S = 0.5
-# How long an interrupted run waits for each probe thread to stop its process.
-_STOP_WAIT_S = 2.0
+# How long an interrupted run waits, at most, for the probe threads to stop their processes
+# (each stops within its grace; this only bounds a machine too loaded to schedule them).
+_STOP_WAIT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,9 @@ def run_probes(probes: Iterable[Probe], env: Mapping[str, str], root: Path) -> d
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM while probing: stop the probes' own processes before the run ends.
         cancel.set()
+        until = time.monotonic() + _STOP_WAIT_S
         for watch in watches:
-            watch.thread.join(_STOP_WAIT_S)
+            watch.thread.join(max(0.0, until - time.monotonic()))
         raise
 
 
