@@ -19,7 +19,7 @@ from pathlib import Path
 
 from evalrun.history.location import parse_history_url
 from evalrun.history.records import GitInfo, make_record
-from evalrun.history.store import open_store
+from evalrun.history.backends import open_store
 from evalrun.reports_out.html import write_html_report
 from evalrun.results import BaselineComparison, CheckResult, EvalResult, RunResults, Status
 
