@@ -1,4 +1,4 @@
-"""Repeats and pass rates, through the real CLI with a deterministic "flaky" scorer (tests/stubs/flaky_scorer.py)."""
+"""Repeats and pass rates, through the real CLI with the deterministic "flaky" scorer of gate-bites' repeat cases."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-STUB = (Path(__file__).parent / "stubs" / "flaky_scorer.py").read_text()
+STUB = (Path(__file__).resolve().parent.parent / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
 
 
 def flaky_project(project, keys: str = "repeat = 10\nmin_pass_rate = 0.8", tier_keys: str = ""):
