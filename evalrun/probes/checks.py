@@ -209,7 +209,8 @@ def _run(
 ) -> ProcessOutcome:
     """Run argv in root under the probe's deadline; the whole group is stopped after it."""
     request = ProcessRequest(argv=argv, cwd=root, env=env, timeout=timeout, grace=_STOP_GRACE_S, tail_bytes=4096)
-    return run_process(request, cancel)
+    spawned = getattr(cancel, "spawned", None)  # a run's ProbeCancel keeps the groups it must stop on Ctrl-C
+    return run_process(request, cancel, on_spawn=spawned.add if spawned is not None else None)
 
 
 def _last_line(outcome: ProcessOutcome) -> str:

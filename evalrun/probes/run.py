@@ -26,6 +26,7 @@ from typing import Any
 
 from evalrun.probes.spec import Probe, Unset, expand
 from evalrun.probes.checks import CHECKERS, first_line, seconds
+from evalrun.process import terminate_group
 from evalrun.secrets import passwords_in, redact_passwords, scrub, secret_like_values
 
 # Slack the watchdog grants beyond a probe's own timeout before it gives up on
@@ -59,7 +60,7 @@ def run_probes(probes: Iterable[Probe], env: Mapping[str, str], root: Path) -> d
     for probe in probes:
         distinct.setdefault(probe.key, probe)
     frozen_env = dict(env)
-    cancel = threading.Event()
+    cancel = ProbeCancel()
     watches = [_Watch(probe, frozen_env, root, cancel) for probe in distinct.values()]
     try:
         for watch in watches:
@@ -71,7 +72,18 @@ def run_probes(probes: Iterable[Probe], env: Mapping[str, str], root: Path) -> d
         until = time.monotonic() + _STOP_WAIT_S
         for watch in watches:
             watch.thread.join(max(0.0, until - time.monotonic()))
+        # A thread that the machine did not schedule in time must not leave its process behind.
+        for pgid in list(cancel.spawned):
+            terminate_group(pgid, 0.2)
         raise
+
+
+class ProbeCancel(threading.Event):
+    """The run's cancel event for its probes, with the process groups they started (to stop on Ctrl-C)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spawned: set[int] = set()
 
 
 class _Watch:
