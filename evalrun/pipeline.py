@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -234,15 +234,15 @@ def _start_and_execute(
     tracker = RepeatTracker(plan.evals, settings, tier, on_eval_done=console.eval_finished)
     will_run = [p for p in runs if pre.for_eval(p.name).runs]
     models = ModelCalls(manifest, tier, will_run, environ, request.record)
+    secrets = run_secrets(environ, manifest.models.key_vars)  # one set for everything the run shows
     services = ServiceManager(
         manifest.services,
         logs_dir=manifest.root / ".evalrun" / "logs",
         state_dir=state_dir,
         environ=models.base_env,  # services obey the tier's key rule as scorers do
         ready_check=ready_check(manifest),
-        secrets=models.secrets,
+        secrets=secrets,
     )
-    secrets = run_secrets(environ, manifest.models.key_vars)
 
     def finalize(planned: PlannedEval, result: EvalResult) -> EvalResult:
         # Redacted before anything is written or shown: results, JUnit, Markdown, baselines, history;
@@ -356,9 +356,9 @@ def write(results: RunResults, outputs: Outputs, console: Console, environ: Mapp
             console.line(line)
 
 
-def _write_output(write_one: object, flag: str, path: Path) -> None:
+def _write_output(write_one: Callable[[], None], flag: str, path: Path) -> None:
     try:
-        write_one()  # type: ignore[operator]
+        write_one()
     except OSError as exc:
         raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc}); choose a writable path") from None
 

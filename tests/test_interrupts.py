@@ -129,6 +129,7 @@ def test_ctrl_c_at_start_up_is_exit_130_without_a_traceback(project) -> None:
     from conftest import default_sigint
 
     proj = project({"manifest.toml": eval_entry("a"), "evals/a/score.py": json_scorer([])})
+    interrupted = 0
     for delay in (0.0, 0.05, 0.15):
         proc = subprocess.Popen(
             [sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=proj.env({"NO_COLOR": "1"}),
@@ -142,6 +143,8 @@ def test_ctrl_c_at_start_up_is_exit_130_without_a_traceback(project) -> None:
         # Before the interpreter has set up Ctrl-C, the kernel's default ends it (-2, which shells show as 130).
         assert proc.returncode in (130, -signal.SIGINT), (delay, out, err)
         assert "Traceback" not in err, (delay, err)
+        interrupted += 1
+    assert interrupted, "every run ended before its Ctrl-C: the test judged nothing"
 
 
 def test_sigterm_while_the_embedded_postgres_starts_writes_results_and_exits_130(project) -> None:
