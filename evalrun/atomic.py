@@ -18,18 +18,23 @@ _umask_lock = threading.Lock()
 
 
 def write_atomic(
-    path: str | os.PathLike[str], data: str | bytes | Iterable[str], *, fsync: bool = True
+    path: str | os.PathLike[str],
+    data: str | bytes | Iterable[str],
+    *,
+    fsync: bool = True,
+    tmp_tag: str = "",
 ) -> None:
     """Write ``data`` to ``path`` so that readers never see a torn file.
 
     ``data`` may be an iterable of text pieces, written as they come, so a large
     file never has to exist whole in memory. ``fsync=False`` skips the flush to
     disk, for files that need not survive a power cut (a record of processes
-    that would not survive it either)."""
+    that would not survive it either). ``tmp_tag`` goes into the temporary
+    file's name, so a sweep can tell whose half-written file a kill left."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     pieces = [data] if isinstance(data, (str, bytes)) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{tmp_tag}", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:

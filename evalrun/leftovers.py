@@ -39,6 +39,8 @@ MARKER = ".evalrun-service"
 # A run's scratch folder: ``evalrun-<owner pid>-<owner start ticks>-<random>``, holding SCRATCH_MARKER.
 SCRATCH_MARKER = ".evalrun-scratch"
 _SCRATCH_NAME = re.compile(r"evalrun-(\d+)-(\d+)-[^/]+\Z")
+# A record's temporary file while it is written: a SIGKILL at that moment leaves it behind.
+_RECORD_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
 
 
 # ---------------------------------------------------------------- leftovers
@@ -49,6 +51,7 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
     lines: list[str] = []
     if not Path(state_dir).is_dir():
         return lines
+    _sweep_record_temps(Path(state_dir))
     for path in sorted(Path(state_dir).glob("*.json")):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
@@ -96,8 +99,18 @@ def write_record(record: Path, name: str, kind: str, pid: int, pgid: int, data_d
         "owner_start": _start_ticks(os.getpid()) or 0,
         "data_dir": str(data_dir) if data_dir else None,
     }
-    # No fsync: after a power cut there is nothing left to stop.
-    write_atomic(record, json.dumps(fields, indent=2) + "\n", fsync=False)
+    # No fsync: after a power cut there is nothing left to stop. The temporary
+    # file names its owner, so a kill mid-write leaves nothing the next run keeps.
+    tag = f"owner-{fields['owner_pid']}-{fields['owner_start']}."
+    write_atomic(record, json.dumps(fields, indent=2) + "\n", fsync=False, tmp_tag=tag)
+
+
+def _sweep_record_temps(state_dir: Path) -> None:
+    """Remove half-written records whose writer is gone; a live writer's are left alone."""
+    for path in state_dir.glob(".*.tmp"):
+        match = _RECORD_TMP.match(path.name)
+        if match and not is_alive(int(match.group(1)), int(match.group(2))):
+            path.unlink(missing_ok=True)
 
 
 def make_scratch() -> Path:

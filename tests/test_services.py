@@ -16,7 +16,7 @@ import pytest
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
-from evalrun.leftovers import reap_leftovers
+from evalrun.leftovers import reap_leftovers, write_record
 from evalrun.services.manager import ServiceManager
 from evalrun.services.spec import ServiceSpec
 
@@ -361,6 +361,31 @@ def test_stale_records_are_removed_without_signalling_anyone(tmp_path: Path) -> 
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_a_record_half_written_when_its_run_was_killed_is_removed_and_a_live_ones_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    # The temporary name write_record really uses is one the sweep recognises.
+    import evalrun.atomic as atomic
+    seen: list[str] = []
+    real_replace = os.replace
+    monkeypatch.setattr(atomic.os, "replace", lambda src, dst: (seen.append(Path(src).name), real_replace(src, dst)))
+    write_record(state / "api.json", "api", "run", os.getpid(), os.getpgid(0), None)
+    monkeypatch.undo()
+    (state / "api.json").unlink()
+    assert len(seen) == 1
+    me = os.getpid()
+    live = state / seen[0]
+    live.write_text('{"version": 1, "na')  # what a kill mid-write leaves, by a writer still running
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = state / seen[0].replace(f"owner-{me}-{_proc_start(me)}.", f"owner-{int(gone.stdout)}-1.")
+    assert dead.name != live.name
+    dead.write_text('{"version": 1, "na')
+    assert reap_leftovers(state) == []
+    assert sorted(p.name for p in state.iterdir()) == [live.name]
 
 
 def test_orphans_of_a_dead_leader_are_reaped_by_their_group(tmp_path: Path) -> None:
