@@ -21,6 +21,7 @@ from evalrun.atomic import write_atomic
 from evalrun.baseline_rates import RatedCount, counts_of, diff_rates, parse_rate_entry
 from evalrun.errors import BaselineError, BaselineRefused, file_label
 from evalrun.manifest import Manifest
+from evalrun.plan import tier_cells
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, RunResults, Status
 from evalrun.text import one_line
 
@@ -202,7 +203,7 @@ def compare_tier(
     return compare_to_baseline(
         baseline,
         results,
-        {e.name for e in manifest.evals if e.tier == tier},
+        set(tier_cells(manifest, tier)),
         baseline_path(manifest, tier),
         strict=strict or manifest.baseline.strict,
         update_command=update_command,

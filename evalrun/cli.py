@@ -40,6 +40,10 @@ EvalOpt = Annotated[
 TagOpt = Annotated[
     Optional[list[str]], typer.Option("--tag", "-t", metavar="TAG", help="Only evals with this tag (repeatable).")
 ]
+ExperimentOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--experiment", "-x", metavar="NAME", help="Only this experiment's column (repeatable)."),
+]
 JobsOpt = Annotated[
     int,
     typer.Option("--jobs", "-j", metavar="N", min=0, show_default=False, help="Scorers run at once (default: the CPU count)."),
@@ -105,6 +109,7 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
         manifest_path: ManifestOpt = DEFAULT_MANIFEST,
         evals: EvalOpt = None,
         tags: TagOpt = None,
+        experiments: ExperimentOpt = None,
         jobs: JobsOpt = 0,
         json_path: JsonOpt = None,
         strict_baseline: StrictOpt = False,
@@ -155,6 +160,7 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             record=record,
             html_path=html_path,
             repeat=repeat,
+            experiments=list(experiments or []),
         )
         return run_tier(request, _console())
 
@@ -203,6 +209,7 @@ def dry(
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     eval_: EvalOpt = None,
     tag: TagOpt = None,
+    experiment: ExperimentOpt = None,
     no_probe: Annotated[bool, typer.Option("--no-probe", metavar="", help="Do not run the probes.")] = False,
     changed_since: ChangedOpt = None,
     shard: ShardOpt = None,
@@ -212,7 +219,7 @@ def dry(
 
     return dry_command(
         manifest, tier, list(eval_ or []), list(tag or []), _console(), probe=not no_probe,
-        changed_since=changed_since, shard=shard,
+        changed_since=changed_since, shard=shard, experiments=list(experiment or []),
     )
 
 

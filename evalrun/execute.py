@@ -296,17 +296,21 @@ def run_scorer(
     stdout_path = scratch.stdout if spec.format == "tap" else None
     env = dict(base_env)
     env.update(extra_env)
-    env.update(spec.env)
+    env.update(planned.env())  # the eval's env, its experiment's over it
     # The tier's key rule wins over anything an eval or service sets: in t1/t2 the
     # key variables keep the placeholder the base environment gave them.
     env.update({name: value for name, value in base_env.items() if value == PLACEHOLDER})
     env.update(
         EVALRUN_REPORT=str(report_path),
-        EVALRUN_EVAL=spec.name,
+        EVALRUN_EVAL=spec.name,  # the eval's own name; the column is EVALRUN_EXPERIMENT
         EVALRUN_TIER=tier,
         EVALRUN_WORKDIR=str(workdir),
         EVALRUN_REPEAT=str(planned.repeat),  # which run of a repeated eval (0 when it does not repeat)
     )
+    if planned.experiment is not None:
+        env["EVALRUN_EXPERIMENT"] = planned.experiment
+        if planned.column is not None and planned.column.model:
+            env["EVALRUN_MODEL"] = planned.column.model
     if spec.format == "junit" and spec.junit:
         # A report left by an earlier run must never pass for this run's.
         try:
@@ -344,7 +348,7 @@ def _run_recorded(
             return
         try:
             record.parent.mkdir(parents=True, exist_ok=True)
-            write_record(record, spec.name, "scorer", pid, pid, None)
+            write_record(record, planned.name, "scorer", pid, pid, None)
         except OSError:
             pass  # an unwritable state folder costs the sweep after a kill, not the eval
 
@@ -376,7 +380,8 @@ def _judge_outcome(
     spec = planned.spec
     tail = outcome.text_tail()
     base = dict(
-        name=spec.name,
+        name=planned.name,
+        experiment=planned.experiment,
         tier=tier,
         dir=spec.dir,
         duration_s=round(duration, 4),
@@ -470,7 +475,9 @@ def _read_report(
 
 
 def _unchecked(planned: PlannedEval, tier: str, status: Status, message: str) -> EvalResult:
-    return EvalResult(name=planned.name, tier=tier, dir=planned.spec.dir, status=status, message=message)
+    return EvalResult(
+        name=planned.name, experiment=planned.experiment, tier=tier, dir=planned.spec.dir, status=status, message=message
+    )
 
 
 def scorer_base_env(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -44,6 +44,48 @@ class Price(_Strict):
     output: float = Field(ge=0)
 
 
+# An eval or tier names the experiments it runs under: a list, or "all" (the default).
+ExperimentList = list[str] | Literal["all"] | None
+
+
+class SkipRule(_Strict):
+    """``skip = { tags = [...], evals = [...], reason = "..." }``: evals that make no sense in a column."""
+
+    evals: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    reason: str = ""
+
+
+class Experiment(_Strict):
+    """``[experiments.NAME]``: one column of the side-by-side comparison (see evalrun.plan)."""
+
+    description: str = ""
+    env: dict[str, str] = Field(default_factory=dict)  # what the column changes, over the eval's own env
+    requires: list[str] = Field(default_factory=list)  # probes: unmet skips every eval of the column, loudly
+    evals: list[str] = Field(default_factory=list)  # the column runs only these evals (and/or tags)
+    tags: list[str] = Field(default_factory=list)
+    skip: SkipRule | None = None
+    model: str | None = Field(default=None, min_length=1)  # the model the column asks for: EVALRUN_MODEL
+    budget: Budget | None = None  # a cap on the whole column's model calls
+
+    def selects(self, spec: EvalSpec) -> bool:
+        """Whether the column's own ``evals``/``tags`` selection takes ``spec`` (none: every eval)."""
+        if not self.evals and not self.tags:
+            return True
+        return spec.name in self.evals or bool(set(self.tags) & set(spec.tags))
+
+    def skip_reason(self, name: str, spec: EvalSpec) -> str | None:
+        """Why the column's ``skip`` rule leaves ``spec`` out, or None when it does not."""
+        rule = self.skip
+        if rule is None:
+            return None
+        tags = sorted(set(rule.tags) & set(spec.tags))
+        if spec.name not in rule.evals and not tags:
+            return None
+        why = f"tag {tags[0]}" if tags else "named"
+        return f"skip rule of experiment {name} ({why}){': ' + rule.reason if rule.reason else ''}"
+
+
 class TierConfig(_Strict):
     description: str = ""
     require: list[str] = Field(default_factory=list)  # guard: unmet -> refuse the tier (exit 2)
@@ -55,6 +97,7 @@ class TierConfig(_Strict):
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
     stop: Literal["decided"] | None = None
     alpha: float | None = Field(default=None, gt=0, lt=1)
+    experiments: ExperimentList = None  # the tier's default for its evals
 
 
 class ModelsConfig(_Strict):
@@ -116,6 +159,7 @@ class EvalSpec(_Strict):
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
     stop: Literal["decided"] | None = None
     alpha: float | None = Field(default=None, gt=0, lt=1)
+    experiments: ExperimentList = None  # unset: the tier's list, else every experiment
 
     @field_validator("run")
     @classmethod
@@ -153,6 +197,7 @@ class Manifest(_Strict):
     baseline: BaselineConfig = BaselineConfig()
     models: ModelsConfig = ModelsConfig()
     history: HistoryConfig = HistoryConfig()
+    experiments: dict[str, Experiment] = Field(default_factory=dict)
     evals: list[EvalSpec] = Field(default_factory=list)
 
     def uses_model(self, spec: EvalSpec) -> bool:
@@ -160,6 +205,13 @@ class Manifest(_Strict):
         if spec.tier == "t1":
             return False
         return spec.model if spec.model is not None else self.tier(spec.tier).model
+
+    def columns(self, spec: EvalSpec) -> list[str]:
+        """The experiments ``spec`` runs under, in manifest order: its own ``experiments`` (else its
+        tier's, else all), narrowed by each experiment's selection. Empty: it runs once, plainly."""
+        listed = spec.experiments if spec.experiments is not None else self.tier(spec.tier).experiments
+        names = list(self.experiments) if listed is None or listed == "all" else [n for n in self.experiments if n in listed]
+        return [n for n in names if self.experiments[n].selects(spec)]
 
     def eval_dir(self, spec: EvalSpec) -> Path:
         return (self.root / spec.dir).resolve()
@@ -194,6 +246,7 @@ class _RawManifest(_Strict):
     baseline: BaselineConfig = BaselineConfig()
     models: ModelsConfig = ModelsConfig()
     history: HistoryConfig = HistoryConfig()
+    experiments: dict[str, Experiment] = Field(default_factory=dict)
     evals: list[EvalSpec] = Field(default_factory=list)
 
 
@@ -246,6 +299,7 @@ def _load_manifest(path: Path, label: str) -> Manifest:
         baseline=raw.baseline,
         models=raw.models,
         history=raw.history,
+        experiments=raw.experiments,
         evals=raw.evals,
     )
     _check_semantics(label, manifest)
@@ -384,6 +438,57 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
     for tier_name, tier in manifest.tiers.items():
         for req in tier.require:
             parse_requirement(label, manifest.probes, req, f"tiers.{tier_name}.require")
+        _check_experiment_list(label, manifest, tier.experiments, f"tiers.{tier_name}.experiments")
+    _check_experiments(label, manifest)
+
+
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+
+def _check_experiment_list(label: str, manifest: Manifest, names: ExperimentList, where: str) -> None:
+    for name in names if isinstance(names, list) else []:
+        if name not in manifest.experiments:
+            known = ", ".join(manifest.experiments) or "(the manifest defines none)"
+            raise ManifestError(f"{label}: {where}: unknown experiment {name!r}; define [experiments.{name}] or use one of: {known}")
+
+
+def _check_experiments(label: str, manifest: Manifest) -> None:
+    """Experiment names make readable cell names (``eval[name]``) and folder names (``fixtures/@name``)."""
+    names = set(manifest.names())
+    keys = key_vars(manifest.models.key_vars)
+    for index, spec in enumerate(manifest.evals):
+        _check_experiment_list(label, manifest, spec.experiments, f'evals[{index}] ("{spec.name}").experiments')
+    for name, experiment in manifest.experiments.items():
+        where = f"{label}: experiments.{name}"
+        if not EXPERIMENT_NAME.match(name):
+            raise ManifestError(
+                f"{where}: {name!r} cannot name a column; use letters, digits, '.', '_' and '-' (up to 64), "
+                f"starting with a letter or digit"
+            )
+        for field_name, listed in (("evals", experiment.evals), ("skip.evals", experiment.skip.evals if experiment.skip else [])):
+            for eval_name in listed:
+                if eval_name not in names:
+                    raise ManifestError(f"{where}.{field_name}: no eval is named {eval_name!r}; fix the name or remove it")
+        for req in experiment.requires:
+            parse_requirement(label, manifest.probes, req, f"experiments.{name}.requires")
+        for key, value in experiment.env.items():
+            if not key or "=" in key:
+                raise ManifestError(f"{where}.env: {key!r} is not a variable name; names are non-empty and have no '='")
+            problem = _key_use(key, value, keys)
+            keyless = [s for s in manifest.evals if s.tier in ("t1", "t2") and name in manifest.columns(s)]
+            if problem and keyless:
+                raise ManifestError(
+                    f"{where}.env.{key}: {problem}; the experiment runs {keyless[0].name} ({keyless[0].tier}), "
+                    f"which gets no model key; key variables are for t3 only"
+                )
+    for spec in manifest.evals:
+        for name in manifest.experiments:
+            if f"{spec.name}[{name}]" in names:
+                raise ManifestError(
+                    f'{label}: experiments.{name}: eval "{spec.name}" under it would be named "{spec.name}[{name}]", '
+                    f"which is already an eval's name; rename one of them"
+                )
+
 
 
 def _check_inside(where: str, relative: str, folder: Path) -> None:

@@ -15,11 +15,11 @@ from pathlib import Path
 from evalrun.models.cost import run_cost
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
-from evalrun.plan import make_plan
+from evalrun.plan import make_plan, tier_cells
 from evalrun.results import EvalResult, RunResults, load_results
 
 # Options that decide which evals a shard's plan held; every shard must agree on them.
-_SHARED_FILTERS = ("evals", "tags", "changed_since", "unchanged")
+_SHARED_FILTERS = ("evals", "tags", "experiments", "changed_since", "unchanged")
 
 
 def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None) -> RunResults:
@@ -43,7 +43,7 @@ def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None
     filters = _agreed_filters(shards)
     expected = _expected_evals(manifest, tier, filters)
     merged = _union(shards, expected, manifest, tier)
-    tier_names = [e.name for e in manifest.evals if e.tier == tier]
+    tier_names = tier_cells(manifest, tier)
     finished = [r.finished_at for _, r in shards]
     return RunResults(
         evalrun_version=shards[0][1].evalrun_version,
@@ -140,7 +140,7 @@ def _agreed_filters(shards: list[tuple[Path, RunResults]]) -> dict[str, list[str
 
 def _expected_evals(manifest: Manifest, tier: str, filters: dict[str, list[str]]) -> list[str]:
     """What the manifest plans for the tier under the shards' shared filters, in manifest order."""
-    plan = make_plan(manifest, tier, filters["evals"], filters["tags"])
+    plan = make_plan(manifest, tier, filters["evals"], filters["tags"], filters.get("experiments"))
     unchanged = set(filters["unchanged"])
     return [p.name for p in plan.evals if p.name not in unchanged]
 

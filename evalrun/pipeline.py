@@ -34,7 +34,10 @@ from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.preconditions import (
     Preconditions, check_tier_guard, probe_environment, probe_evals, ready_check, skips_are_failures,
 )
-from evalrun.repeats import EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, plan_settings, summary_lines
+from evalrun.repeats import (
+    EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, summary_lines,
+)
+from evalrun.reports_out.matrix import plain_lines, side_by_side
 from evalrun.reports_out.terminal import Console, closing_line
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
 from evalrun.secrets import run_secrets
@@ -67,6 +70,7 @@ class RunRequest:
     record: bool = False  # t3: write the model answers as replay fixtures
     html_path: Path | None = None  # also the HTML report: this run and the history's last runs
     repeat: int | None = None  # --repeat N: every planned eval runs N times (evalrun.repeats)
+    experiments: list[str] = field(default_factory=list)  # --experiment NAME: only these columns
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,7 @@ def select(manifest: Manifest, request: RunRequest) -> tuple[Plan, ChangedSelect
     shard = parse_shard(request.shard) if request.shard else None  # a bad --shard is exit 2 before anything
     if request.record and request.tier != "t3":
         raise UsageError(f"--record: only t3 makes live calls to record; {request.tier} never does")
-    plan = make_plan(manifest, request.tier, request.evals, request.tags)
+    plan = make_plan(manifest, request.tier, request.evals, request.tags, request.experiments)
     changed = None
     if request.changed_since:
         package_dir = Path(__file__).resolve().parent  # a change to evalrun itself selects everything
@@ -204,7 +208,7 @@ def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[
             results, interrupted = _start_and_execute(plan, request, pre, console, environ, state_dir)
         except KeyboardInterrupt:
             console.stop_progress()
-            results, interrupted = [_interrupted(p, tier) for p in plan.evals], True
+            results, interrupted = [interrupted_result(p, tier) for p in plan.evals], True
     return RunResults(
         evalrun_version=__version__,
         tier=tier,
@@ -212,7 +216,11 @@ def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[
         started_at=started,
         finished_at=_now(),
         interrupted=interrupted,
-        selection={**plan.filters, "filtered_out": plan.filtered_out},
+        selection={
+            **plan.filters,
+            "filtered_out": plan.filtered_out,
+            **({"skipped_by_rule": dict(plan.rule_skips)} if plan.rule_skips else {}),
+        },
         evals=results,
         cost=run_cost(r.models for r in results),
     )
@@ -262,7 +270,7 @@ def _start_and_execute(
         decision = pre.for_eval(planned.name)
         if decision.fail or decision.skip:
             return Preparation(fail=decision.fail, skip=decision.skip)
-        if models.budget_exhausted():
+        if models.budget_exhausted(planned):
             return Preparation(skip=BUDGET_MESSAGE, status=Status.BUDGET)
         failure = services.failure_for(planned.spec.services)
         if failure:
@@ -405,6 +413,11 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
         cost_line = f"cost: {describe_cost(results.cost)}"
         console.line(cost_line, "yellow" if results.cost.get("unpriced_calls") else None)
     console.summary(results.evals)
+    grid = side_by_side(results.evals)
+    if grid is not None:  # experiments as columns: which environment broke, at a glance
+        console.line("side by side (experiments as columns):")
+        for text in plain_lines(grid):
+            console.line(f"  {text}")
     console.line(closing_line(results.evals))
     code = results.exit_code if results.exit_code is not None else 0
     words = VERDICT_WORDS.get(ExitCode(code), "")
@@ -420,6 +433,7 @@ def describe_filters(plan: Plan) -> str:
     """What narrowed the plan, for "nothing selected" lines."""
     parts = [f"--eval {e}" for e in plan.filters.get("evals", [])]
     parts += [f"--tag {t}" for t in plan.filters.get("tags", [])]
+    parts += [f"--experiment {x}" for x in plan.filters.get("experiments", [])]
     parts += [f"--changed-since {r}" for r in plan.filters.get("changed_since", [])]
     parts += [f"--shard {s}" for s in plan.filters.get("shard", [])]
     if parts:
@@ -461,12 +475,6 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _interrupted(planned: PlannedEval, tier: str) -> EvalResult:
-    return EvalResult(
-        name=planned.name, tier=tier, dir=planned.spec.dir, status=Status.INTERRUPTED, message="not run: interrupted"
-    )
 
 
 def _now() -> str:

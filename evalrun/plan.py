@@ -1,7 +1,15 @@
-"""Choosing what to run: the tier, then ``--eval`` and ``--tag`` filters.
+"""Choosing what to run: the tier, its evals under their experiments, then the filters.
 
-Filters of one kind are alternatives (``--tag a --tag b``: either tag); filters
-of different kinds must all hold (``--eval x --tag a``: x, if it has tag a).
+A planned run is one eval under one experiment (a "cell"), named
+``eval[experiment]`` everywhere (results, baselines, fixtures, shards,
+history); an eval that runs under no experiment keeps its plain name. A
+column's ``skip`` rule leaves a cell out of the plan with its reason (listed,
+never run, never compared).
+
+Filters (``--eval``, ``--tag``, ``--experiment``) of one kind are alternatives
+(``--tag a --tag b``: either tag); filters of different kinds must all hold
+(``--eval x --tag a``: x, if it has tag a). ``--eval`` takes an eval (all its
+cells) or one cell; ``--experiment`` keeps only cells of those columns.
 Everything of the tier that a filter left out is listed, so the baseline
 comparison can say what it did not compare.
 """
@@ -12,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun.errors import UsageError
-from evalrun.manifest import TIERS, EvalSpec, Manifest
+from evalrun.manifest import TIERS, EvalSpec, Experiment, Manifest
 
 
 @dataclass(frozen=True)
@@ -20,10 +28,57 @@ class PlannedEval:
     spec: EvalSpec
     dir: Path  # absolute
     repeat: int = 0  # which run of a repeated eval this is (EVALRUN_REPEAT); see evalrun.repeats
+    experiment: str | None = None  # the column it runs under (EVALRUN_EXPERIMENT), if any
+    column: Experiment | None = None
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        """The cell's name: ``eval[experiment]``, or the eval's own name without experiments."""
+        return cell_name(self.spec.name, self.experiment)
+
+    def env(self) -> dict[str, str]:
+        """The eval's ``env`` with its column's over it: the column is what changes."""
+        if self.column is None:
+            return self.spec.env
+        return {**self.spec.env, **self.column.env}
+
+
+def cell_name(eval_name: str, experiment: str | None) -> str:
+    return f"{eval_name}[{experiment}]" if experiment else eval_name
+
+
+def split_cell_name(name: str) -> tuple[str, str | None]:
+    """``("agent", "mini")`` for ``agent[mini]``; ``(name, None)`` for a plain name."""
+    if name.endswith("]") and "[" in name:
+        base, _, experiment = name[:-1].rpartition("[")
+        if base and experiment:
+            return base, experiment
+    return name, None
+
+
+def cells(manifest: Manifest, spec: EvalSpec) -> list[tuple[PlannedEval, str | None]]:
+    """Each planned run of ``spec`` with the reason its column's skip rule leaves it out (None: it runs)."""
+    folder = manifest.eval_dir(spec)
+    columns = manifest.columns(spec)
+    if not columns:
+        return [(PlannedEval(spec=spec, dir=folder), None)]
+    out = []
+    for name in columns:
+        experiment = manifest.experiments[name]
+        planned = PlannedEval(spec=spec, dir=folder, experiment=name, column=experiment)
+        out.append((planned, experiment.skip_reason(name, spec)))
+    return out
+
+
+def tier_cells(manifest: Manifest, tier: str | None) -> list[str]:
+    """The names of every planned run of ``tier`` (all tiers when None) that a skip rule does not leave out."""
+    return [
+        p.name
+        for spec in manifest.evals
+        if tier is None or spec.tier == tier
+        for p, skip in cells(manifest, spec)
+        if skip is None
+    ]
 
 
 @dataclass(frozen=True)
@@ -33,41 +88,57 @@ class Plan:
     evals: list[PlannedEval]
     filtered_out: list[str] = field(default_factory=list)  # names of the tier's evals a filter left out
     filters: dict[str, list[str]] = field(default_factory=dict)
+    rule_skips: dict[str, str] = field(default_factory=dict)  # cell -> why its column's skip rule leaves it out
 
     @property
     def is_filtered(self) -> bool:
         return any(self.filters.values())
 
     def tier_names(self) -> set[str]:
-        return {e.name for e in self.manifest.evals if self.tier is None or e.tier == self.tier}
+        return set(tier_cells(self.manifest, self.tier))
 
 
-def make_plan(manifest: Manifest, tier: str | None, evals: list[str], tags: list[str]) -> Plan:
-    """Select the evals of ``tier`` (all tiers when None) that pass the filters."""
+def make_plan(
+    manifest: Manifest, tier: str | None, evals: list[str], tags: list[str], experiments: list[str] | None = None
+) -> Plan:
+    """Select the runs of ``tier`` (all tiers when None) that pass the filters."""
+    experiments = list(experiments or [])
     if tier is not None and tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
+    unknown_columns = [n for n in experiments if n not in manifest.experiments]
+    if unknown_columns:
+        listing = ", ".join(manifest.experiments) or "(the manifest defines none)"
+        raise UsageError(f"--experiment {unknown_columns[0]}: no such experiment in {manifest.path}; known: {listing}")
+    every = {spec.name: cells(manifest, spec) for spec in manifest.evals}
+    owner = {p.name: spec for spec in manifest.evals for p, _ in every[spec.name]}
     known = manifest.names()
-    unknown = [n for n in evals if n not in known]
+    unknown = [n for n in evals if n not in known and n not in owner]
     if unknown:
         listing = ", ".join(known) if known else "(the manifest has no evals)"
         raise UsageError(f"--eval {unknown[0]}: no such eval in {manifest.path}; known evals: {listing}")
     in_tier = [e for e in manifest.evals if tier is None or e.tier == tier]
     if tier is not None:
-        elsewhere = [n for n in evals if n not in {e.name for e in in_tier}]
+        elsewhere = [n for n in evals if (owner.get(n) or next(e for e in manifest.evals if e.name == n)).tier != tier]
         if elsewhere:
-            other = next(e.tier for e in manifest.evals if e.name == elsewhere[0])
+            other = (owner.get(elsewhere[0]) or next(e for e in manifest.evals if e.name == elsewhere[0])).tier
             raise UsageError(f"--eval {elsewhere[0]}: that eval is in tier {other}, not {tier}; run evalrun {other}")
     chosen: list[PlannedEval] = []
     left_out: list[str] = []
+    rule_skips: dict[str, str] = {}
     for spec in in_tier:
-        if (evals and spec.name not in evals) or (tags and not set(tags) & set(spec.tags)):
-            left_out.append(spec.name)
-        else:
-            chosen.append(PlannedEval(spec=spec, dir=manifest.eval_dir(spec)))
-    return Plan(
-        manifest=manifest,
-        tier=tier,
-        evals=chosen,
-        filtered_out=left_out,
-        filters={"evals": list(evals), "tags": list(tags)},
-    )
+        for planned, skip in every[spec.name]:
+            if (
+                (evals and spec.name not in evals and planned.name not in evals)
+                or (tags and not set(tags) & set(spec.tags))
+                or (experiments and planned.experiment not in experiments)
+            ):
+                if skip is None:
+                    left_out.append(planned.name)
+            elif skip is not None:
+                rule_skips[planned.name] = skip
+            else:
+                chosen.append(planned)
+    filters = {"evals": list(evals), "tags": list(tags)}
+    if experiments:
+        filters["experiments"] = experiments
+    return Plan(manifest=manifest, tier=tier, evals=chosen, filtered_out=left_out, filters=filters, rule_skips=rule_skips)

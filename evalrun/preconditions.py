@@ -66,12 +66,17 @@ def check_tier_guard(manifest: Manifest, tier: str, env: Mapping[str, str]) -> N
 def probe_evals(
     manifest: Manifest, evals: list[PlannedEval], env: Mapping[str, str], skips_fail: bool
 ) -> Preconditions:
-    """Run every distinct probe of the planned evals once, concurrently; decide each eval."""
-    wanted = {req: manifest.requirement(req) for p in evals for req in p.spec.requires}
+    """Run every distinct probe of the planned evals (and of their experiments) once, concurrently; decide each.
+
+    An experiment's unmet requirement skips every eval of its column, loudly, naming the experiment.
+    """
+    wanted = {req: manifest.requirement(req) for p in evals for req in _requirements(p)}
     results = run_probes(wanted.values(), env, manifest.root) if wanted else {}
     decisions: dict[str, Decision] = {}
     for p in evals:
         reasons = [results[req].reason for req in p.spec.requires if not results[req].ok]
+        column = p.column.requires if p.column is not None else []
+        reasons += [f"experiment {p.experiment} needs {req}: {results[req].reason}" for req in column if not results[req].ok]
         if not reasons:
             continue
         reason = "; ".join(reasons)
@@ -80,6 +85,10 @@ def probe_evals(
         else:
             decisions[p.name] = Decision(skip=reason)
     return Preconditions(decisions=decisions)
+
+
+def _requirements(planned: PlannedEval) -> list[str]:
+    return [*planned.spec.requires, *(planned.column.requires if planned.column is not None else [])]
 
 
 def skips_are_failures(manifest: Manifest, tier: str, no_skips: bool) -> bool:

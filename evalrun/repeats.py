@@ -169,7 +169,7 @@ def aggregate_all(
             if 0 in got:
                 out.append(got[0])
             continue
-        ordered = [got.get(k) or _not_run(p, tier) for k in range(settings[p.name].count)]
+        ordered = [got.get(k) or interrupted_result(p, tier) for k in range(settings[p.name].count)]
         out.append(aggregate(p, tier, settings[p.name], ordered))
     return out
 
@@ -194,6 +194,7 @@ def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: S
     )
     base: dict[str, Any] = dict(
         name=planned.name,
+        experiment=planned.experiment,
         tier=tier,
         dir=planned.spec.dir,
         duration_s=round(sum(r.duration_s for _, r in made), 4),
@@ -344,9 +345,10 @@ def _early_skipped(result: EvalResult) -> bool:
     return result.status is Status.SKIPPED and result.message == EARLY_STOP_MESSAGE
 
 
-def _not_run(planned: PlannedEval, tier: str) -> EvalResult:
-    return EvalResult(name=planned.name, tier=tier, dir=planned.spec.dir, status=Status.INTERRUPTED,
-                      message="not run: interrupted")
+def interrupted_result(planned: PlannedEval, tier: str) -> EvalResult:
+    """The record of a planned run that Ctrl-C kept from running."""
+    return EvalResult(name=planned.name, experiment=planned.experiment, tier=tier, dir=planned.spec.dir,
+                      status=Status.INTERRUPTED, message="not run: interrupted")
 
 
 def _sum_models(runs: Sequence[EvalResult]) -> dict[str, Any] | None:

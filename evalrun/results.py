@@ -108,10 +108,11 @@ class EvalResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
+    name: str  # ``eval[experiment]`` for a run under an experiment (evalrun.plan)
     tier: str
     dir: str
     status: Status
+    experiment: str | None = None  # the column it ran under, if any
     message: str | None = None  # the explaining message: why it failed, skipped, ...
     checks: list[CheckResult] = Field(default_factory=list)
     metrics: dict[str, Any] = Field(default_factory=dict)

@@ -11,6 +11,7 @@ from evalrun.pipeline import RunRequest, describe_filters, load, select
 from evalrun.plan import make_plan
 from evalrun.preconditions import Preconditions, probe_environment, probe_evals, tier_guard_problem
 from evalrun.repeats import settings_for
+from evalrun.reports_out.matrix import dry_matrix, plain_lines
 from evalrun.reports_out.terminal import Console
 
 
@@ -23,16 +24,19 @@ def dry(
     probe: bool = True,
     changed_since: str | None = None,
     shard: str | None = None,
+    experiments: list[str] | None = None,
 ) -> int:
     manifest = load(manifest_path)
     changed = None
     if (changed_since or shard) and tier is None:
         raise UsageError("--changed-since and --shard select within one tier; name it: evalrun dry t1 ...")
     if tier is not None:
-        request = RunRequest(manifest_path, tier, evals, tags, changed_since=changed_since, shard=shard)
+        request = RunRequest(
+            manifest_path, tier, evals, tags, changed_since=changed_since, shard=shard, experiments=list(experiments or [])
+        )
         plan, changed = select(manifest, request)
     else:
-        plan = make_plan(manifest, tier, evals, tags)
+        plan = make_plan(manifest, tier, evals, tags, experiments)
     if changed is not None:
         for reason in changed.reasons:
             console.line(f"{reason.eval}: {'selected' if reason.selected else 'left out'}: {reason.reason}")
@@ -55,6 +59,7 @@ def dry(
         if problem:
             refused[t] = problem
             console.warn(f"tier {t} would be refused: {problem}")
+    verdicts: list[tuple[str, str | None, str]] = []
     for p in plan.evals:
         s = p.spec
         argv = " ".join(s.run) if s.shell else shlex.join(s.run)
@@ -67,16 +72,31 @@ def dry(
             verdict = f"would SKIP: {decision.skip}"
         else:
             verdict = "would run"
+        verdicts.append((s.name, p.experiment, verdict))
         repeat = settings_for(manifest, s)
         if repeat.repeats:  # "would run × 10 (floor 0.8, stop when decided)"
             verdict += f" × {repeat.count} (floor {repeat.floor:g}{', stop when decided' if repeat.stop else ''})"
-        console.line(f"{s.name}: {verdict}")
+        console.line(f"{p.name}: {verdict}")
         console.line(f"  tier {s.tier}, dir {s.dir}, timeout {s.timeout:g} s, tags {', '.join(s.tags) or '-'}")
         console.line(f"  run: {argv}" + ("  (shell)" if s.shell else ""))
         if s.requires:
             console.line(f"  requires: {', '.join(s.requires)}")
         if s.services:
             console.line(f"  services: {', '.join(s.services)}")
+        if p.column is not None:
+            changes = ", ".join([*p.column.env, *([f"model {p.column.model}"] if p.column.model else [])]) or "nothing"
+            console.line(f"  experiment {p.experiment}: changes {changes}"
+                         + (f"; requires {', '.join(p.column.requires)}" if p.column.requires else ""))
+    for name, reason in plan.rule_skips.items():
+        console.line(f"{name}: not planned: {reason}")
+    matrix = dry_matrix(verdicts, plan.rule_skips)
+    if matrix is not None:
+        grid, notes = matrix
+        console.line(f"matrix: {len(grid) - 1} eval{'s' if len(grid) != 2 else ''} × {len(grid[0]) - 1} experiments")
+        for text in plain_lines(grid):
+            console.line(f"  {text}")
+        for note in notes:
+            console.line(f"  {note}")
     if plan.filtered_out:
         console.line(f"filtered out: {', '.join(plan.filtered_out)}")
     return int(ExitCode.OK)

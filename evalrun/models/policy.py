@@ -12,6 +12,7 @@ which provider and models answered (the judge's apart), calls, tokens and cost
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -77,9 +78,16 @@ class ModelCalls:
                 if owner is not None:  # recording (or playing) another eval's fixtures, in its folder
                     spec = next(e for e in self.manifest.evals if e.name == owner)
                     folder = self.manifest.eval_dir(spec)
+                fixtures = fixtures_dir(folder, p.experiment)
                 repeat = p.repeat if p.name in self._repeated else None
                 self._bases[(p.name, p.repeat)] = self.proxy.register_eval(
-                    p.name, folder / "fixtures", budget=p.spec.budget, session=owner, repeat=repeat
+                    p.name,
+                    fixtures,
+                    budget=p.spec.budget,
+                    session=owner or p.spec.name,  # an experiment's folder holds the eval's own session names
+                    repeat=repeat,
+                    column=p.experiment,
+                    column_budget=p.column.budget if p.column is not None else None,
                 )
         return self
 
@@ -97,8 +105,10 @@ class ModelCalls:
             env["EVALRUN_JUDGE_MODEL"] = self.manifest.models.judge  # what the SDK's judge() asks
         return env
 
-    def budget_exhausted(self) -> bool:
-        return self.proxy is not None and self.proxy.budget_exhausted()
+    def budget_exhausted(self, planned: PlannedEval | None = None) -> bool:
+        """The run's budget, or that of ``planned``'s experiment, allows no further call."""
+        column = planned.experiment if planned is not None else None
+        return self.proxy is not None and self.proxy.budget_exhausted(column)
 
     def finalize(self, planned: PlannedEval, result: EvalResult) -> EvalResult:
         """Fold what the proxy saw into the result (which the pipeline then redacts)."""
@@ -126,6 +136,12 @@ class ModelCalls:
                 current = update.get("message", result.message)
                 update["message"] = f"{current}; {note}" if current else note
         return result.model_copy(update=update) if update else result
+
+
+def fixtures_dir(eval_dir: Path, experiment: str | None) -> Path:
+    """``<eval>/fixtures``, or ``<eval>/fixtures/@<experiment>``: two columns' recordings never mix."""
+    folder = eval_dir / "fixtures"
+    return folder / f"@{experiment}" if experiment else folder
 
 
 def describe_models(result: EvalResult) -> str | None:

@@ -121,6 +121,8 @@ def _suite_for_orphans(changes: list[BaselineChange]) -> ET.Element:
 
 def _properties(result: EvalResult) -> list[tuple[str, str]]:
     pairs = [("tier", result.tier), ("status", result.status.value), ("dir", result.dir)]
+    if result.experiment is not None:
+        pairs.append(("experiment", result.experiment))
     if result.exit_code is not None:
         pairs.append(("exit_code", str(result.exit_code)))
     for key in sorted(result.metrics):

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
+from evalrun.reports_out.matrix import markdown_lines, side_by_side
 from evalrun.text import one_line, truncate
 from evalrun.reports_out.describe import describe_unchecked, describe_verdict, printable, update_hint
 from evalrun.results import BaselineChange, CheckResult, RunResults, Status
@@ -38,7 +39,7 @@ _EXITED = re.compile(r"\((exited -?\d+)\)$")
 
 def render_markdown(results: RunResults) -> str:
     """The Markdown summary of ``results``."""
-    parts = [_heading(results), _counts(results), _table(results)]
+    parts = [_heading(results), _counts(results), _table(results), _side_by_side(results)]
     parts += _failures(results)
     parts += _flaky(results)
     parts += _rates(results)
@@ -87,6 +88,14 @@ def _table(results: RunResults) -> str:
         checks = f"{passed}/{len(result.checks)}" if result.checks else "-"
         rows.append(f"| {_md(result.name)} | {status} | {checks} | {assertions} | {result.duration_s:.1f} s |")
     return "\n".join(rows)
+
+
+def _side_by_side(results: RunResults) -> str:
+    """Evals and checks × experiments, as the terminal shows them (evalrun.reports_out.matrix)."""
+    grid = side_by_side(results.evals)
+    if grid is None:
+        return ""
+    return "**Side by side** (experiments as columns)\n\n" + "\n".join(markdown_lines(grid, _md))
 
 
 def _failures(results: RunResults) -> list[str]:

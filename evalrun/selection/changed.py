@@ -21,7 +21,7 @@ from evalrun.baseline import baseline_path, load_baseline
 from evalrun.selection.checkout import git_says, repo_toplevel, run_git, split_z
 from evalrun.errors import BaselineError, UsageError
 from evalrun.manifest import Manifest
-from evalrun.plan import Plan
+from evalrun.plan import Plan, tier_cells
 
 FLAG = "--changed-since"
 # Untracked droppings of running things, never a reason to select an eval.
@@ -148,7 +148,7 @@ def _baseline_changes(manifest: Manifest, changed: list[Path], ref: str, top: Pa
         if path not in changed:
             continue
         label = _label(manifest, path)
-        names = [e.name for e in manifest.evals if e.tier == tier]
+        names = tier_cells(manifest, tier)  # an eval under experiments has one entry per column
         try:
             new = load_baseline(path) or {}
         except BaselineError:

@@ -134,6 +134,7 @@ class ReplayProxy:
         self._port = port
         self._log = log
         self._evals: dict[str, EvalState] = {}
+        self._columns: dict[str, BudgetMeter] = {}  # an experiment's budget, shared by its evals
         self._default_eval: str | None = None
         self._lock = threading.Lock()
         self._server: ProxyServer | None = None
@@ -194,6 +195,8 @@ class ReplayProxy:
         default: bool = False,
         session: str | None = None,
         repeat: int | None = None,
+        column: str | None = None,
+        column_budget: BudgetLimits | None = None,
     ) -> str:
         """Make ``eval_name`` known; return its base URL.
 
@@ -212,6 +215,10 @@ class ReplayProxy:
                 own = f"{own}.r{repeat}"
             state = EvalState(eval_name, fixtures_dir, budget, own)
             state.repeat = repeat
+            if column is not None:
+                if column not in self._columns:
+                    self._columns[column] = BudgetMeter(column_budget, f"experiment {column!r} budget")
+                state.column_meter = self._columns[column]
             self._evals[key] = state
             if default:
                 self._default_eval = key
@@ -248,9 +255,10 @@ class ReplayProxy:
                 },
             )
 
-    def budget_exhausted(self) -> bool:
-        """True once the run's budget allows no further call: evals not yet started get status budget."""
-        return self.meter.exhausted()
+    def budget_exhausted(self, column: str | None = None) -> bool:
+        """True once the run's budget (or ``column``'s) allows no further call: evals not yet started get status budget."""
+        meter = self._columns.get(column) if column is not None else None
+        return self.meter.exhausted() or (meter is not None and meter.exhausted())
 
     # -- one call ------------------------------------------------------------
 
@@ -335,23 +343,32 @@ class ReplayProxy:
             return self._evals[self._default_eval], path
         return None
 
+    def _meters(self, state: EvalState) -> tuple[BudgetMeter, ...]:
+        """The run's budget, the experiment's (if any), the eval's: a call needs a slot in each."""
+        if state.column_meter is None:
+            return (self.meter, state.meter)
+        return (self.meter, state.column_meter, state.meter)
+
     def _acquire_budget(self, state: EvalState) -> str | None:
-        refusal = self.meter.acquire()
-        if refusal is None:
-            refusal = state.meter.acquire()
+        taken: list[BudgetMeter] = []
+        for meter in self._meters(state):
+            refusal = meter.acquire()
             if refusal is not None:
-                self.meter.release()
-        return refusal
+                for held in taken:
+                    held.release()
+                return refusal
+            taken.append(meter)
+        return None
 
     def _release_budget(self, state: EvalState) -> None:
-        self.meter.release()
-        state.meter.release()
+        for meter in self._meters(state):
+            meter.release()
 
     def _count(self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str) -> None:
         """Count an answered call: the eval's record, and the tokens and dollars of both budgets."""
         usd = call_cost(self.prices or {}, usage.models, usage.input_tokens, usage.output_tokens)
         state.count(key, provider, usage, session, usd)
-        for meter in (self.meter, state.meter):
+        for meter in self._meters(state):
             meter.add_tokens(usage.total_tokens)
             meter.add_usd(usd or 0.0)
 

@@ -82,6 +82,7 @@ class EvalState:
         self.loaded: dict[tuple[str, int], Any] = {}  # replay: a Fixture or the FixtureError of each file read
         self.repeat: int | None = None  # one run of a repeated eval: its sessions get ".r<repeat>" (not run 0)
         self.meter = BudgetMeter(budget, f"eval {name!r} budget")  # without limits it only counts
+        self.column_meter: BudgetMeter | None = None  # its experiment's budget, shared with the column
         self.lock = threading.Lock()
         self.next_index: dict[str, int] = {}
         self.served: set[tuple[str, int]] = set()
