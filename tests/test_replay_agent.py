@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from evalrun.models.scorer_env import scrub_environment
 from evalrun.secrets import PLACEHOLDER
 from evalrun.models.replay.proxy import ReplayProxy
@@ -51,17 +53,21 @@ def test_the_agent_scorer_passes_on_replay_over_the_committed_fixtures(tmp_path)
     assert usage.failures(strict_replay=True) == []
 
 
-def test_the_committed_fixtures_look_like_real_chat_completions_and_hold_no_key():
-    files = sorted(FIXTURES.rglob("*.json"))
-    assert [f.relative_to(FIXTURES).as_posix() for f in files] == sorted([
+@pytest.mark.parametrize(("column", "model"), [("", "gpt-4o-mini-"), ("@mini", "gpt-4o-mini-"), ("@nano", "gpt-4.1-nano-")])
+def test_the_committed_fixtures_look_like_real_chat_completions_and_hold_no_key(column, model):
+    # The plain recording, and one per experiment of the repository's manifest (fixtures/@<experiment>).
+    folder = FIXTURES / column if column else FIXTURES
+    files = sorted(f for f in folder.rglob("*.json") if column or not f.relative_to(FIXTURES).as_posix().startswith("@"))
+    assert [f.relative_to(folder).as_posix() for f in files] == sorted([
         f"{s}/000{n}.json" for s in ("convert-usd-eur", "trip-tokyo", "weather-paris") for n in (1, 2)
     ] + ["judge/0001.json"])
     for file in files:
         body = json.loads(file.read_text())["response"]["body"]
-        assert body["object"] == "chat.completion" and body["model"].startswith("gpt-4o-mini")
+        judge = file.parent.name == "judge"  # the judge model is the manifest's, whatever the column
+        assert body["object"] == "chat.completion" and body["model"].startswith("gpt-4o-mini-" if judge else model)
         assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
         assert "authorization" not in file.read_text().lower()
-    first = json.loads((FIXTURES / "trip-tokyo" / "0001.json").read_text())["response"]["body"]
+    first = json.loads((folder / "trip-tokyo" / "0001.json").read_text())["response"]["body"]
     assert [c["function"]["name"] for c in first["choices"][0]["message"]["tool_calls"]] == [
         "get_weather", "convert_currency"
     ]

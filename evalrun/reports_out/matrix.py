@@ -51,7 +51,9 @@ def side_by_side(results: Sequence[EvalResult]) -> Grid | None:
     if any(isinstance((r.models or {}).get("cost"), dict) for r in results):
         grid.append(["cost", *(_total(results, x, _usd, "${:.4f}") for x in columns)])
     if used_models:
-        grid.append(["model that answered", *(_answered(results, x) for x in columns)])
+        grid.append(["model that answered", *(_answered(results, x, judge=False) for x in columns)])
+        if any((r.models or {}).get("judge") for r in results if r.experiment):
+            grid.append(["judge model", *(_answered(results, x, judge=True) for x in columns)])
     return grid
 
 
@@ -135,16 +137,15 @@ def _usd(result: EvalResult) -> float | None:
     return cost.get("usd") if isinstance(cost, dict) else None
 
 
-def _answered(results: Sequence[EvalResult], column: str) -> str:
-    """The models that answered the code under test in ``column`` (the judge's after ``judge:``)."""
+def _answered(results: Sequence[EvalResult], column: str, *, judge: bool) -> str:
+    """The models that answered in ``column``: the code under test's, or (``judge``) the judge's."""
     answered: dict[str, None] = {}
-    judges: dict[str, None] = {}
     for r in results:
         if r.experiment != column or not r.models:
             continue
-        answered.update(dict.fromkeys(r.models.get("models") or []))
-        judge = r.models.get("judge")
-        if isinstance(judge, dict):
-            judges.update(dict.fromkeys(judge.get("models") or []))
-    text = ", ".join(answered) or "-"
-    return f"{text}; judge: {', '.join(judges)}" if judges else text
+        if judge:
+            record = r.models.get("judge")
+            answered.update(dict.fromkeys(record.get("models") or [] if isinstance(record, dict) else []))
+        else:
+            answered.update(dict.fromkeys(r.models.get("models") or []))
+    return ", ".join(answered) or "-"

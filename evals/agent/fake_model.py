@@ -7,7 +7,7 @@ turn when asked both), then, once the tool results are in, answers in prose
 built from them. Asked for a verdict (a ``json_schema`` response format, as
 evalrun's ``judge()`` asks), it passes the SUBJECT when every number in the
 GROUND TRUTH appears in it, and says which one is missing otherwise. Its responses have the real shape: ids, ``created``,
-``model``, ``system_fingerprint``, ``finish_reason`` and ``usage`` with the
+``model`` (the dated snapshot of the model asked for), ``system_fingerprint``, ``finish_reason`` and ``usage`` with the
 token details. Everything is derived from the request, so recording twice
 gives identical files.
 
@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL = "gpt-4o-mini-2024-07-18"
+# The dated snapshot that answers for each model name, as the real API answers; others answer as asked.
+SNAPSHOTS = {"gpt-4o-mini": MODEL, "gpt-4.1-nano": "gpt-4.1-nano-2025-04-14"}
 FINGERPRINT = "fp_0ba0d124f1"
 CREATED = 1733140000
 
@@ -53,7 +55,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         "id": f"chatcmpl-{_base62(digest)[:29]}",
         "object": "chat.completion",
         "created": CREATED + sum(1 for m in messages if m["role"] == "assistant"),
-        "model": MODEL,
+        "model": SNAPSHOTS.get(request.get("model") or "", request.get("model") or MODEL),
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
         "usage": {
             "prompt_tokens": prompt,

@@ -2,7 +2,10 @@
 
 Starts ``fake_model.py`` and evalrun's proxy in record mode on 127.0.0.1, runs
 ``score.py`` through the proxy with a t3 environment, and leaves the fixtures
-in ``FIXTURES_DIR`` (default: ``fixtures/`` beside this file)::
+in ``FIXTURES_DIR`` (default: ``fixtures/`` beside this file): once plainly,
+then once per experiment of the repository's manifest that runs the t2 agent
+eval, with that experiment's ``env``, into ``FIXTURES_DIR/@<experiment>/``
+(where ``evalrun t2`` replays that column from)::
 
     python evals/agent/record_fixtures.py [FIXTURES_DIR]
 
@@ -28,13 +31,36 @@ from evalrun.models.replay.proxy import ReplayProxy
 HERE = Path(__file__).resolve().parent
 
 
+def _manifest() -> dict:
+    return tomllib.loads((HERE.parents[1] / "manifest.toml").read_text(encoding="utf-8"))
+
+
 def judge_model() -> str:
     """The judge model the repository's manifest names: the one t2 replays."""
-    manifest = tomllib.loads((HERE.parents[1] / "manifest.toml").read_text(encoding="utf-8"))
-    return manifest["models"]["judge"]
+    return _manifest()["models"]["judge"]
 
 
-def record(fixtures: Path) -> int:
+def columns() -> dict[str, dict[str, str]]:
+    """The env of each experiment that runs the t2 agent eval (selected by its ``tags`` or ``evals``)."""
+    manifest = _manifest()
+    agent = next(e for e in manifest["evals"] if e["tier"] == "t2" and e["dir"] == "evals/agent")
+    chosen = {}
+    for name, experiment in (manifest.get("experiments") or {}).items():
+        wanted, tags = experiment.get("evals") or [], experiment.get("tags") or []
+        if (not wanted and not tags) or agent["name"] in wanted or set(tags) & set(agent.get("tags") or []):
+            chosen[name] = experiment.get("env") or {}
+    return chosen
+
+
+def record_all(fixtures: Path) -> int:
+    """The plain recording, then one per experiment column; the first failure's status."""
+    status = record(fixtures)
+    for name, env in columns().items():
+        status = status or record(fixtures / f"@{name}", env)
+    return status
+
+
+def record(fixtures: Path, column_env: dict[str, str] | None = None) -> int:
     """Record every model call of ``score.py`` into ``fixtures``; return the scorer's exit status."""
     model = fake_model.start()
     proxy = ReplayProxy("record", upstream=f"http://127.0.0.1:{model.server_address[1]}", key_env={})
@@ -44,6 +70,7 @@ def record(fixtures: Path) -> int:
         with tempfile.TemporaryDirectory() as scratch:
             env = scrub_environment(os.environ, "t3", base)
             env["EVALRUN_REPORT"] = str(Path(scratch) / "report.json")
+            env.update(column_env or {})
             env.update(EVALRUN_TIER="t3", EVALRUN_JUDGE_MODEL=judge_model())
             done = subprocess.run([sys.executable, "score.py"], cwd=HERE, env=env, timeout=120)
             checks = json.loads(Path(env["EVALRUN_REPORT"]).read_text())["checks"] if done.returncode == 0 else []
@@ -61,4 +88,4 @@ def record(fixtures: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(record(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else HERE / "fixtures"))
+    sys.exit(record_all(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else HERE / "fixtures"))
