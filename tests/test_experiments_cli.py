@@ -273,3 +273,29 @@ def test_an_experiment_budget_caps_its_column_alone(own: dict[str, Any], tmp_pat
     nano, mini = proj.eval_result("agent-tools[nano]", "t2"), proj.eval_result("agent-tools[mini]", "t2")
     assert nano["status"] == "budget" and "experiment 'nano' budget exhausted: 3 of 3 calls used" in nano["message"]
     assert mini["status"] == "passed" and mini["models"]["calls"] == 7
+
+
+# ------------------------------------------------------------------ the cell name parser
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from evalrun.manifest import EXPERIMENT_NAME  # noqa: E402
+from evalrun.plan import cell_name, split_cell_name  # noqa: E402
+
+_EVAL_NAMES = st.text(min_size=1, max_size=40).filter(lambda n: n == n.strip() and "\n" not in n and "/" not in n)
+_COLUMNS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True)
+
+
+@given(_EVAL_NAMES, _COLUMNS)
+def test_a_cell_name_splits_back_into_its_eval_and_experiment(eval_name: str, column: str) -> None:
+    assert EXPERIMENT_NAME.match(column)
+    assert split_cell_name(cell_name(eval_name, column)) == (eval_name, column)
+
+
+@given(_EVAL_NAMES)
+def test_a_plain_name_never_splits_unless_it_looks_like_a_cell(name: str) -> None:
+    base, column = split_cell_name(name)
+    if column is None:
+        assert base == name
+    else:
+        assert cell_name(base, column) == name and base and column
