@@ -241,6 +241,7 @@ def baseline(
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     eval_: EvalOpt = None,
     tag: TagOpt = None,
+    experiment: ExperimentOpt = None,
     jobs: JobsOpt = 0,
     from_results: Annotated[
         Optional[Path],
@@ -268,6 +269,7 @@ def baseline(
         jobs=jobs,
         from_results=from_results,
         console=_console(),
+        experiments=list(experiment or []),
     )
 
 

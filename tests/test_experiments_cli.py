@@ -299,3 +299,19 @@ def test_a_plain_name_never_splits_unless_it_looks_like_a_cell(name: str) -> Non
         assert base == name
     else:
         assert cell_name(base, column) == name and base and column
+
+
+def test_baseline_update_narrowed_to_one_column_keeps_the_other_columns_tables(project: Any) -> None:
+    proj = _small(project, "[experiments.a]\n[experiments.b]\n\n", EVAL.format(name="x", extra=""))
+    assert proj.run("baseline", "--update", "t1").code == 0
+    path = proj.root / "baselines" / "t1.toml"
+    assert set(tomllib.loads(path.read_text())) == {"x[a]", "x[b]"}
+    text = path.read_text()
+    path.write_text(text.replace('["x[b]"]\n', '["x[b]"]\nold = 2\n'))
+    assert tomllib.loads(path.read_text())["x[b]"] == {"ran": 1, "old": 2}
+    r = proj.run("baseline", "--update", "t1", "--experiment", "a")
+    assert r.code == 0, r.output
+    assert tomllib.loads(path.read_text()) == {"x[a]": {"ran": 1}, "x[b]": {"ran": 1, "old": 2}}
+    r = proj.run("baseline", "--update", "t1", "--experiment", "b")
+    assert r.code == 0, r.output
+    assert tomllib.loads(path.read_text()) == {"x[a]": {"ran": 1}, "x[b]": {"ran": 1}}

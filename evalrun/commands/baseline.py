@@ -40,6 +40,7 @@ def update_baselines(
     jobs: int,
     from_results: Path | None,
     console: Console,
+    experiments: list[str] | None = None,
 ) -> int:
     manifest = load(manifest_path)
     if all_tiers and tiers:
@@ -53,19 +54,21 @@ def update_baselines(
         raise UsageError("--from-results reads one tier's results; use it with --update TIER, not --all")
     pending: list[tuple[str, Path, RunResults, set[str], bool]] = []
     for tier in tiers:
-        plan = make_plan(manifest, tier, evals, tags)
+        plan = make_plan(manifest, tier, evals, tags, experiments)
         path = check_writable(baseline_path(manifest, tier), "baseline")
         early = load_baseline(path)  # a bad baseline is exit 2 before any scorer starts
         if from_results is not None:
             results = load_results(from_results)
             if results.tier != tier:
                 raise ResultsError(f"{from_results}: holds tier {results.tier}, not {tier}; pass --update {results.tier}")
-            filtered = bool(results.selection.get("evals") or results.selection.get("tags") or evals or tags)
-            if evals or tags:
+            chosen = ("evals", "tags", "experiments")
+            filtered = bool(any(results.selection.get(k) for k in chosen) or evals or tags or experiments)
+            if evals or tags or experiments:
                 keep = {p.name for p in plan.evals}
                 results = results.model_copy(update={"evals": [e for e in results.evals if e.name in keep]})
         else:
-            results = collect(plan, RunRequest(manifest_path, tier, evals, tags, jobs), console, os.environ)
+            request = RunRequest(manifest_path, tier, evals, tags, jobs, experiments=list(experiments or []))
+            results = collect(plan, request, console, os.environ)
             write_results(results, default_results_path(manifest, tier))
             record(results, manifest, console, os.environ, source="baseline")
             if results.interrupted:
