@@ -15,6 +15,7 @@ from pathlib import Path
 from evalrun.baseline import (
     baseline_lock,
     baseline_path,
+    compare_tier,
     format_comparison,
     load_baseline,
     update_baseline,
@@ -23,11 +24,11 @@ from evalrun.baseline import (
 )
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, judge, load, record
+from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, load, record
 from evalrun.plan import make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
-from evalrun.results import RunResults, load_results, write_results
+from evalrun.results import RunResults, load_results, load_results_counted, write_results
 
 
 def update_baselines(
@@ -99,12 +100,15 @@ def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, 
     if tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     source = from_results or default_results_path(manifest, tier)
-    results = load_results(source)
+    # Checks read as counts: a diff of a million checks never builds a million records.
+    results, counts = load_results_counted(source)
     path = baseline_path(manifest, tier)
     if results.tier != tier:
         raise ResultsError(f"{source}: holds tier {results.tier}, not {tier}; pass it to evalrun baseline diff {results.tier}")
-    comparison = judge(results, manifest, load_baseline(path), strict=strict).baseline
-    assert comparison is not None
+    comparison = compare_tier(
+        manifest, results, load_baseline(path), strict=strict,
+        update_command=update_command(tier, manifest.path), counts=counts,
+    )
     lines = format_comparison(comparison, results.evals)
     for text in lines:
         console.line(text)
