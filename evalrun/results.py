@@ -14,10 +14,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_extensions' TypedDict on 3.11
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
+from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_extensions' TypedDict on 3.11
 
 from evalrun.atomic import write_atomic
 from evalrun.errors import ResultsError
