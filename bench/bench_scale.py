@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROUNDS = 5
@@ -49,20 +50,24 @@ def bench_judge(folder: Path) -> None:
     path.write_text(json.dumps(_report(2000)))
     read_json_report(path)  # warm the validator's caches, as every eval after the first finds them
 
-    def ours() -> float:
-        start = time.perf_counter()
+    def ours(clock: Callable[[], float]) -> float:
+        start = clock()
         judge(read_json_report(path), None, 0, "")
-        return time.perf_counter() - start
+        return clock() - start
 
-    def reference() -> float:
-        start = time.perf_counter()
+    def reference(clock: Callable[[], float]) -> float:
+        start = clock()
         json.loads(path.read_bytes())
-        return time.perf_counter() - start
+        return clock() - start
 
-    mine = statistics.median(ours() for _ in range(ROUNDS * 4))
-    ref = statistics.median(reference() for _ in range(ROUNDS * 4))
-    print(f"judge 2,000-check report: {mine * 1000:.1f} ms (json.loads alone {ref * 1000:.1f} ms, ratio {mine / ref:.1f}); "
-          f"target 10 ms: {'MET' if mine < 0.010 else 'MISSED'}")
+    # Wall time, and this process's CPU time: on a loaded machine a few ms of wall time are mostly waiting.
+    mine = statistics.median(ours(time.perf_counter) for _ in range(ROUNDS * 4))
+    ref = statistics.median(reference(time.perf_counter) for _ in range(ROUNDS * 4))
+    cpu = statistics.median(ours(time.process_time) for _ in range(ROUNDS * 4))
+    cpu_ref = statistics.median(reference(time.process_time) for _ in range(ROUNDS * 4))
+    print(f"judge 2,000-check report: {mine * 1000:.1f} ms wall, {cpu * 1000:.1f} ms CPU (json.loads alone "
+          f"{ref * 1000:.1f} ms wall, {cpu_ref * 1000:.1f} ms CPU, ratio {cpu / cpu_ref:.1f}); "
+          f"target 10 ms: {'MET' if mine < 0.010 else 'MISSED'} (CPU: {'MET' if cpu < 0.010 else 'MISSED'})")
 
 
 def bench_many_checks(folder: Path, evals: int = 500, history: bool = True) -> None:
@@ -135,7 +140,8 @@ def bench_million_diff(folder: Path) -> None:
     mine, cpu, ref = statistics.median(times), statistics.median(cpus), statistics.median(refs)
     print(f"baseline diff of 1,000,000 checks: {mine:.2f} s wall, {cpu:.2f} s CPU (json.loads of the results alone "
           f"{ref:.2f} s, ratio {mine / ref:.1f}), peak RSS {max(rss):.0f} MB, exit {code}; targets 3 s and 600 MB: "
-          f"{'MET' if mine < 3 else 'MISSED'} / {'MET' if max(rss) < 600 else 'MISSED'}")
+          f"{'MET' if mine < 3 else 'MISSED'} (CPU: {'MET' if cpu < 3 else 'MISSED'}) / "
+          f"{'MET' if max(rss) < 600 else 'MISSED'}")
 
 
 def main() -> int:

@@ -114,7 +114,7 @@ _WRITTEN_ENTRY = re.compile(r"(?:([A-Za-z0-9_-]+)|" + _BASIC + r") = (0|[1-9][0-
 _CHARS = r'[^"\\\x00-\x08\x0a-\x1f\x7f]*'
 _BASIC_UNROLLED = r'"(' + _CHARS + r'(?:\\(?:["\\bfnrt]|u[0-9A-Fa-f]{4})' + _CHARS + r')*)"'
 _HEAD = re.compile(r"(?:#[^\x00-\x08\x0a-\x1f\x7f]*\n|\n)*")
-_TABLE_LINES = re.compile(r"^\[(?:([A-Za-z0-9_-]+)|" + _BASIC_UNROLLED + r")\]$", re.MULTILINE)
+_TABLE_AT = re.compile(r"\[(?:([A-Za-z0-9_-]+)|" + _BASIC_UNROLLED + r")\](?=\n|\Z)")
 _ENTRY_LINES = re.compile(r"^(?:([A-Za-z0-9_-]+)|" + _BASIC_UNROLLED + r") = (0|[1-9][0-9]{0,17})$", re.MULTILINE)
 _EMPTY_LINES = re.compile(r"^$", re.MULTILINE)
 
@@ -122,16 +122,22 @@ _EMPTY_LINES = re.compile(r"^$", re.MULTILINE)
 def _read_whole_written_form(text: str) -> Baseline | None:
     """The baseline if ``text`` is exactly in the form evalrun writes (header comments only), else None."""
     start = _HEAD.match(text).end()  # type: ignore[union-attr]  # matches the empty string at least
-    tables = list(_TABLE_LINES.finditer(text, start))
-    if not tables:
-        return {} if start == len(text) else None
-    if tables[0].start() != start:
-        return None  # something before the first table
     data: Baseline = {}
-    ends = [table.start() for table in tables[1:]] + [len(text)]
-    for table, end in zip(tables, ends):
+    while start < len(text):
+        # A line starting "[" is a table header (no key starts so) or a reason to leave this reader.
+        table = _TABLE_AT.match(text, start)
+        if table is None:
+            return None
+        following = text.find("\n[", table.end())
+        start = len(text) if following == -1 else following + 1
         name = table.group(1) if table.group(1) is not None else _unescape(table.group(2))
-        block = text[table.end() : end]  # from the header's line break to the next header
+        block = text[table.end() : start]  # from the header's line break to the next header
+        if name in data:
+            return None
+        counts = _quoted_table_as_json(block)
+        if counts is not None:
+            data[name] = counts
+            continue
         found = _ENTRY_LINES.findall(block)
         # Every line of the block that is not empty must be an entry (a match never spans lines).
         # Empty lines: evalrun writes one between tables, so count pairs of line breaks; a longer run is rare.
@@ -139,7 +145,7 @@ def _read_whole_written_form(text: str) -> Baseline | None:
             empty = len(_EMPTY_LINES.findall(block))
         else:  # each pair of line breaks holds one empty line; so may either end
             empty = block.count("\n\n") + (not block or block.startswith("\n")) + block.endswith("\n")
-        if len(found) != block.count("\n") + 1 - empty or name in data:
+        if len(found) != block.count("\n") + 1 - empty:
             return None
         if "\\" in block:
             counts = {(bare or _unescape(quoted)): int(count) for bare, quoted, count in found}
@@ -149,6 +155,26 @@ def _read_whole_written_form(text: str) -> Baseline | None:
             return None  # a duplicate key: tomllib names it
         data[name] = counts
     return data
+
+
+_QUOTED_BLOCK = re.compile(r'\n(?:"' + _CHARS + r'" = (?:0|[1-9][0-9]{0,17})\n)*+\n?')
+
+
+def _quoted_table_as_json(block: str) -> dict[str, int] | None:
+    """A table's entries, when every key is quoted without escapes (the usual check names), else None.
+
+    Such lines differ from JSON members by their ``" = "`` and line breaks only,
+    so ``json.loads`` (in C) builds the dict, ints and all, at twice the speed of
+    matching each line: ``"a b" = 3`` -> ``"a b":3``.
+    """
+    if "\\" in block or _QUOTED_BLOCK.fullmatch(block) is None:
+        return None
+    entries = block.count("\n") - 1 - block.endswith("\n\n")
+    body = block.strip("\n")
+    if body.count(" = ") != entries:
+        return None  # a key holds " = " itself
+    counts = json.loads("{" + body.replace(" = ", ":").replace("\n", ",") + "}", strict=False)  # strict: tabs
+    return counts if len(counts) == entries else None  # a duplicate key: tomllib names it
 
 
 def _read_written_form(text: str) -> Baseline | None:

@@ -8,8 +8,10 @@ the last results with the baseline without running any scorer.
 
 from __future__ import annotations
 
+import gc
 import os
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from evalrun.baseline import (
@@ -100,14 +102,17 @@ def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, 
     if tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     source = from_results or default_results_path(manifest, tier)
-    # Checks read as counts: a diff of a million checks never builds a million records.
-    results, counts = load_results_counted(source)
     path = baseline_path(manifest, tier)
-    if results.tier != tier:
-        raise ResultsError(f"{source}: holds tier {results.tier}, not {tier}; pass it to evalrun baseline diff {results.tier}")
+    with _collector_paused():
+        # Checks read as counts: a diff of a million checks never builds a million records.
+        results, counts = load_results_counted(source)
+        if results.tier != tier:
+            raise ResultsError(
+                f"{source}: holds tier {results.tier}, not {tier}; pass it to evalrun baseline diff {results.tier}"
+            )
+        baseline = load_baseline(path)
     comparison = compare_tier(
-        manifest, results, load_baseline(path), strict=strict,
-        update_command=update_command(tier, manifest.path), counts=counts,
+        manifest, results, baseline, strict=strict, update_command=update_command(tier, manifest.path), counts=counts
     )
     lines = format_comparison(comparison, results.evals)
     for text in lines:
@@ -115,3 +120,15 @@ def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, 
     if not lines:
         console.line(f"{tier}: results in {source} match {path}")
     return int(ExitCode.REGRESSED if comparison.regressions else ExitCode.OK)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Reading makes millions of dicts and no cycle: the cyclic collector would walk them again and again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
