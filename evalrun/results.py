@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from enum import Enum
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -314,6 +315,7 @@ def load_results_counted(path: Path) -> tuple[RunResults, CheckCounts]:
 
 
 _COUNTED_CHECKS: Any = None
+_NAME, _ASSERTIONS = itemgetter("name"), itemgetter("assertions")
 
 
 def _counted(data: dict[str, Any]) -> tuple[RunResults, CheckCounts]:
@@ -334,7 +336,7 @@ def _counted(data: dict[str, Any]) -> tuple[RunResults, CheckCounts]:
             slim.append(raw)
             continue
         checks = _COUNTED_CHECKS.validate_python(raw["checks"])
-        counted[index] = {c["name"]: c["assertions"] for c in checks}
+        counted[index] = dict(zip(map(_NAME, checks), map(_ASSERTIONS, checks)))  # {name: assertions}, in C
         slim.append({**raw, "checks": []})
         raw["checks"] = None  # the raw check dicts go now, not when the whole file is read
     results = RunResults.model_validate({**data, "evals": slim})
