@@ -305,11 +305,10 @@ def load_results_counted(path: Path) -> tuple[RunResults, CheckCounts]:
     ``failed_before_scorer`` cannot depend on them) comes back with ``checks``
     empty and its counts in the second value, under its name.
     """
-    data = _read_results_data(path)
     try:
-        return _counted(data)
-    except (ValidationError, TypeError, KeyError, AttributeError):
-        pass  # whatever is wrong, load_results names it
+        return _counted(_read_results_data(path))
+    except (ResultsError, RecursionError, ValidationError, TypeError, KeyError, AttributeError):
+        pass  # whatever is wrong, load_results names it, in the same one line
     results = load_results(path)
     return results, {}  # not reached for a file it refuses; a file it accepts is compared by its records
 
