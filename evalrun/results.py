@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from enum import Enum
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
+from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_extensions' TypedDict on 3.11
 
 from evalrun.atomic import write_atomic
 from evalrun.errors import ResultsError
@@ -239,6 +241,16 @@ def load_results(path: Path) -> RunResults:
 
 
 def _load_results(path: Path) -> RunResults:
+    data = _read_results_data(path)
+    try:
+        return RunResults.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ResultsError(f"{path}: {where}: {err['msg']}; rerun the tier to rewrite it") from None
+
+
+def _read_results_data(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -265,12 +277,72 @@ def _load_results(path: Path) -> RunResults:
         raise ResultsError(
             f"{path}: results version {shown} is not {RESULTS_VERSION}; rerun the tier with this evalrun"
         )
+    return data
+
+
+CheckCounts = dict[str, dict[str, int]]  # eval -> check -> assertions: what a baseline comparison reads of checks
+
+
+class _CountedCheck(TypedDict):
+    """``CheckResult``'s fields, validated alike, into a dict: no object is built (a test keeps the two equal)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    name: str
+    assertions: int
+    passed: bool
+    message: NotRequired[str | None]
+    evidence: NotRequired[str | None]
+    rate: NotRequired[CheckRate | None]
+
+
+def load_results_counted(path: Path) -> tuple[RunResults, CheckCounts]:
+    """A results file read for a baseline comparison only (``baseline diff``), with its checks as counts.
+
+    The file is validated exactly as ``load_results`` validates it, and a bad
+    one raises the same one-line ``ResultsError``. But building a million
+    ``CheckResult`` records takes seconds where their counts take a fraction:
+    so each eval whose checks only matter as counts (it does not repeat, and
+    ``failed_before_scorer`` cannot depend on them) comes back with ``checks``
+    empty and its counts in the second value, under its name.
+    """
     try:
-        return RunResults.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ResultsError(f"{path}: {where}: {err['msg']}; rerun the tier to rewrite it") from None
+        return _counted(_read_results_data(path))
+    except (ResultsError, RecursionError, ValidationError, TypeError, KeyError, AttributeError):
+        pass  # whatever is wrong, load_results names it, in the same one line
+    results = load_results(path)
+    return results, {}  # not reached for a file it refuses; a file it accepts is compared by its records
+
+
+_COUNTED_CHECKS: Any = None
+_NAME, _ASSERTIONS = itemgetter("name"), itemgetter("assertions")
+
+
+def _counted(data: dict[str, Any]) -> tuple[RunResults, CheckCounts]:
+    global _COUNTED_CHECKS
+    if _COUNTED_CHECKS is None:
+        from pydantic import TypeAdapter
+
+        _COUNTED_CHECKS = TypeAdapter(list[_CountedCheck])
+    evals = data["evals"] if "evals" in data else []
+    counted: dict[int, dict[str, int]] = {}
+    slim = []
+    for index, raw in enumerate(evals):
+        countable = (
+            isinstance(raw, dict) and raw.get("repeats") is None and isinstance(raw.get("checks"), list)
+            and not (raw.get("status") == Status.FAILED.value and raw.get("exit_code") is None)
+        )
+        if not countable:
+            slim.append(raw)
+            continue
+        checks = _COUNTED_CHECKS.validate_python(raw["checks"])
+        counted[index] = dict(zip(map(_NAME, checks), map(_ASSERTIONS, checks)))  # {name: assertions}, in C
+        slim.append({**raw, "checks": []})
+        raw["checks"] = None  # the raw check dicts go now, not when the whole file is read
+    results = RunResults.model_validate({**data, "evals": slim})
+    if len({result.name for result in results.evals}) != len(results.evals):
+        raise TypeError("an eval name twice: counts by name would be ambiguous; read the records")
+    return results, {results.evals[index].name: counts for index, counts in counted.items()}
 
 
 def results_schema() -> dict[str, Any]:

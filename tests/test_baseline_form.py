@@ -39,3 +39,50 @@ def test_hand_edits_and_duplicates_fall_back_to_toml(tmp_path: Path) -> None:
     assert _read_written_form("[a]\nx = 1 # a note\n") is None
     assert _read_written_form("x = 1\n") is None  # a count outside any table: the shape error names it
     assert _read_written_form("[a]\nx = 1\n[b]\ny = 0\n") == {"a": {"x": 1}, "b": {"y": 0}}
+
+
+# ---------------------------------------------------------------- the whole-table reader (a million checks in ~1 s)
+
+from evalrun.baseline import _read_whole_written_form  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(baselines)
+def test_the_whole_table_reader_takes_what_evalrun_writes(tmp_path_factory, data) -> None:
+    path = Path(tmp_path_factory.mktemp("b")) / "t1.toml"
+    write_baseline(path, data, "evalrun baseline --update t1")
+    assert _read_whole_written_form(path.read_text(encoding="utf-8")) == data
+
+
+lines = st.sampled_from(
+    ["", "# note", "[a]", '["b c"]', "[a b]", "x = 1", '"x y" = 2', '"x\\ty" = 0', "x = 01", '"x" = 3',
+     '"a\\"b" = 4', "x = 1 # c", "[[a]]", 'x = "1"', "x = 1\r", '""" = 1']
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(lines | st.text(max_size=12), max_size=12), st.booleans())
+def test_the_whole_table_reader_reads_no_more_and_no_differently_than_the_line_reader(parts, final) -> None:
+    text = "\n".join(parts) + ("\n" if final else "")
+    whole = _read_whole_written_form(text)
+    if whole is None:
+        return  # the line reader, then tomllib, decide
+    assert whole == _read_written_form(text)
+    assert tomllib.loads(text) == whole
+
+
+def test_what_the_whole_table_reader_leaves_to_the_others() -> None:
+    assert _read_whole_written_form('[a]\n"x" = 1\n"x" = 2\n') is None  # a duplicate check
+    assert _read_whole_written_form("[a]\nx = 1\n[a]\ny = 1\n") is None  # a duplicate table
+    assert _read_whole_written_form("[a]\nx = 1\n# a hand-written note\ny = 2\n") is None
+    assert _read_written_form("[a]\nx = 1\n# a hand-written note\ny = 2\n") == {"a": {"x": 1, "y": 2}}
+    assert _read_whole_written_form("x = 1\n[a]\n") is None  # a count outside any table
+    assert _read_whole_written_form("[a]\nx = 1\n\n\n\n[b]\n\"y\\u00e9\" = 0") == {"a": {"x": 1}, "b": {"yé": 0}}
+    assert _read_whole_written_form("# generated\n\n") == {}
+
+
+def test_a_hand_edited_baseline_still_loads_through_the_slower_readers(tmp_path: Path) -> None:
+    path = tmp_path / "t1.toml"
+    path.write_text("[a]\n# keep: flaky upstream\nx = 1\n\n[b]\ny = { assertions = 2, passes = 3, runs = 4 }\n")
+    loaded = load_baseline(path)
+    assert loaded == {"a": {"x": 1}, "b": {"y": 2}} and loaded["b"]["y"].runs == 4

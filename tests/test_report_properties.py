@@ -152,3 +152,59 @@ def test_junit_any_bytes(data: bytes) -> None:
 @given(_xml(), st.sampled_from(["", '<?xml version="1.0"?>', "<!DOCTYPE x>", '<!DOCTYPE x [<!ENTITY a "b">]>']))
 def test_junit_any_xml_shaped_input(body: str, prolog: str) -> None:
     _through(parse_junit, (prolog + body).encode())
+
+
+# --- the JSON report's fast shape check -------------------------------------------
+
+from pydantic import TypeAdapter  # noqa: E402
+
+from evalrun.reports_in.json_report import Report, _report_shape, _validator  # noqa: E402
+
+
+def test_the_fast_shape_is_the_published_report_model() -> None:
+    # The TypedDicts the fast path validates with must accept exactly what the Report model does.
+    def shape(schema: object) -> object:  # what is accepted: no titles, descriptions or output defaults
+        if isinstance(schema, dict):
+            return {k: shape(v) for k, v in schema.items() if k not in ("title", "description", "default")}
+        if isinstance(schema, list):
+            return [shape(v) for v in schema]
+        return schema
+
+    fast = json.loads(json.dumps(_report_shape().json_schema()).replace("_CheckShape", "ReportCheck"))
+    model = TypeAdapter(Report).json_schema()
+    assert shape(fast) == shape(model)
+    assert fast["$defs"]["ReportCheck"]["properties"]["assertions"]["maximum"] == 1_000_000_000  # not vacuous
+
+
+@SETTINGS
+@given(_report | _json)
+def test_what_the_fast_shape_accepts_the_published_schema_accepts(value: object) -> None:
+    try:
+        _report_shape().validate_python(value, strict=True)
+    except Exception:  # noqa: BLE001 - refused: jsonschema decides, as before
+        return
+    assert _validator().is_valid(value)
+
+
+@SETTINGS
+@given(st.lists(st.fixed_dictionaries(
+    {"name": st.text(min_size=1, max_size=20), "assertions": st.integers(0, 5), "passed": st.booleans()},
+    optional={"message": st.none() | st.text(max_size=700), "evidence": st.none() | st.text(max_size=3000)},
+), max_size=6, unique_by=lambda c: c["name"]))
+def test_checks_taken_as_they_are_equal_checks_built_field_by_field(checks: list) -> None:
+    # A secret that occurs nowhere sends every check down the field-by-field path.
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "report.json"
+        path.write_text(json.dumps({"checks": checks}), encoding="utf-8")
+        assert read_json_report(path).checks == read_json_report(path, ["\x00never-in-any-report\x00"]).checks
+
+
+def test_a_check_named_or_explained_over_lines_fails_its_eval_in_one_line(tmp_path: Path) -> None:
+    for checks in ([{"name": "\n", "assertions": 0, "passed": False}],
+                   [{"name": "a\nb", "assertions": 1, "passed": False, "message": "x\r\ny"}],
+                   [{"name": "d\nd", "assertions": 1, "passed": True}] * 2):
+        path = tmp_path / "report.json"
+        path.write_text(json.dumps({"checks": checks}), encoding="utf-8")
+        verdict = judge(read_json_report(path), None, 0, "")
+        assert verdict.message and "\n" not in verdict.message and "\r" not in verdict.message
+        assert verdict.checks[0].name == checks[0]["name"]  # the check itself keeps its name

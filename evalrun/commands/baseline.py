@@ -8,13 +8,16 @@ the last results with the baseline without running any scorer.
 
 from __future__ import annotations
 
+import gc
 import os
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from evalrun.baseline import (
     baseline_lock,
     baseline_path,
+    compare_tier,
     format_comparison,
     load_baseline,
     update_baseline,
@@ -23,11 +26,11 @@ from evalrun.baseline import (
 )
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, judge, load, record
+from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, load, record
 from evalrun.plan import make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
-from evalrun.results import RunResults, load_results, write_results
+from evalrun.results import RunResults, load_results, load_results_counted, write_results
 
 
 def update_baselines(
@@ -102,15 +105,33 @@ def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, 
     if tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     source = from_results or default_results_path(manifest, tier)
-    results = load_results(source)
     path = baseline_path(manifest, tier)
-    if results.tier != tier:
-        raise ResultsError(f"{source}: holds tier {results.tier}, not {tier}; pass it to evalrun baseline diff {results.tier}")
-    comparison = judge(results, manifest, load_baseline(path), strict=strict).baseline
-    assert comparison is not None
+    with _collector_paused():
+        # Checks read as counts: a diff of a million checks never builds a million records.
+        results, counts = load_results_counted(source)
+        if results.tier != tier:
+            raise ResultsError(
+                f"{source}: holds tier {results.tier}, not {tier}; pass it to evalrun baseline diff {results.tier}"
+            )
+        baseline = load_baseline(path)
+    comparison = compare_tier(
+        manifest, results, baseline, strict=strict, update_command=update_command(tier, manifest.path), counts=counts
+    )
     lines = format_comparison(comparison, results.evals)
     for text in lines:
         console.line(text)
     if not lines:
         console.line(f"{tier}: results in {source} match {path}")
     return int(ExitCode.REGRESSED if comparison.regressions else ExitCode.OK)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Reading makes millions of dicts and no cycle: the cyclic collector would walk them again and again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -34,7 +34,7 @@ def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, st
     """Append ``results`` to the history; return a warning line when it could not be, else None."""
     from evalrun.errors import EvalrunError
     from evalrun.history.location import locate_history
-    from evalrun.history.records import make_record, read_git, secrets_of
+    from evalrun.history.records import eval_records, make_record, read_git, secrets_of
     from evalrun.history.backends import open_store
     from evalrun.history.store import HistoryError
 
@@ -49,10 +49,12 @@ def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, st
     if location is None:
         return None
     try:
-        record = make_record(results, read_git(manifest.root), source, secrets_of(environ, manifest.models.key_vars))
+        secrets = secrets_of(environ, manifest.models.key_vars)
+        record = make_record(results, read_git(manifest.root), source, secrets, with_evals=False)
         store = open_store(location)
         try:
-            store.append(record)
+            # Streamed an eval at a time inside one transaction: memory stays flat, the run lands whole or not at all.
+            store.append(record, eval_records(results, secrets))
         finally:
             store.close()
     except HistoryError as exc:

@@ -7,13 +7,13 @@ opening an old database upgrade it once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from evalrun.history import sql
 from evalrun.history.location import HistoryLocation
-from evalrun.history.records import RunRecord
+from evalrun.history.records import EvalRecord, RunRecord
 from evalrun.history.store import DEFAULT_LAST, HistoryError, describe_failure
 
 CONNECT_TIMEOUT = 10  # seconds: a database that is down is a warning, not a hang
@@ -47,9 +47,9 @@ class PostgresStore:
         except self._errors as exc:
             raise HistoryError(describe_failure(self.location, exc)) from None
 
-    def append(self, run: RunRecord) -> bool:
-        with self._write() as cur:
-            return sql.insert_run(cur, sql.POSTGRES, run)
+    def append(self, run: RunRecord, evals: Iterable[EvalRecord] | None = None) -> bool:
+        with self._write() as cur:  # one transaction: the whole run, or nothing
+            return sql.insert_run(cur, sql.POSTGRES, run, evals)
 
     def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
         with self._write() as cur:  # one transaction: one consistent view for the three reads

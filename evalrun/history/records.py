@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -135,42 +135,22 @@ def _run_git(folder: Path, args: list[str]) -> subprocess.CompletedProcess[bytes
 
 
 def make_record(
-    results: RunResults, git: GitInfo, source: str, secrets: Iterable[str] = (), recorded_at: str | None = None
+    results: RunResults,
+    git: GitInfo,
+    source: str,
+    secrets: Iterable[str] = (),
+    recorded_at: str | None = None,
+    *,
+    with_evals: bool = True,
 ) -> RunRecord:
-    """The stored form of a results file; scorer text redacted, then bounded."""
+    """The stored form of a results file; scorer text redacted, then bounded.
+
+    ``with_evals=False`` leaves ``evals`` empty: the run's own row only, for a
+    writer that streams ``eval_records`` one eval at a time (``record_run``), so
+    that a million checks never sit in memory as records at once.
+    """
     hidden = [s for s in secrets if s]
-
-    def clean(text: str | None, limit: int) -> str | None:
-        if text is None:
-            return None
-        text = scrub(text, hidden)
-        return text if len(text) <= limit else text[: limit - 1] + "…"
-
-    evals = []
-    for result in results.evals:
-        models = result.models or None
-        tokens = None
-        if models:
-            total = (models.get("tokens") or {}).get("total") if isinstance(models.get("tokens"), dict) else None
-            tokens = int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None
-        metrics = dict(list(result.metrics.items())[:MAX_METRICS])
-        evals.append(
-            EvalRecord(
-                name=result.name,
-                status=result.status.value,
-                duration_s=result.duration_s,
-                exit_code=result.exit_code,
-                message=clean(result.message, MESSAGE_CHARS),
-                models=models,
-                tokens=tokens,
-                metrics=metrics,
-                checks=[
-                    CheckRecord(eval=result.name, name=c.name, assertions=c.assertions, passed=c.passed,
-                                message=clean(c.message, MESSAGE_CHARS), evidence=clean(c.evidence, EVIDENCE_CHARS))
-                    for c in result.checks
-                ],
-            )
-        )
+    clean = _cleaner(hidden)
     if source == "run" and results.selection.get("shard"):
         source = "shard"  # one part of a run: the merged run stands for it in trends
     comparison = results.baseline
@@ -195,8 +175,45 @@ def make_record(
         exit_code=results.exit_code,
         interrupted=results.interrupted,
         baseline=baseline,
-        evals=evals,
+        evals=list(eval_records(results, hidden)) if with_evals else [],
     )
+
+
+def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[EvalRecord]:
+    """The stored form of each eval of ``results``, with its checks, one eval at a time."""
+    clean = _cleaner([s for s in secrets if s])
+    for result in results.evals:
+        models = result.models or None
+        tokens = None
+        if models:
+            total = (models.get("tokens") or {}).get("total") if isinstance(models.get("tokens"), dict) else None
+            tokens = int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None
+        metrics = dict(list(result.metrics.items())[:MAX_METRICS])
+        yield EvalRecord(
+            name=result.name,
+            status=result.status.value,
+            duration_s=result.duration_s,
+            exit_code=result.exit_code,
+            message=clean(result.message, MESSAGE_CHARS),
+            models=models,
+            tokens=tokens,
+            metrics=metrics,
+            checks=[
+                CheckRecord(eval=result.name, name=c.name, assertions=c.assertions, passed=c.passed,
+                            message=clean(c.message, MESSAGE_CHARS), evidence=clean(c.evidence, EVIDENCE_CHARS))
+                for c in result.checks
+            ],
+        )
+
+
+def _cleaner(hidden: list[str]) -> Callable[[str | None, int], str | None]:
+    def clean(text: str | None, limit: int) -> str | None:
+        if text is None:
+            return None
+        text = scrub(text, hidden)
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    return clean
 
 
 def run_id_for(results: RunResults) -> str:

@@ -10,7 +10,7 @@ processes opening an old database at once upgrade it once.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -87,8 +87,13 @@ def migrate(cur: Cursor, dialect: Dialect, target: int = SCHEMA_VERSION) -> int:
     return found
 
 
-def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord) -> bool:
-    """Insert one run with its evals and checks; False when that run id is already stored."""
+def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord, evals: Iterable[EvalRecord] | None = None) -> bool:
+    """Insert one run with its evals and checks; False when that run id is already stored.
+
+    ``evals`` (default: ``run.evals``) may be a generator: each eval and its
+    checks are inserted as it comes, so the caller never holds every check of a
+    run at once. The caller's one transaction keeps the run whole or absent.
+    """
     cur.execute(
         _q(dialect, """INSERT INTO evalrun_runs (run_id, tier, started_at, finished_at, recorded_at, source,
             git_commit, git_branch, git_dirty, evalrun_version, exit_code, interrupted, baseline)
@@ -101,21 +106,16 @@ def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord) -> bool:
     if row is None:
         return False
     pk = row[0]
-    if run.evals:
-        cur.executemany(
-            _q(dialect, """INSERT INTO evalrun_evals (run_pk, name, status, duration_s, exit_code, message, models,
-                tokens, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""),
-            [(pk, e.name, e.status, e.duration_s, e.exit_code, e.message, json.dumps(e.models) if e.models else None,
-              e.tokens, json.dumps(e.metrics)) for e in run.evals],
-        )
-    checks = [c for e in run.evals for c in e.checks]
-    if checks:
-        cur.executemany(
-            _q(dialect, """INSERT INTO evalrun_checks (run_pk, eval, name, assertions, passed, runs, passes, message,
-                evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""),
-            [(pk, c.eval, c.name, c.assertions, int(c.passed), c.runs, c.passes, c.message, c.evidence)
-             for c in checks],
-        )
+    eval_sql = _q(dialect, """INSERT INTO evalrun_evals (run_pk, name, status, duration_s, exit_code, message, models,
+        tokens, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""")
+    check_sql = _q(dialect, """INSERT INTO evalrun_checks (run_pk, eval, name, assertions, passed, runs, passes,
+        message, evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""")
+    for e in run.evals if evals is None else evals:
+        cur.execute(eval_sql, (pk, e.name, e.status, e.duration_s, e.exit_code, e.message,
+                               json.dumps(e.models) if e.models else None, e.tokens, json.dumps(e.metrics)))
+        if e.checks:
+            cur.executemany(check_sql, [(pk, c.eval, c.name, c.assertions, int(c.passed), c.runs, c.passes,
+                                         c.message, c.evidence) for c in e.checks])
     return True
 
 

@@ -8,13 +8,13 @@ WAL mode so readers never block a writer.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from evalrun.history import sql
 from evalrun.history.location import HistoryLocation
-from evalrun.history.records import RunRecord
+from evalrun.history.records import EvalRecord, RunRecord
 from evalrun.history.store import DEFAULT_LAST, HistoryError, describe_failure
 
 BUSY_SECONDS = 30.0
@@ -52,9 +52,9 @@ class SqliteStore:
         except (sqlite3.Error, sql.SchemaTooNew) as exc:
             raise HistoryError(describe_failure(self.location, exc)) from None
 
-    def append(self, run: RunRecord) -> bool:
-        with self._write() as cur:
-            return sql.insert_run(cur, sql.SQLITE, run)
+    def append(self, run: RunRecord, evals: Iterable[EvalRecord] | None = None) -> bool:
+        with self._write() as cur:  # one transaction: the whole run, or nothing
+            return sql.insert_run(cur, sql.SQLITE, run, evals)
 
     def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
         try:

@@ -7,11 +7,12 @@ as ``HistoryError`` with one line, the password scrubbed from it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from evalrun.errors import EvalrunError
 from evalrun.history.location import HistoryLocation
-from evalrun.history.records import RunRecord
+from evalrun.history.records import EvalRecord, RunRecord
 from evalrun.secrets import scrub
 
 DEFAULT_LAST = 20
@@ -24,8 +25,11 @@ class HistoryError(EvalrunError):
 class HistoryStore(Protocol):
     location: HistoryLocation
 
-    def append(self, run: RunRecord) -> bool:
-        """Store one run; False when a run with that id is already stored."""
+    def append(self, run: RunRecord, evals: Iterable[EvalRecord] | None = None) -> bool:
+        """Store one run, all or nothing; False when a run with that id is already stored.
+
+        ``evals`` (default: ``run.evals``) may be a generator, consumed one eval at a time.
+        """
         ...
 
     def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:

@@ -44,7 +44,8 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
     names: set[str] = set()
     for c in checks:
         if c.name in names:
-            return Verdict(Status.ERROR, f'duplicate check name "{c.name}" in the report', checks, parsed.metrics)
+            return Verdict(Status.ERROR, _clip(f'duplicate check name "{_fold(c.name)}" in the report'), checks,
+                           parsed.metrics)
         names.add(c.name)
     failed = [c for c in checks if not c.passed]
     if parsed.problem:
@@ -73,7 +74,8 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
 
 def _failed_message(failed: list[CheckResult]) -> str:
     first = failed[0]
-    msg = f'check "{first.name}" failed' + (f": {first.message}" if first.message else "")
+    # The eval's message is one line: a name or message with line breaks is folded here (the check keeps them).
+    msg = f'check "{_fold(first.name)}" failed' + (f": {_fold(first.message)}" if first.message else "")
     if len(failed) > 1:
         msg += f" (and {len(failed) - 1} more failed check{'s' if len(failed) > 2 else ''})"
     return msg
@@ -113,6 +115,10 @@ def explain_failure(output: str) -> str:
         return _clip(" | ".join(errorish[-3:]))
     tail = [ln.strip() for ln in lines if ln.strip()]
     return _clip(tail[-1]) if tail else ""
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()) if "\n" in text or "\r" in text else text
 
 
 def _clip(text: str) -> str:
