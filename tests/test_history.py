@@ -141,22 +141,29 @@ def test_an_old_schema_is_migrated_on_open_and_keeps_its_runs(store_location: Hi
     else:
         from evalrun.history.sqlite import SqliteStore as Store
     old = Store(store_location, target_version=1)  # what the first released evalrun created
-    record = make_record(results(1), GitInfo("b" * 40, "main", False), "run")
+    run = results(1)
+    run = run.model_copy(update={"evals": [
+        run.evals[0].model_copy(update={"name": "alpha[mini]", "experiment": "mini"}), *run.evals[1:]
+    ]})
+    record = make_record(run, GitInfo("b" * 40, "main", False), "run")
     old.close()
     store = open_store(store_location)  # migrates 1 -> current
     try:
         store.append(record)
         [back] = store.runs("t1", 5)
         assert back.evals[0].checks[0].runs is None  # the column migration 2 added
+        by_name = {e.name: e for e in back.evals}
+        assert by_name["alpha[mini]"].experiment == "mini"  # the column migration 3 added
+        assert by_name["beta"].experiment is None
     finally:
         store.close()
-    assert schema_version(store_location) == 2
+    assert schema_version(store_location) == 3
 
 
 def test_a_schema_newer_than_evalrun_is_refused_in_one_line(store_location: HistoryLocation) -> None:
     open_store(store_location).close()
     set_schema_version(store_location, 99)
-    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(2\); upgrade"):
+    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(3\); upgrade"):
         open_store(store_location)
 
 

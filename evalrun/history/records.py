@@ -41,8 +41,9 @@ class CheckRecord:
 
 @dataclass(slots=True, kw_only=True)
 class EvalRecord:
-    name: str
+    name: str  # eval[experiment] under an experiment
     status: str
+    experiment: str | None = None
     duration_s: float = 0.0
     exit_code: int | None = None
     message: str | None = None
@@ -191,6 +192,7 @@ def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[E
         metrics = dict(list(result.metrics.items())[:MAX_METRICS])
         yield EvalRecord(
             name=result.name,
+            experiment=result.experiment,
             status=result.status.value,
             duration_s=result.duration_s,
             exit_code=result.exit_code,

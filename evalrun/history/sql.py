@@ -52,6 +52,10 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE evalrun_checks ADD COLUMN passes INTEGER",
         "CREATE INDEX evalrun_checks_name ON evalrun_checks (eval, name)",
     ],
+    [
+        # The experiment (column) an eval ran under; its name is eval[experiment] too. Null: none.
+        "ALTER TABLE evalrun_evals ADD COLUMN experiment TEXT",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS evalrun_schema (version INTEGER NOT NULL)"
@@ -107,12 +111,13 @@ def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord, evals: Iterable[Ev
         return False
     pk = row[0]
     eval_sql = _q(dialect, """INSERT INTO evalrun_evals (run_pk, name, status, duration_s, exit_code, message, models,
-        tokens, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""")
+        tokens, metrics, experiment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""")
     check_sql = _q(dialect, """INSERT INTO evalrun_checks (run_pk, eval, name, assertions, passed, runs, passes,
         message, evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""")
     for e in run.evals if evals is None else evals:
         cur.execute(eval_sql, (pk, e.name, e.status, e.duration_s, e.exit_code, e.message,
-                               json.dumps(e.models) if e.models else None, e.tokens, json.dumps(e.metrics)))
+                               json.dumps(e.models) if e.models else None, e.tokens, json.dumps(e.metrics),
+                               e.experiment))
         if e.checks:
             cur.executemany(check_sql, [(pk, c.eval, c.name, c.assertions, int(c.passed), c.runs, c.passes,
                                          c.message, c.evidence) for c in e.checks])
@@ -152,15 +157,17 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
             CheckRecord(eval=ev, name=name, assertions=assertions, passed=bool(passed), runs=runs, passes=passes,
                         message=message, evidence=evidence))
     cur.execute(
-        f"SELECT run_pk, name, status, duration_s, exit_code, message, models, tokens, metrics FROM evalrun_evals "
+        f"SELECT run_pk, name, status, duration_s, exit_code, message, models, tokens, metrics, experiment "
+        f"FROM evalrun_evals "
         f"WHERE run_pk IN ({marks})",
         pks,
     )
     evals: dict[Any, list[EvalRecord]] = {}
-    for pk, name, status, duration, code, message, models, tokens, metrics in cur.fetchall():
+    for pk, name, status, duration, code, message, models, tokens, metrics, experiment in cur.fetchall():
         evals.setdefault(pk, []).append(
             EvalRecord(
-                name=name, status=status, duration_s=float(duration), exit_code=code, message=message,
+                name=name, experiment=experiment, status=status, duration_s=float(duration), exit_code=code,
+                message=message,
                 models=json.loads(models) if models else None, tokens=tokens, metrics=json.loads(metrics),
                 checks=sorted(checks.get((pk, name), []), key=lambda c: c.name)))
     runs = []
