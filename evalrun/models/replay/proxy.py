@@ -83,6 +83,7 @@ from evalrun.models.replay.upstream import (
     ConnectionPool,
     UpstreamError,
     api_style,
+    body_pieces,
     choose_target,
     content_decoder,
     decoded_request_body,
@@ -387,10 +388,10 @@ class ReplayProxy:
         with self._settling(state):
             try:
                 if response.stream is not None:
+                    # All of it at once, in one chunk: nothing is waited for, so nothing is gained by
+                    # a send per event (and each would cost the client a wake-up).
                     handler.start_stream(response.status, response.headers)
-                    for chunk in response.stream:
-                        handler.write_chunk(chunk.encode("utf-8"))
-                    handler.end_stream()
+                    handler.write_chunk("".join(response.stream).encode("utf-8"), end=True)
                 else:
                     handler.send_whole(response.status, response.headers, response.body)
             finally:
@@ -427,7 +428,7 @@ class ReplayProxy:
         try:
             if streamed:
                 handler.start_stream(response.status, reply_headers)
-                while chunk := response.read1(65536):
+                for chunk in body_pieces(response):  # all that has arrived, in one send to the client
                     chunk = decoder.decompress(chunk) if decoder is not None else chunk
                     raw += chunk
                     handler.write_chunk(chunk, watch=True)  # relayed as it arrives, not when the call ends

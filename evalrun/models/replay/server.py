@@ -174,17 +174,21 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self._client_gone = False
 
-    def write_chunk(self, data: bytes, watch: bool = False) -> None:
-        """Send one chunk; ``watch``: first make sure the client is still there to read it."""
-        if not data or self._client_gone:
+    def write_chunk(self, data: bytes, watch: bool = False, end: bool = False) -> None:
+        """Send one chunk; ``watch``: first make sure the client is still there to read it;
+        ``end``: the stream's end goes in the same send (then no ``end_stream``)."""
+        if self._client_gone:
             return
-        if watch and self.peer_closed():
+        if watch and data and self.peer_closed():
             # The client gave up (timed out) before this part of the answer: it never had it whole.
             self._client_gone = True
             self.close_connection = True
             return
+        wire = b"%x\r\n%s\r\n" % (len(data), data) if data else b""
+        if not wire and not end:
+            return
         try:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.write(wire + b"0\r\n\r\n" if end else wire)
         except (BrokenPipeError, ConnectionResetError):
             # Keep reading upstream: the call is paid for and its usage must be counted.
             self._client_gone = True
