@@ -32,12 +32,20 @@ Modes.
   report, so the eval fails even if the code under test swallowed the error.
   Owned fixtures never requested are listed as unplayed at the end.
 - ``record`` (``t3 --record``): relayed upstream, and the fixture is written
-  atomically just after the answer (its fsync is kept off the call's
-  latency); ``eval_report`` waits for writes still under way. A call takes its
+  atomically just after the answer, by a writer thread (its redaction and
+  fsync are kept off the call's latency); ``eval_report`` waits for writes
+  still under way. A call takes its
   index only once its answer reached the client whole: an attempt the client
   abandoned (timed out, disconnected) is not recorded, and its retry takes the
   index. A gzip or deflate answer is decoded for the client and the fixture.
 - ``live`` (t3): relayed, nothing written; usage counted.
+
+Latency. A streamed answer is relayed as it arrives, all that has arrived in
+one send (``upstream.body_pieces``); a replayed one goes out in one send. In
+every mode the client gets the answer's last byte first, and the call is
+counted (usage, cost, notes, the fixture) just after: until then it is
+pending, and ``eval_report`` and a call under a tokens or usd cap wait for it
+(``_settling``), so neither can miss it.
 
 Errors the proxy itself answers have the shape both SDK families parse,
 ``{"type": "error", "error": {"type": K, "code": K, "message": ...}}``, carry
@@ -464,7 +472,7 @@ class ReplayProxy:
             try:
                 # The client has its last byte first; counting, notes and the fixture follow. A report
                 # of the eval, and a call under a tokens or usd cap, wait for them (``_settling``).
-                if streamed:
+                if recorded is None:
                     handler.end_stream()
                 else:
                     handler.send_whole(recorded.status, reply_headers, recorded.body)
