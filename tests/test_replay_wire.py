@@ -37,7 +37,7 @@ def framed(payloads: list[bytes], extensions: list[str] | None = None, trailers:
     return body + b"0\r\n" + b"".join(t + b"\r\n" for t in trailers) + b"\r\n"
 
 
-def read_pieces(wire: bytes, cuts: list[int]) -> tuple[list[bytes], http.client.HTTPResponse]:
+def read_pieces(wire: bytes, cuts: list[int], method: str = "POST") -> tuple[list[bytes], http.client.HTTPResponse]:
     """``body_pieces`` of a response sent as ``wire``, written in pieces cut at ``cuts``; the writer then closes."""
     ours, theirs = socket.socketpair()
 
@@ -51,7 +51,7 @@ def read_pieces(wire: bytes, cuts: list[int]) -> tuple[list[bytes], http.client.
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     try:
-        response = http.client.HTTPResponse(ours)
+        response = http.client.HTTPResponse(ours, method=method)
         response.begin()
         return list(body_pieces(response)), response
     finally:
@@ -98,6 +98,12 @@ def test_a_broken_chunked_body_is_an_http_error_never_a_crash_or_a_hang(body, cu
 def test_malformed_framing_is_refused_as_http_client_would(wire, error):
     with pytest.raises(error):
         read_pieces(HEAD + wire, [])
+
+
+def test_the_answer_to_a_head_request_has_no_pieces_even_when_it_says_chunked():
+    # Read as a body, it would wait for bytes the upstream never sends (here: reads what follows).
+    pieces, _ = read_pieces(HEAD + framed([b"not a body"]), [], "HEAD")
+    assert pieces == []
 
 
 def test_all_that_has_arrived_is_one_piece():

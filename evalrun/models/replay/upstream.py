@@ -104,7 +104,8 @@ def body_pieces(response: http.client.HTTPResponse) -> Iterator[bytes]:
     chunked body is unframed here, as ``http.client`` does (same bounds); once its
     end is read the response is closed, so its connection can be reused.
     """
-    if not response.chunked:
+    if not response.chunked or response.length is not None or response.fp is None:
+        # Not chunked, or no body to read (the answer to a HEAD has length 0): http.client's own reads.
         while piece := response.read1(65536):
             yield piece
         return
