@@ -3,7 +3,11 @@
 This module owns when a call is refused. A call takes a slot before it is
 made (so parallel evals cannot overshoot a calls cap); its tokens are added
 when its response has been read, so the tokens cap can be overshot by the one
-call that crosses it, and every call after that is refused. Dollars (``usd``)
+call that crosses it, and every call after that is refused. The proxy adds
+them just after the client has the answer's last byte (off the call's
+latency): between the two the call is *unsettled*, and a call asking for a
+slot under a tokens or dollars cap waits until none is, so a call made after
+another's answer arrived is measured against that answer's tokens. Dollars (``usd``)
 are added the same way, from the call's tokens and ``[models.prices]``; an
 unpriced call adds nothing to them (the run reports it as unpriced). A refusal is not
 a failure of the model: the runner gives the eval status ``budget``.
@@ -13,6 +17,8 @@ from __future__ import annotations
 
 import threading
 from typing import Protocol
+
+SETTLE_WAIT_S = 30.0  # settling takes microseconds; the bound only keeps a bug from hanging every call
 
 
 class BudgetLimits(Protocol):
@@ -38,10 +44,13 @@ class BudgetMeter:
         self.tokens = 0
         self.refused = 0
         self._lock = threading.Lock()
+        self._unsettled = 0  # calls answered whose tokens and dollars are not added yet
+        self._settled = threading.Condition(self._lock)
 
     def acquire(self) -> str | None:
         """Take a slot for one call; return why it is refused, or None when it may go."""
         with self._lock:
+            self._wait_settled()
             reason = self._exhaustion()
             if reason is not None:
                 self.refused += 1
@@ -62,10 +71,27 @@ class BudgetMeter:
         with self._lock:
             self.usd += usd
 
+    def begin_settle(self) -> None:
+        """A call's answer is about to reach its client; its tokens and dollars follow (``end_settle``)."""
+        with self._lock:
+            self._unsettled += 1
+
+    def end_settle(self) -> None:
+        """The call's tokens and dollars are added (or it had none to add)."""
+        with self._lock:
+            self._unsettled -= 1
+            self._settled.notify_all()
+
     def exhausted(self) -> bool:
         """True once no further call would be allowed."""
         with self._lock:
+            self._wait_settled()
             return self._exhaustion() is not None
+
+    def _wait_settled(self) -> None:
+        # Only caps that settling changes are worth the wait: calls are counted when taken.
+        if self.max_tokens is not None or self.max_usd is not None:
+            self._settled.wait_for(lambda: self._unsettled == 0, timeout=SETTLE_WAIT_S)
 
     def _exhaustion(self) -> str | None:
         if self.max_calls is not None and self.calls >= self.max_calls:

@@ -32,12 +32,20 @@ Modes.
   report, so the eval fails even if the code under test swallowed the error.
   Owned fixtures never requested are listed as unplayed at the end.
 - ``record`` (``t3 --record``): relayed upstream, and the fixture is written
-  atomically just after the answer (its fsync is kept off the call's
-  latency); ``eval_report`` waits for writes still under way. A call takes its
+  atomically just after the answer, by a writer thread (its redaction and
+  fsync are kept off the call's latency); ``eval_report`` waits for writes
+  still under way. A call takes its
   index only once its answer reached the client whole: an attempt the client
   abandoned (timed out, disconnected) is not recorded, and its retry takes the
   index. A gzip or deflate answer is decoded for the client and the fixture.
 - ``live`` (t3): relayed, nothing written; usage counted.
+
+Latency. A streamed answer is relayed as it arrives, all that has arrived in
+one send (``upstream.body_pieces``); a replayed one goes out in one send. In
+every mode the client gets the answer's last byte first, and the call is
+counted (usage, cost, notes, the fixture) just after: until then it is
+pending, and ``eval_report`` and a call under a tokens or usd cap wait for it
+(``_settling``), so neither can miss it.
 
 Errors the proxy itself answers have the shape both SDK families parse,
 ``{"type": "error", "error": {"type": K, "code": K, "message": ...}}``, carry
@@ -57,7 +65,8 @@ import re
 import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, unquote
@@ -82,6 +91,7 @@ from evalrun.models.replay.upstream import (
     ConnectionPool,
     UpstreamError,
     api_style,
+    body_pieces,
     choose_target,
     content_decoder,
     decoded_request_body,
@@ -156,7 +166,7 @@ class ReplayProxy:
         """Stop serving, after the fixtures of calls already answered are on disk."""
         for state in list(self._evals.values()):
             with state.lock:
-                state.writes_done.wait_for(lambda: state.pending_writes == 0, timeout=WRITE_WAIT_S)
+                state.wait_settled(WRITE_WAIT_S)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -230,8 +240,8 @@ class ReplayProxy:
         if state is None:
             raise ValueError(f"eval {eval_name!r} was never registered with the proxy; call register_eval() first")
         with state.lock:
-            # A call already answered may still be writing its fixture (record mode).
-            state.writes_done.wait_for(lambda: state.pending_writes == 0, timeout=WRITE_WAIT_S)
+            # A call already answered may still be being counted, or writing its fixture (record mode).
+            state.wait_settled(WRITE_WAIT_S)
             return ProxyEvalReport(
                 eval=eval_name,
                 mode=self.mode,
@@ -364,6 +374,20 @@ class ReplayProxy:
         for meter in self._meters(state):
             meter.release()
 
+    @contextmanager
+    def _settling(self, state: EvalState) -> Iterator[None]:
+        """Around answering a call and then counting it: until counted, the call is pending for the
+        eval's report and unsettled for both budgets (a call under a tokens or usd cap waits for it)."""
+        state.begin_pending()
+        self.meter.begin_settle()
+        state.meter.begin_settle()
+        try:
+            yield
+        finally:
+            state.meter.end_settle()
+            self.meter.end_settle()
+            state.end_pending()
+
     def _count(self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str) -> None:
         """Count an answered call: the eval's record, and the tokens and dollars of both budgets."""
         usd = call_cost(self.prices or {}, usage.models, usage.input_tokens, usage.output_tokens)
@@ -386,17 +410,20 @@ class ReplayProxy:
             handler.send_error_json(chosen.status, chosen.kind, message)
             return
         response = chosen.response
-        usage = read_usage(response.body, response.stream or ())
-        self._count(state, None, chosen.provider, usage, session)
-        self.note(f"{state.name}/{session}#{index:04d} {method} {path.split('?', 1)[0]} -> {response.status} "
-                  f"(fixture {chosen.index:04d})")
-        if response.stream is not None:
-            handler.start_stream(response.status, response.headers)
-            for chunk in response.stream:
-                handler.write_chunk(chunk.encode("utf-8"))
-            handler.end_stream()
-        else:
-            handler.send_whole(response.status, response.headers, response.body)
+        with self._settling(state):
+            try:
+                if response.stream is not None:
+                    # All of it at once, in one chunk: nothing is waited for, so nothing is gained by
+                    # a send per event (and each would cost the client a wake-up).
+                    handler.start_stream(response.status, response.headers)
+                    handler.write_chunk("".join(response.stream).encode("utf-8"), end=True)
+                else:
+                    handler.send_whole(response.status, response.headers, response.body)
+            finally:
+                usage = read_usage(response.body, response.stream or ())
+                self._count(state, None, chosen.provider, usage, session)
+                self.note(f"{state.name}/{session}#{index:04d} {method} {path.split('?', 1)[0]} -> "
+                          f"{response.status} (fixture {chosen.index:04d})")
 
     def _relay(
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
@@ -421,19 +448,19 @@ class ReplayProxy:
             del reply_headers["content-encoding"]  # the client gets, and the fixture keeps, the decoded body
         recordable = decoder is not None or not reply_headers.get("content-encoding", "").strip()
         streamed = reply_headers.get("content-type", "").startswith("text/event-stream")
+        recorded: RecordedResponse | None
+        raw = bytearray()
         try:
             if streamed:
                 handler.start_stream(response.status, reply_headers)
-                raw = bytearray()
-                while chunk := response.read1(65536):
+                for chunk in body_pieces(response):  # all that has arrived, in one send to the client
                     chunk = decoder.decompress(chunk) if decoder is not None else chunk
                     raw += chunk
                     handler.write_chunk(chunk, watch=True)  # relayed as it arrives, not when the call ends
                 if decoder is not None and (tail := decoder.flush()):
                     raw += tail
                     handler.write_chunk(tail, watch=True)
-                text = raw.decode("utf-8", errors="replace")
-                recorded = RecordedResponse(response.status, reply_headers, stream=tuple(_events(text)))
+                recorded = None  # split into events once the client has the stream's end
             else:
                 data = response.read()
                 if decoder is not None:
@@ -458,32 +485,46 @@ class ReplayProxy:
         abandoned = handler.client_gone() if streamed else handler.peer_closed()
         recording = self.mode == "record" and not abandoned and recordable
         index = state.take_index(session) if not abandoned else 0
-        if recording:
-            state.begin_write()  # before counting: a report that shows the call waits for its fixture
+        with self._settling(state):
+            try:
+                # The client has its last byte first; counting, notes and the fixture follow. A report
+                # of the eval, and a call under a tokens or usd cap, wait for them (``_settling``).
+                if recorded is None:
+                    handler.end_stream()
+                else:
+                    handler.send_whole(recorded.status, reply_headers, recorded.body)
+            finally:
+                if recorded is None:
+                    text = raw.decode("utf-8", errors="replace")
+                    recorded = RecordedResponse(response.status, reply_headers, stream=tuple(_events(text)))
+                try:
+                    usage = read_usage(recorded.body, recorded.stream or ())
+                    key = (session, index) if not abandoned else None
+                    self._count(state, key, target.provider, usage, session)
+                    outcome = "abandoned by the client, not recorded" if abandoned else self.mode
+                    self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} ({outcome})")
+                    if self.mode == "record" and not recordable:
+                        state.note_missing(None, self._redact(
+                            f"evalrun record: {state.name}/{session} call {index}: the upstream answered with "
+                            f"content-encoding {reply_headers['content-encoding']!r}, which evalrun cannot decode; "
+                            "not recorded (use an upstream that honours Accept-Encoding: identity, gzip or deflate)"
+                        ))
+                finally:
+                    if recording:
+                        self._submit_record(
+                            state, session, index, target.provider, method, path, headers,
+                            decoded_request_body(body, headers), recorded,
+                        )
+
+    def _submit_record(self, state: EvalState, *args: Any) -> None:
+        """Have the writer thread write a fixture: redaction and fsync stay off the call's latency, even
+        for the next call on the same keep-alive connection. The eval's report waits for it."""
+        state.begin_pending()
         try:
-            usage = read_usage(recorded.body, recorded.stream or ())
-            self._count(state, (session, index) if not abandoned else None, target.provider, usage, session)
-            outcome = "abandoned by the client, not recorded" if abandoned else self.mode
-            self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} ({outcome})")
-            if self.mode == "record" and not recordable:
-                state.note_missing(None, self._redact(
-                    f"evalrun record: {state.name}/{session} call {index}: the upstream answered with "
-                    f"content-encoding {reply_headers['content-encoding']!r}, which evalrun cannot decode; "
-                    "not recorded (use an upstream that honours Accept-Encoding: identity, gzip or deflate)"
-                ))
-            # The response completes only now, so a finished eval's report already counts this call.
-            if streamed:
-                handler.end_stream()
-            else:
-                handler.send_whole(recorded.status, reply_headers, recorded.body)
-        finally:
-            if recording:
-                # Written by the writer thread after answering: the fsync stays off the call's latency,
-                # even for the next call on the same keep-alive connection.
-                self._writer().submit(
-                    self._record, state, session, index, target.provider, method, path, headers,
-                    decoded_request_body(body, headers), recorded,
-                )
+            self._writer().submit(self._record, state, *args)
+        except BaseException:
+            state.end_pending()
+            raise
 
     def _writer(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -521,7 +562,7 @@ class ReplayProxy:
         except OSError as exc:
             state.note_missing(None, self._redact(f"evalrun record: cannot write {file_label(where)}: {exc.strerror or exc}"))
         finally:
-            state.end_write()
+            state.end_pending()
 
     def _redact(self, text: str) -> str:
         return scrub(text, self.secrets | {self.token})

@@ -104,8 +104,9 @@ class EvalState:
         self.usd = 0.0
         self.unpriced_calls = 0
         self.unpriced_models: set[str] = set()
-        self.pending_writes = 0
-        self.writes_done = threading.Condition(self.lock)
+        # Calls answered whose counting, or fixture, is not done yet: a report waits for them.
+        self.pending = 0
+        self.settled = threading.Condition(self.lock)
 
     def unplayed(self, mode: str) -> list[str]:
         """Owned fixtures on disk at registration that no call requested (call with ``lock`` held)."""
@@ -128,14 +129,19 @@ class EvalState:
             self.next_index[session] = index
             return index
 
-    def begin_write(self) -> None:
+    def begin_pending(self) -> None:
+        """A call is answered (or about to be) and its counting or fixture writing is still to come."""
         with self.lock:
-            self.pending_writes += 1
+            self.pending += 1
 
-    def end_write(self) -> None:
+    def end_pending(self) -> None:
         with self.lock:
-            self.pending_writes -= 1
-            self.writes_done.notify_all()
+            self.pending -= 1
+            self.settled.notify_all()
+
+    def wait_settled(self, timeout: float) -> None:
+        """Wait until every call answered so far is counted and its fixture written (call with ``lock`` held)."""
+        self.settled.wait_for(lambda: self.pending == 0, timeout=timeout)
 
     def count(
         self, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str = "",

@@ -24,7 +24,7 @@ import socket
 import zlib
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -88,6 +88,99 @@ def decoded_request_body(body: bytes, headers: Mapping[str, str]) -> bytes:
         return data if not decoder.unconsumed_tail else body
     except zlib.error:
         return body
+
+
+_MAX_LINE = 65536  # a chunk-size or trailer line longer than this is a broken upstream (http.client's bound)
+_MAX_TRAILER_LINES = 100
+
+
+def body_pieces(response: http.client.HTTPResponse) -> Iterator[bytes]:
+    """The body of ``response`` as it arrives, transfer coding taken off, in pieces of all that has arrived.
+
+    A streamed answer's events often come several to one read; ``HTTPResponse.read1``
+    would hand them out one chunk at a time, and each would cost the relay a send
+    to the client (and the client a wake-up). Here every piece is all the body
+    the upstream has sent so far, so nothing waits and nothing is split. A
+    chunked body is unframed here, as ``http.client`` does (same bounds); once its
+    end is read the response is closed, so its connection can be reused.
+    """
+    if not response.chunked or response.length is not None or response.fp is None:
+        # Not chunked, or no body to read (the answer to a HEAD has length 0): http.client's own reads.
+        while piece := response.read1(65536):
+            yield piece
+        return
+    assert response.fp is not None
+    fp = response.fp
+    pending = bytearray()  # read from the upstream, not yet unframed
+    out = bytearray()  # unframed, not yet handed out
+    left: int | None = None  # bytes of the current chunk still to come; None: a chunk-size line is next
+    trailer_lines = -1  # -1: in the body; else the trailer lines read after the last chunk
+    while True:
+        progress = True
+        while progress:
+            progress = False
+            if trailer_lines >= 0:
+                end = pending.find(b"\n")
+                if end < 0:
+                    _bounded(pending, "trailer line")
+                    break
+                line = bytes(pending[: end + 1])
+                del pending[: end + 1]
+                if line in (b"\r\n", b"\n"):
+                    if out:
+                        yield bytes(out)
+                    response.close()  # what http.client does at the end of a chunked body
+                    return
+                trailer_lines += 1
+                if trailer_lines > _MAX_TRAILER_LINES:
+                    raise http.client.HTTPException("too many trailer lines")
+                progress = True
+            elif left is None:
+                end = pending.find(b"\n")
+                if end < 0:
+                    _bounded(pending, "chunk size")
+                    break
+                line = bytes(pending[:end]).split(b";", 1)[0]
+                del pending[: end + 1]
+                try:
+                    size = int(line, 16)
+                except ValueError:
+                    raise http.client.IncompleteRead(b"") from None
+                if size < 0:
+                    raise http.client.IncompleteRead(b"")
+                if size == 0:
+                    trailer_lines = 0
+                else:
+                    left = size
+                progress = True
+            elif left > 0:
+                if pending:
+                    taken = pending[:left]
+                    out += taken
+                    del pending[: len(taken)]
+                    left -= len(taken)
+                    progress = True
+            else:  # the CRLF that closes a chunk
+                if len(pending) < 2:
+                    break
+                del pending[:2]
+                left = None
+                progress = True
+        if out:
+            yield bytes(out)
+            out.clear()
+        data = fp.read1(65536)  # what is buffered, else one read: never waits for more than one byte
+        if not data:
+            if trailer_lines >= 0:  # a few servers end without the trailer's empty line; http.client allows it
+                response.close()
+                return
+            raise http.client.IncompleteRead(b"")
+        pending += data
+
+
+def _bounded(pending: bytearray, what: str) -> None:
+    if len(pending) > _MAX_LINE:
+        raise http.client.LineTooLong(what)
 
 
 class UpstreamError(Exception):
