@@ -112,3 +112,18 @@ def test_budget_meter_without_limits_never_refuses():
         assert meter.acquire() is None
     meter.add_tokens(10**9)
     assert not meter.exhausted() and meter.calls == 1000
+
+
+def test_an_experiment_budget_is_shared_by_its_evals_and_leaves_other_columns_alone(upstream):
+    with ReplayProxy("live", upstream=upstream.url) as proxy:
+        first = proxy.register_eval("a[cheap]", None, column="cheap", column_budget=Budget(tokens=18))
+        second = proxy.register_eval("b[cheap]", None, column="cheap", column_budget=Budget(tokens=18))
+        other = proxy.register_eval("a[rich]", None, column="rich", column_budget=None)
+        assert chat(first).status_code == 200  # 18 tokens: the column's cap is reached
+        refused = chat(second)  # another eval of the same column: its calls count against the same cap
+        assert refused.status_code == 402
+        assert "experiment 'cheap' budget exhausted: 18 of 18 tokens used" in refused.json()["error"]["message"]
+        assert chat(other).status_code == 200
+        assert proxy.budget_exhausted("cheap") and not proxy.budget_exhausted("rich") and not proxy.budget_exhausted()
+        assert proxy.eval_report("b[cheap]").budget_hit and not proxy.eval_report("a[rich]").budget_hit
+    assert len(upstream.requests) == 2

@@ -377,19 +377,21 @@ class ReplayProxy:
     @contextmanager
     def _settling(self, state: EvalState) -> Iterator[None]:
         """Around answering a call and then counting it: until counted, the call is pending for the
-        eval's report and unsettled for both budgets (a call under a tokens or usd cap waits for it)."""
+        eval's report and unsettled for every budget it counts against: the run's, its experiment's,
+        its own (a call under a tokens or usd cap waits for it)."""
+        meters = self._meters(state)
         state.begin_pending()
-        self.meter.begin_settle()
-        state.meter.begin_settle()
+        for meter in meters:
+            meter.begin_settle()
         try:
             yield
         finally:
-            state.meter.end_settle()
-            self.meter.end_settle()
+            for meter in reversed(meters):
+                meter.end_settle()
             state.end_pending()
 
     def _count(self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str) -> None:
-        """Count an answered call: the eval's record, and the tokens and dollars of both budgets."""
+        """Count an answered call: the eval's record, and the tokens and dollars of every budget it counts against."""
         usd = call_cost(self.prices or {}, usage.models, usage.input_tokens, usage.output_tokens)
         state.count(key, provider, usage, session, usd)
         for meter in self._meters(state):
