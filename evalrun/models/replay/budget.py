@@ -16,6 +16,8 @@ a failure of the model: the runner gives the eval status ``budget``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Protocol
 
 SETTLE_WAIT_S = 30.0  # settling takes microseconds; the bound only keeps a bug from hanging every call
@@ -101,3 +103,44 @@ class BudgetMeter:
         if self.max_usd is not None and self.usd >= self.max_usd:
             return f"{self.label} exhausted: ${self.usd:.4f} of ${self.max_usd:g} used"
         return None
+
+
+# ---------------------------------------------------------------- several meters at once
+# A call counts against the run's budget, its experiment's (if any) and its eval's own.
+
+
+def acquire_all(meters: Sequence[BudgetMeter]) -> str | None:
+    """Take a slot in every meter, in order; on the first refusal give back those taken and say why."""
+    taken: list[BudgetMeter] = []
+    for meter in meters:
+        refusal = meter.acquire()
+        if refusal is not None:
+            for held in taken:
+                held.release()
+            return refusal
+        taken.append(meter)
+    return None
+
+
+def release_all(meters: Sequence[BudgetMeter]) -> None:
+    """Give back the slots of a call that never reached a model."""
+    for meter in meters:
+        meter.release()
+
+
+@contextmanager
+def settling(meters: Sequence[BudgetMeter]) -> Iterator[None]:
+    """While a call is answered and then counted, it is unsettled in every meter it counts against."""
+    for meter in meters:
+        meter.begin_settle()
+    try:
+        yield
+    finally:
+        for meter in reversed(meters):
+            meter.end_settle()
+
+
+def add_all(meters: Sequence[BudgetMeter], tokens: int, usd: float) -> None:
+    for meter in meters:
+        meter.add_tokens(tokens)
+        meter.add_usd(usd)

@@ -64,23 +64,16 @@ import os
 import re
 import threading
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, unquote
 
-from evalrun.errors import file_label
 from evalrun.secrets import key_values, scrub
-from evalrun.models.replay.budget import BudgetLimits, BudgetMeter
-from evalrun.models.replay.fixtures import (
-    RecordedResponse,
-    check_session,
-    default_session,
-    fixture_path,
-    write_fixture,
-)
+from evalrun.models.replay.budget import BudgetLimits, BudgetMeter, acquire_all, add_all, release_all, settling
+from evalrun.models.replay.fixtures import RecordedResponse, check_session, default_session
+from evalrun.models.replay.recorder import FixtureRecorder, FixtureToWrite
 from evalrun.models.replay.matching import normalise_body
 from evalrun.models.replay.player import MATCHES, Call, Match, Refusal, choose
 from evalrun.models.replay.server import BodyTooLarge, ProxyHandler, ProxyServer
@@ -150,7 +143,7 @@ class ReplayProxy:
         self._server: ProxyServer | None = None
         self._thread: threading.Thread | None = None
         self._pool = ConnectionPool()
-        self._executor: ThreadPoolExecutor | None = None
+        self._recorder = FixtureRecorder(self.secrets | {self.token})
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -172,9 +165,7 @@ class ReplayProxy:
             self._server.server_close()
             self._server = None
         self._pool.close()
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
+        self._recorder.close()
 
     def __enter__(self) -> ReplayProxy:
         self.start()
@@ -360,43 +351,28 @@ class ReplayProxy:
         return (self.meter, state.column_meter, state.meter)
 
     def _acquire_budget(self, state: EvalState) -> str | None:
-        taken: list[BudgetMeter] = []
-        for meter in self._meters(state):
-            refusal = meter.acquire()
-            if refusal is not None:
-                for held in taken:
-                    held.release()
-                return refusal
-            taken.append(meter)
-        return None
+        return acquire_all(self._meters(state))
 
     def _release_budget(self, state: EvalState) -> None:
-        for meter in self._meters(state):
-            meter.release()
+        release_all(self._meters(state))
 
     @contextmanager
     def _settling(self, state: EvalState) -> Iterator[None]:
         """Around answering a call and then counting it: until counted, the call is pending for the
-        eval's report and unsettled for every budget it counts against: the run's, its experiment's,
-        its own (a call under a tokens or usd cap waits for it)."""
-        meters = self._meters(state)
+        eval's report and unsettled for every budget it counts against (a call under a tokens or usd
+        cap waits for it)."""
         state.begin_pending()
-        for meter in meters:
-            meter.begin_settle()
         try:
-            yield
+            with settling(self._meters(state)):
+                yield
         finally:
-            for meter in reversed(meters):
-                meter.end_settle()
             state.end_pending()
 
     def _count(self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str) -> None:
         """Count an answered call: the eval's record, and the tokens and dollars of every budget it counts against."""
         usd = call_cost(self.prices or {}, usage.models, usage.input_tokens, usage.output_tokens)
         state.count(key, provider, usage, session, usd)
-        for meter in self._meters(state):
-            meter.add_tokens(usage.total_tokens)
-            meter.add_usd(usd or 0.0)
+        add_all(self._meters(state), usage.total_tokens, usd or 0.0)
 
     def _replay(
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
@@ -513,58 +489,10 @@ class ReplayProxy:
                         ))
                 finally:
                     if recording:
-                        self._submit_record(
-                            state, session, index, target.provider, method, path, headers,
+                        self._recorder.submit(state, FixtureToWrite(
+                            session, index, target.provider, method, path, headers,
                             decoded_request_body(body, headers), recorded,
-                        )
-
-    def _submit_record(self, state: EvalState, *args: Any) -> None:
-        """Have the writer thread write a fixture: redaction and fsync stay off the call's latency, even
-        for the next call on the same keep-alive connection. The eval's report waits for it."""
-        state.begin_pending()
-        try:
-            self._writer().submit(self._record, state, *args)
-        except BaseException:
-            state.end_pending()
-            raise
-
-    def _writer(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalrun-fixtures")
-            return self._executor
-
-    def _record(
-        self,
-        state: EvalState,
-        session: str,
-        index: int,
-        provider: str,
-        method: str,
-        path: str,
-        headers: dict[str, str],
-        body: bytes,
-        recorded: RecordedResponse,
-    ) -> None:
-        assert state.fixtures_dir is not None
-        where = fixture_path(state.fixtures_dir, session, index)
-        try:
-            write_fixture(
-                where,
-                session=session,
-                index=index,
-                provider=provider,
-                method=method,
-                request_path=path,
-                request_headers=headers,
-                request_body=body,
-                response=recorded,
-                secrets=self.secrets | {self.token},
-            )
-        except OSError as exc:
-            state.note_missing(None, self._redact(f"evalrun record: cannot write {file_label(where)}: {exc.strerror or exc}"))
-        finally:
-            state.end_pending()
+                        ))
 
     def _redact(self, text: str) -> str:
         return scrub(text, self.secrets | {self.token})
