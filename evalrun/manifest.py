@@ -469,8 +469,14 @@ def _check_experiments(label: str, manifest: Manifest) -> None:
             for eval_name in listed:
                 if eval_name not in names:
                     raise ManifestError(f"{where}.{field_name}: no eval is named {eval_name!r}; fix the name or remove it")
+        static = [s for s in manifest.evals if s.tier == "t1" and name in manifest.columns(s)]
         for req in experiment.requires:
-            parse_requirement(label, manifest.probes, req, f"experiments.{name}.requires")
+            kind = parse_requirement(label, manifest.probes, req, f"experiments.{name}.requires").kind
+            if static and kind in SERVICE_KINDS:
+                raise ManifestError(
+                    f"{where}.requires: {req!r} is a {kind} probe, a service, and the experiment runs "
+                    f"{static[0].name} (t1), which is static by promise; narrow the experiment with tags or evals"
+                )
         for key, value in experiment.env.items():
             if not key or "=" in key:
                 raise ManifestError(f"{where}.env: {key!r} is not a variable name; names are non-empty and have no '='")

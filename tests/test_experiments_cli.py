@@ -251,6 +251,8 @@ def test_shards_split_cells_and_merge_puts_the_columns_back_together(project: An
          "experiments.a.env.OPENAI_API_KEY: OPENAI_API_KEY is a model key variable; the experiment runs x (t1)"),
         ('[experiments.a]\nrequires = ["nonsense:"]\n\n' + EVAL.format(name="x", extra=""), "experiments.a.requires"),
         ('[experiments.a]\ncolour = "red"\n\n' + EVAL.format(name="x", extra=""), "experiments.a.colour: unknown key"),
+        ('[experiments.a]\nrequires = ["tcp:127.0.0.1:5432"]\n\n' + EVAL.format(name="x", extra=""),
+         "experiments.a.requires: 'tcp:127.0.0.1:5432' is a tcp probe, a service, and the experiment runs x (t1)"),
     ],
 )
 def test_a_wrong_experiment_is_one_line_naming_the_place(project: Any, manifest: str, says: str) -> None:
