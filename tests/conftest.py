@@ -33,6 +33,23 @@ LEAK_TAG_VAR = "PYTEST_EVALRUN_LEAK_TAG"
 LEAK_GRACE_S = 10.0  # a process on its way out gets this long to go (only paid by a leak)
 
 
+# -- bytecode ------------------------------------------------------------------
+#
+# The suite starts ``python -m evalrun`` hundreds of times. Where the
+# environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE, as container
+# images often set), nothing compiles evalrun's modules once for all: each
+# process would compile them from source again. Reading bytecode is still
+# allowed, so the session compiles them once, before xdist starts its workers
+# (``__pycache__/`` is gitignored; a no-op where the bytecode is up to date).
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        import compileall
+
+        compileall.compile_dir(REPO / "evalrun", quiet=2)
+
+
 @dataclass
 class RunOutcome:
     code: int
@@ -92,6 +109,20 @@ def project(tmp_path: Path):
         return Project(tmp_path).write(files or {})
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _xdist_group_holds(request: pytest.FixtureRequest) -> None:
+    """A test marked ``xdist_group`` fails unless ``--dist loadgroup`` really keeps its group on one worker.
+
+    xdist marks a grouped test by appending ``@<group>`` to its node id; pytest 9.2
+    ignores that, and the group then runs on every worker at once (two embedded
+    PostgreSQL servers, a module fixture recorded once per worker), silently.
+    """
+    if request.node.get_closest_marker("xdist_group") and getattr(request.config.option, "loadgroup", False) \
+            and "@" not in request.node.nodeid:
+        pytest.fail("--dist loadgroup did not keep this xdist_group test on one worker (pytest-dev/pytest-xdist#1386): "
+                    "install the pytest pyproject.toml pins (pip install -e '.[dev]')", pytrace=False)
 
 
 def json_scorer(checks: list[dict[str, Any]], metrics: dict[str, Any] | None = None, exit_code: int = 0) -> str:
