@@ -33,6 +33,23 @@ LEAK_TAG_VAR = "PYTEST_EVALRUN_LEAK_TAG"
 LEAK_GRACE_S = 10.0  # a process on its way out gets this long to go (only paid by a leak)
 
 
+# -- bytecode ------------------------------------------------------------------
+#
+# The suite starts ``python -m evalrun`` hundreds of times. Where the
+# environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE, as container
+# images often set), nothing compiles evalrun's modules once for all: each
+# process would compile them from source again. Reading bytecode is still
+# allowed, so the session compiles them once, before xdist starts its workers
+# (``__pycache__/`` is gitignored; a no-op where the bytecode is up to date).
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        import compileall
+
+        compileall.compile_dir(REPO / "evalrun", quiet=2)
+
+
 @dataclass
 class RunOutcome:
     code: int
@@ -92,6 +109,45 @@ def project(tmp_path: Path):
         return Project(tmp_path).write(files or {})
 
     return make
+
+
+# -- xdist groups -----------------------------------------------------------------
+#
+# ``--dist loadgroup`` keeps the tests of one ``xdist_group`` on one worker, one
+# after another (one embedded PostgreSQL at a time; a module fixture made once):
+# pytest-xdist 3.8 tells its scheduler the group by appending ``@<group>`` to
+# each such test's node id, on the worker. pytest 9.2 builds node ids anew and
+# drops that (pytest-dev/pytest-xdist#1386), so every group ran on every worker
+# at once. Until xdist handles it, the suffix is appended here again, after
+# xdist's own hook; and a grouped test that still runs without it fails.
+
+
+def _group_suffix(item: pytest.Item) -> str:
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    return "@" + "_".join(sorted(names)) if names else ""
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup
+        return
+    for item in items:
+        suffix = _group_suffix(item)
+        if suffix and not item.nodeid.endswith(suffix):
+            node_id = getattr(item, "_id", None)
+            if node_id is not None and hasattr(node_id, "parse"):  # pytest >= 9.2: a structured NodeId
+                item._id = type(node_id).parse(item.nodeid + suffix)
+            else:
+                item._nodeid = item.nodeid + suffix
+
+
+@pytest.fixture(autouse=True)
+def _xdist_group_holds(request: pytest.FixtureRequest) -> None:
+    """A test marked ``xdist_group`` fails unless ``--dist loadgroup`` really keeps its group on one worker."""
+    suffix = _group_suffix(request.node)
+    if suffix and getattr(request.config.option, "loadgroup", False) and not request.node.nodeid.endswith(suffix):
+        pytest.fail(f"--dist loadgroup did not keep this test in its group {suffix[1:]!r} on one worker "
+                    "(pytest-dev/pytest-xdist#1386; see tests/conftest.py)", pytrace=False)
 
 
 def json_scorer(checks: list[dict[str, Any]], metrics: dict[str, Any] | None = None, exit_code: int = 0) -> str:

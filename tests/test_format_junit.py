@@ -16,11 +16,14 @@ from evalrun.reports_in.junit import parse_junit
 
 ASSETS = Path(__file__).parent / "assets" / "junit"
 PRODUCERS = Path(__file__).parent / "producers"
+# The pytest under test loads no third-party plugins: they change nothing in its
+# JUnit file, and this venv's (hypothesis above all) cost it a second of CPU.
+NO_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def test_real_pytest_junitxml(tmp_path: Path) -> None:
     shutil.copy(PRODUCERS / "pytest_sample.py", tmp_path / "test_sample.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")} | NO_PLUGINS
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
          "--junitxml", str(tmp_path / "results.xml"), "test_sample.py"],
@@ -178,7 +181,7 @@ def test_removing_one_node_test_renames_no_other(tmp_path: Path) -> None:
 
 def test_real_pytest_teardown_error_merges_and_expected_failures(tmp_path: Path) -> None:
     shutil.copy(PRODUCERS / "pytest_outcomes.py", tmp_path / "test_outcomes.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")} | NO_PLUGINS
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
          "--junitxml", str(tmp_path / "results.xml"), "test_outcomes.py"],

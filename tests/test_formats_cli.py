@@ -91,6 +91,7 @@ def test_pytest_junit_scorer(project) -> None:
             tier = "t1"
             dir = "e"
             run = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=out.xml", "test_x.py"]
+            env = {{ PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }}  # no third-party plugins: a second of CPU, nothing in the XML
             format = "junit"
             junit = "out.xml"
             """,
@@ -230,6 +231,7 @@ def test_pytest_teardown_error_is_one_failed_check_and_xfail_passes(project) -> 
             tier = "t1"
             dir = "e"
             run = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=out.xml", "test_outcomes.py"]
+            env = {{ PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }}  # no third-party plugins: a second of CPU, nothing in the XML
             format = "junit"
             junit = "out.xml"
             """,

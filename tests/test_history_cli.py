@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import uuid
 from pathlib import Path
+
+import pytest
 
 
 HOSTILE = "<script>alert(1)</script>"
@@ -72,9 +76,41 @@ def three_runs(project, env: dict[str, str]) -> list[tuple[str, int]]:
     return out
 
 
-def test_history_names_the_first_bad_run_and_commit(project, history_env: dict[str, str]) -> None:
-    p = project()
-    runs = three_runs(p, history_env)
+# good, broken, good is recorded once per history store for this module: the
+# tests that only read it share it (one worker runs the module), and a test
+# that goes on recording works on a copy of the SQLite one.
+pytestmark = pytest.mark.xdist_group("history-cli")
+
+
+@pytest.fixture(scope="module")
+def recorded_sqlite(tmp_path_factory: pytest.TempPathFactory):
+    from conftest import Project
+
+    p = Project(tmp_path_factory.mktemp("recorded-sqlite"))
+    return p, three_runs(p, {}), {}
+
+
+@pytest.fixture(scope="module")
+def recorded_postgres(tmp_path_factory: pytest.TempPathFactory, postgres_url: str):
+    import psycopg
+    from conftest import Project
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    env = {"EVALRUN_HISTORY_URL": postgres_url.rsplit("/", 1)[0] + "/" + name}
+    p = Project(tmp_path_factory.mktemp("recorded-postgres"))
+    return p, three_runs(p, env), env
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def recorded(request: pytest.FixtureRequest):
+    """(project, [(commit, exit code)] of good, broken, good, the run environment) in each history store; read it only."""
+    return request.getfixturevalue(f"recorded_{request.param}")
+
+
+def test_history_names_the_first_bad_run_and_commit(recorded) -> None:
+    p, runs, history_env = recorded
     assert [code for _, code in runs] == [0, 1, 0]
     (c1, _), (c2, _), (c3, _) = runs
     data = json.loads(p.run("history", "t1", "--json", env=history_env).out)
@@ -97,9 +133,10 @@ def test_history_names_the_first_bad_run_and_commit(project, history_env: dict[s
     assert [pt["status"] for pt in series["points"]] == ["passed", "passed", "failed", "passed"]
 
 
-def test_a_check_still_failing_says_since_when(project) -> None:
-    p = project()
-    three_runs(p, {})
+def test_a_check_still_failing_says_since_when(recorded_sqlite, tmp_path: Path) -> None:
+    from conftest import Project
+
+    p = Project(Path(shutil.copytree(recorded_sqlite[0].root, tmp_path / "copy", symlinks=True)))
     c4 = commit_state(p, "broken")
     assert p.run("t1").code == 1
     out = p.run("history", "t1", "--eval", "calc", "--check", "stays green").out
@@ -108,10 +145,9 @@ def test_a_check_still_failing_says_since_when(project) -> None:
     assert "passing now" not in out
 
 
-def test_history_table_lists_runs_with_counts(project) -> None:
-    p = project()
-    runs = three_runs(p, {})
-    out = p.run("history", "--last", "2").out.splitlines()
+def test_history_table_lists_runs_with_counts(recorded) -> None:
+    p, runs, history_env = recorded
+    out = p.run("history", "--last", "2", env=history_env).out.splitlines()
     assert out[0].split() == ["time", "run", "tier", "commit", "exit", "passed", "failed", "skipped"]
     assert len(out) == 3
     assert out[1].split()[-6:] == ["t1", runs[1][0][:10], "1", "0", "1", "0"]
@@ -174,9 +210,8 @@ def test_a_history_that_cannot_be_written_warns_and_keeps_the_verdict(project) -
     assert p.results()["exit_code"] == 1
 
 
-def test_report_html_shows_the_dip_and_escapes_scorer_text(project, history_env: dict[str, str]) -> None:
-    p = project()
-    three_runs(p, history_env)
+def test_report_html_shows_the_dip_and_escapes_scorer_text(recorded) -> None:
+    p, _, history_env = recorded
     result = p.run("report", "--html", "r.html", env=history_env)
     assert result.code == 0, result.output
     html = (p.root / "r.html").read_text()

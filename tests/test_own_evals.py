@@ -3,9 +3,10 @@
 ``evalrun t1`` on the repository's manifest must pass with every expected
 check (the one end-to-end run of every case); and each gate-bites check must
 fail when its expectation is broken on purpose (``GATE_BITES_BREAK``: every
-case can be broken in every mode, and one case per mode is run broken, alone,
-via ``GATE_BITES_CASES``), as must manifest-errors when a case's expectation is
-wrong, so neither eval is a gate that cannot fail.
+case can be broken in every mode, and one case per mode is run broken via
+``GATE_BITES_CASES``: the exit mode under evalrun beside an unbroken case, the
+text and status modes alone), as must manifest-errors when a case's
+expectation is wrong, so neither eval is a gate that cannot fail.
 """
 
 from __future__ import annotations
@@ -149,7 +150,6 @@ def test_every_gate_bites_case_can_be_broken_in_every_mode() -> None:
 @pytest.mark.parametrize(
     ("mode", "case", "check", "explains"),
     [
-        ("exit", "nothing-selected", "nothing selected exits 5", "exit code: expected 105, got 5"),
         ("text", "bad-manifest", "a bad manifest is a configuration error", "[broken on purpose]"),
         ("status", "skips-fail", 'skips = "fail" turns a skip into a failure', "broken-on-purpose"),
     ],
@@ -166,7 +166,7 @@ def test_a_gate_bites_check_fails_when_its_expectation_is_broken(
 
 def test_one_broken_case_fails_the_gate_bites_eval_under_evalrun(tmp_path: Path) -> None:
     # A copy of the eval in a project of its own (no baseline to miss the
-    # cases left out), running two cases, one of them broken.
+    # cases left out), running two cases, one of them broken (the exit mode).
     shutil.copytree(GATE_BITES, tmp_path / "evals" / "gate-bites", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "manifest.toml").write_text(
         '[[evals]]\nname = "gate-bites"\ntier = "t1"\ndir = "evals/gate-bites"\nrun = ["python", "score.py"]\n'

@@ -15,13 +15,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import httpx
 import openai
 
 from evalrun import scorer
+
+if TYPE_CHECKING:
+    import anthropic
 
 SCENARIO = sys.argv[1]
 TIER = os.environ["EVALRUN_TIER"]
@@ -47,8 +49,16 @@ def gpt(timeout: float = 30, retries: int = 2) -> openai.OpenAI:
 
 
 def claude(retries: int = 2) -> anthropic.Anthropic:
+    import anthropic  # only the scenarios that call Claude: importing it costs seconds of CPU
+
     client = anthropic.DefaultHttpxClient(event_hooks={"request": [count]}, trust_env=False)
     return anthropic.Anthropic(timeout=30, max_retries=retries, http_client=client)
+
+
+def status_errors() -> tuple[type[Exception], ...]:
+    """The SDKs' errors for an HTTP status: anthropic's too once ``claude()`` has imported it."""
+    anthropic = sys.modules.get("anthropic")
+    return (openai.APIStatusError, anthropic.APIStatusError) if anthropic else (openai.APIStatusError,)
 
 
 def observe(label: str, call: Any) -> dict[str, Any]:
@@ -56,7 +66,7 @@ def observe(label: str, call: Any) -> dict[str, Any]:
     try:
         value = call()
         seen: dict[str, Any] = {"label": label, "ok": True, "value": value}
-    except (openai.APIStatusError, anthropic.APIStatusError) as exc:
+    except status_errors() as exc:
         seen = {"label": label, "ok": False, "error": type(exc).__name__, "status": exc.status_code,
                 "request_id": exc.response.headers.get("x-request-id") or exc.response.headers.get("request-id"),
                 "message": str(exc)[:300]}
