@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
 from evalrun.errors import ManifestError, file_label
 from evalrun.text import one_line
@@ -44,6 +44,16 @@ class Price(_Strict):
     output: float = Field(ge=0)
 
 
+def _env_names(env: dict[str, str]) -> dict[str, str]:
+    """An ``env`` table's names are variable names (an eval's or an experiment's)."""
+    for key in env:
+        if not key or "=" in key:
+            raise ValueError(f"{key!r} is not a variable name; names are non-empty and have no '='")
+    return env
+
+
+EnvTable = Annotated[dict[str, str], AfterValidator(_env_names)]
+
 # An eval or tier names the experiments it runs under: a list, or "all" (the default).
 ExperimentList = list[str] | Literal["all"] | None
 
@@ -60,7 +70,7 @@ class Experiment(_Strict):
     """``[experiments.NAME]``: one column of the side-by-side comparison (see evalrun.plan)."""
 
     description: str = ""
-    env: dict[str, str] = Field(default_factory=dict)  # what the column changes, over the eval's own env
+    env: EnvTable = Field(default_factory=dict)  # what the column changes, over the eval's own env
     requires: list[str] = Field(default_factory=list)  # probes: unmet skips every eval of the column, loudly
     evals: list[str] = Field(default_factory=list)  # the column runs only these evals (and/or tags)
     tags: list[str] = Field(default_factory=list)
@@ -144,7 +154,7 @@ class EvalSpec(_Strict):
     requires: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     shell: bool = False
-    env: dict[str, str] = Field(default_factory=dict)
+    env: EnvTable = Field(default_factory=dict)
     format: Literal["json", "tap", "junit"] = "json"
     junit: str | None = None
     services: list[str] = Field(default_factory=list)
@@ -167,14 +177,6 @@ class EvalSpec(_Strict):
         if any(not word for word in run):
             raise ValueError("argv words must be non-empty strings")
         return run
-
-    @field_validator("env")
-    @classmethod
-    def _env_names_are_names(cls, env: dict[str, str]) -> dict[str, str]:
-        for key in env:
-            if not key or "=" in key:
-                raise ValueError(f"{key!r} is not a variable name; names are non-empty and have no '='")
-        return env
 
     @field_validator("name")
     @classmethod
@@ -469,7 +471,9 @@ def _check_experiments(label: str, manifest: Manifest) -> None:
             for eval_name in listed:
                 if eval_name not in names:
                     raise ManifestError(f"{where}.{field_name}: no eval is named {eval_name!r}; fix the name or remove it")
-        static = [s for s in manifest.evals if s.tier == "t1" and name in manifest.columns(s)]
+        runs = [s for s in manifest.evals if name in manifest.columns(s)]
+        static = [s for s in runs if s.tier == "t1"]
+        keyless = [s for s in runs if s.tier in ("t1", "t2")]
         for req in experiment.requires:
             kind = parse_requirement(label, manifest.probes, req, f"experiments.{name}.requires").kind
             if static and kind in SERVICE_KINDS:
@@ -478,10 +482,7 @@ def _check_experiments(label: str, manifest: Manifest) -> None:
                     f"{static[0].name} (t1), which is static by promise; narrow the experiment with tags or evals"
                 )
         for key, value in experiment.env.items():
-            if not key or "=" in key:
-                raise ManifestError(f"{where}.env: {key!r} is not a variable name; names are non-empty and have no '='")
             problem = _key_use(key, value, keys)
-            keyless = [s for s in manifest.evals if s.tier in ("t1", "t2") and name in manifest.columns(s)]
             if problem and keyless:
                 raise ManifestError(
                     f"{where}.env.{key}: {problem}; the experiment runs {keyless[0].name} ({keyless[0].tier}), "

@@ -110,18 +110,17 @@ def make_plan(
         listing = ", ".join(manifest.experiments) or "(the manifest defines none)"
         raise UsageError(f"--experiment {unknown_columns[0]}: no such experiment in {manifest.path}; known: {listing}")
     every = {spec.name: cells(manifest, spec) for spec in manifest.evals}
-    owner = {p.name: spec for spec in manifest.evals for p, _ in every[spec.name]}
-    known = manifest.names()
-    unknown = [n for n in evals if n not in known and n not in owner]
+    # What an --eval may name: an eval, or one of its cells.
+    named = {spec.name: spec for spec in manifest.evals} | {p.name: spec for spec in manifest.evals for p, _ in every[spec.name]}
+    unknown = [n for n in evals if n not in named]
     if unknown:
-        listing = ", ".join(known) if known else "(the manifest has no evals)"
+        listing = ", ".join(manifest.names()) or "(the manifest has no evals)"
         raise UsageError(f"--eval {unknown[0]}: no such eval in {manifest.path}; known evals: {listing}")
     in_tier = [e for e in manifest.evals if tier is None or e.tier == tier]
-    if tier is not None:
-        elsewhere = [n for n in evals if (owner.get(n) or next(e for e in manifest.evals if e.name == n)).tier != tier]
-        if elsewhere:
-            other = (owner.get(elsewhere[0]) or next(e for e in manifest.evals if e.name == elsewhere[0])).tier
-            raise UsageError(f"--eval {elsewhere[0]}: that eval is in tier {other}, not {tier}; run evalrun {other}")
+    elsewhere = [n for n in evals if tier is not None and named[n].tier != tier]
+    if elsewhere:
+        other = named[elsewhere[0]].tier
+        raise UsageError(f"--eval {elsewhere[0]}: that eval is in tier {other}, not {tier}; run evalrun {other}")
     chosen: list[PlannedEval] = []
     left_out: list[str] = []
     rule_skips: dict[str, str] = {}

@@ -317,3 +317,23 @@ def test_baseline_update_narrowed_to_one_column_keeps_the_other_columns_tables(p
     r = proj.run("baseline", "--update", "t1", "--experiment", "b")
     assert r.code == 0, r.output
     assert tomllib.loads(path.read_text()) == {"x[a]": {"ran": 1}, "x[b]": {"ran": 1}}
+
+
+def test_dry_without_probes_marks_a_column_with_requirements_unprobed_not_runnable(project: Any) -> None:
+    proj = _small(project, '[experiments.a]\nrequires = ["env:HOME"]\n[experiments.b]\n\n', EVAL.format(name="x", extra=""))
+    r = proj.run("dry", "--no-probe")
+    assert r.code == 0, r.output
+    assert "x[a]: not probed (--no-probe)" in r.out and "x[b]: would run" in r.out
+    row = next(line for line in r.out.splitlines() if line.strip().startswith("x "))
+    assert row.split() == ["x", "unprobed", "(1)", "run"]
+
+
+def test_a_plain_fixtures_folder_lists_no_experiment_folder_as_a_session(tmp_path: Path) -> None:
+    from evalrun.models.replay.fixtures import list_fixtures
+
+    # Only folders a session could name are sessions: "@mini" (a column) and "a b" never are.
+    for session in ("plain", "@mini/plain", "@mini", "a b"):
+        (tmp_path / session).mkdir(parents=True, exist_ok=True)
+        (tmp_path / session / "0001.json").write_text("{}")
+    assert set(list_fixtures(tmp_path)) == {("plain", 1)}
+    assert set(list_fixtures(tmp_path / "@mini")) == {("plain", 1)}

@@ -59,20 +59,22 @@ def dry(
         if problem:
             refused[t] = problem
             console.warn(f"tier {t} would be refused: {problem}")
-    verdicts: list[tuple[str, str | None, str]] = []
+    cells: list[tuple[str, str | None, str, str | None]] = []  # eval, experiment, word, why (the matrix)
     for p in plan.evals:
         s = p.spec
         argv = " ".join(s.run) if s.shell else shlex.join(s.run)
         decision = pre.for_eval(p.name)
+        requires = [*s.requires, *(p.column.requires if p.column is not None else [])]
         if s.tier in refused:
-            verdict = f"would not run: tier {s.tier} would be refused"
-        elif not probe:
-            verdict = "not probed (--no-probe)" if s.requires else "would run"
-        elif decision.skip:
-            verdict = f"would SKIP: {decision.skip}"
+            word, why = "refused", f"would not run: tier {s.tier} would be refused"
+        elif not probe and requires:
+            word, why = "unprobed", "not probed (--no-probe)"
+        elif probe and decision.skip:
+            word, why = "skip", f"would SKIP: {decision.skip}"
         else:
-            verdict = "would run"
-        verdicts.append((s.name, p.experiment, verdict))
+            word, why = "run", None
+        cells.append((s.name, p.experiment, word, why))
+        verdict = why or "would run"
         repeat = settings_for(manifest, s)
         if repeat.repeats:  # "would run × 10 (floor 0.8, stop when decided)"
             verdict += f" × {repeat.count} (floor {repeat.floor:g}{', stop when decided' if repeat.stop else ''})"
@@ -89,7 +91,7 @@ def dry(
                          + (f"; requires {', '.join(p.column.requires)}" if p.column.requires else ""))
     for name, reason in plan.rule_skips.items():
         console.line(f"{name}: not planned: {reason}")
-    matrix = dry_matrix(verdicts, plan.rule_skips)
+    matrix = dry_matrix(cells, plan.rule_skips)
     if matrix is not None:
         grid, notes = matrix
         console.line(f"matrix: {len(grid) - 1} eval{'s' if len(grid) != 2 else ''} × {len(grid[0]) - 1} experiments")

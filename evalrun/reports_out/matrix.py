@@ -10,7 +10,7 @@ the model that actually answered in that column.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from evalrun.plan import split_cell_name
 from evalrun.results import CheckResult, EvalResult, Status
@@ -58,26 +58,24 @@ def side_by_side(results: Sequence[EvalResult]) -> Grid | None:
 
 
 def dry_matrix(
-    planned: Sequence[tuple[str, str | None, str]], rule_skips: Mapping[str, str]
+    planned: Sequence[tuple[str, str | None, str, str | None]], rule_skips: Mapping[str, str]
 ) -> tuple[Grid, list[str]] | None:
-    """The plan's evals × experiments: ``run``, ``skip (n)`` or ``-``; the reasons as numbered notes.
+    """The plan's evals × experiments: ``run``, ``skip (n)``, ... or ``-``; the reasons as numbered notes.
 
-    ``planned``: (eval, experiment, verdict) of each planned run ("run" or the reason it would skip).
+    ``planned``: (eval, experiment, word, why) of each planned run; ``why`` is None when it would run.
     """
-    entries = [(e, x, v) for e, x, v in planned if x] + [
-        (*split_cell_name(name), f"not planned: {reason}") for name, reason in rule_skips.items()
+    entries = [entry for entry in planned if entry[1]] + [
+        (*split_cell_name(name), "skip", f"not planned: {reason}") for name, reason in rule_skips.items()
     ]
     if not entries:
         return None
-    columns = list(dict.fromkeys(x for _, x, _ in entries if x))
+    columns = list(dict.fromkeys(x for _, x, _, _ in entries if x))
     rows: dict[str, dict[str, str]] = {}
     notes: list[str] = []
-    for eval_name, experiment, verdict in entries:
-        if verdict == "would run":
-            word = "run"
-        else:
-            notes.append(f"({len(notes) + 1}) {eval_name}[{experiment}]: {verdict}")
-            word = f"skip ({len(notes)})"
+    for eval_name, experiment, word, why in entries:
+        if why is not None:
+            notes.append(f"({len(notes) + 1}) {eval_name}[{experiment}]: {why}")
+            word = f"{word} ({len(notes)})"
         rows.setdefault(eval_name, {})[str(experiment)] = word
     grid: Grid = [["eval", *columns]]
     grid += [[name, *(row.get(x, "-") for x in columns)] for name, row in rows.items()]
@@ -93,11 +91,10 @@ def plain_lines(grid: Grid) -> list[str]:
     return lines
 
 
-def markdown_lines(grid: Grid, escape: object = None) -> list[str]:
-    """The grid as a GitHub Markdown table (``escape``: the caller's cell escaper)."""
-    esc = escape if callable(escape) else (lambda text: text.replace("|", "\\|"))
-    lines = ["| " + " | ".join(esc(c) for c in grid[0]) + " |", "|" + "---|" * len(grid[0])]
-    lines += ["| " + " | ".join(esc(c.strip()) or " " for c in row) + " |" for row in grid[1:]]
+def markdown_lines(grid: Grid, escape: Callable[[str], str]) -> list[str]:
+    """The grid as a GitHub Markdown table; ``escape`` makes a cell's text inert (the Markdown reporter's)."""
+    lines = ["| " + " | ".join(escape(c) for c in grid[0]) + " |", "|" + "---|" * len(grid[0])]
+    lines += ["| " + " | ".join(escape(c.strip()) or " " for c in row) + " |" for row in grid[1:]]
     return lines
 
 
@@ -120,10 +117,10 @@ def _check(by_name: Mapping[str, CheckResult] | None, name: str) -> str:
     return "pass" if check.passed else "FAIL"
 
 
-def _total(results: Sequence[EvalResult], column: str, value: object, form: str = "{}") -> str:
-    of_column = [r for r in results if r.experiment == column]
-    numbers = [value(r) for r in of_column] if callable(value) else []
-    known = [n for n in numbers if n is not None]
+def _total(
+    results: Sequence[EvalResult], column: str, value: Callable[[EvalResult], float | None], form: str = "{}"
+) -> str:
+    known = [n for n in (value(r) for r in results if r.experiment == column) if n is not None]
     return form.format(sum(known)) if known else "-"
 
 

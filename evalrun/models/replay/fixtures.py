@@ -157,8 +157,8 @@ def list_fixtures(fixtures_dir: Path) -> dict[tuple[str, int], Path]:
     if not fixtures_dir.is_dir():
         return found
     for session_dir in fixtures_dir.iterdir():
-        # ``@<experiment>`` folders hold other columns' sessions (evalrun.models.policy.fixtures_dir).
-        if session_dir.is_dir() and not session_dir.name.startswith("@"):
+        # Only folders a session can name: not ``@<experiment>`` ones (evalrun.models.policy.fixtures_dir).
+        if session_dir.is_dir() and check_session(session_dir.name) is None:
             found.update({(session_dir.name, i): p for i, p in list_session(fixtures_dir, session_dir.name).items()})
     return found
 
