@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import default_sigint
+
 from evalrun.scorer import Scorer
 
 # Two checks finish, the third hangs: the SDK has written both, and names the third as running.
@@ -48,7 +50,8 @@ def test_a_timed_out_scorer_keeps_its_finished_checks_marked_partial(project) ->
 def test_an_interrupted_scorer_keeps_its_finished_checks_marked_partial(project) -> None:
     proj = project({"manifest.toml": MANIFEST.format(timeout=600), "e/score.py": SCORER})
     run = subprocess.Popen([sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=proj.env(),
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           preexec_fn=default_sigint)  # Ctrl-C must work even when the suite runs in the background
     inside = proj.root / "e" / "inside"
     end = time.monotonic() + 120
     while not inside.exists() and time.monotonic() < end and run.poll() is None:

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest import default_sigint  # noqa: E402
+
 STUB = (Path(__file__).resolve().parent.parent / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
 
 
@@ -291,6 +293,7 @@ def test_ctrl_c_mid_repeats_keeps_the_finished_runs_rates_marked_partial(project
         [sys.executable, "-m", "evalrun", "t1", "-j", "1"], cwd=proj.root,
         env=proj.env({"FLAKY_HANG": "2", "FLAKY_LOG": str(log)}),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,  # Ctrl-C must work even when the suite runs in the background
     )
     deadline = time.monotonic() + 60
     while not (log.exists() and len(log.read_text().splitlines()) == 3):  # runs 0 and 1 done, run 2 hanging
