@@ -26,6 +26,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 GATE_BITES = REPO / "evals" / "gate-bites"
 MANIFEST_ERRORS = REPO / "evals" / "manifest-errors"
+EVALS_LIB = REPO / "evals" / "lib"  # both scorers run evalrun through evals/lib/evalrun_forks.py
 
 GATE_BITES_CHECKS = [
     "a failing check fails the gate",
@@ -168,6 +169,7 @@ def test_one_broken_case_fails_the_gate_bites_eval_under_evalrun(tmp_path: Path)
     # A copy of the eval in a project of its own (no baseline to miss the
     # cases left out), running two cases, one of them broken (the exit mode).
     shutil.copytree(GATE_BITES, tmp_path / "evals" / "gate-bites", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(EVALS_LIB, tmp_path / "evals" / "lib", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "manifest.toml").write_text(
         '[[evals]]\nname = "gate-bites"\ntier = "t1"\ndir = "evals/gate-bites"\nrun = ["python", "score.py"]\n'
     )
@@ -216,6 +218,7 @@ def test_manifest_errors_fails_on_a_wrong_expectation_or_a_valid_manifest(tmp_pa
     # expecting the wrong place, and a manifest that is not broken at all.
     copy = tmp_path / "manifest-errors"
     (copy / "cases").mkdir(parents=True)
+    shutil.copytree(EVALS_LIB, tmp_path / "lib", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(MANIFEST_ERRORS / "score.py", copy / "score.py")
     shutil.copy(MANIFEST_ERRORS / "cases" / "unknown-key.toml", copy / "cases" / "unknown-key.toml")
     wrong = (MANIFEST_ERRORS / "cases" / "timeout-zero.toml").read_text().replace('evals[1] ("slow")', 'evals[0] ("fast")')

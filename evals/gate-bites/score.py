@@ -4,8 +4,9 @@ This scorer owns the end-to-end proof that the gate bites. Each check copies a
 small fixture project from ``cases/<fixture>/`` (a manifest, stub scorers and,
 for the baseline cases, a committed ``baselines/t1.toml``) into a fresh folder
 under ``$EVALRUN_WORKDIR``, runs evalrun there in a process of its own (a
-fresh ``python -m evalrun ...``), and asserts its exit code, the key lines of its output and what
-its results file records.
+``python -m evalrun ...`` forked from a warm one: ``evals/lib/evalrun_forks.py``),
+and asserts its exit code, the key lines of its output and what its results
+file records.
 
 The cases run concurrently; the checks are recorded in the order of ``CASES``,
 so the report and the baseline stay stable.
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import shutil
 import signal
 import sys
@@ -35,13 +35,16 @@ from typing import Any
 
 from evalrun import scorer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+from evalrun_forks import Zygote  # noqa: E402  (evals/lib: shared with manifest-errors)
+
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "cases"
 BREAK_VAR = "GATE_BITES_BREAK"
 CASES_VAR = "GATE_BITES_CASES"
 BREAK_MODES = ("exit", "text", "status")
 RUN_LIMIT_S = 60.0  # far above any case; only a hung evalrun reaches it
-WORKERS = 4  # cases at once: mostly interpreter start-up, on a small CI machine
+WORKERS = 4  # cases at once, on a small CI machine (the timeout case mostly waits)
 TIER = ("t1", "-j", "2", "--json", "results.json")
 
 
@@ -407,7 +410,7 @@ CASES: tuple[Case, ...] = (
 # -- running --------------------------------------------------------------------
 
 
-def run_case(case: Case, workdir: Path) -> Outcome:
+def run_case(zygote: Zygote, case: Case, workdir: Path) -> Outcome:
     """Copy the case's fixture into a fresh folder and run evalrun in it."""
     folder = workdir / case.id
     shutil.copytree(
@@ -415,17 +418,18 @@ def run_case(case: Case, workdir: Path) -> Outcome:
         folder,
         ignore=shutil.ignore_patterns("__pycache__", ".evalrun", "results.json", "grandchild.pid*"),
     )
-    code, stdout, stderr = run_evalrun(case.args, folder, workdir / f"{case.id}.out", workdir / f"{case.id}.err")
+    code, stdout, stderr = run_evalrun(zygote, case.args, folder, workdir / f"{case.id}.out", workdir / f"{case.id}.err")
     results, problem = _read_results(folder / case.results_file)
     return Outcome(folder=folder, exit_code=code, stdout=stdout, stderr=stderr, results=results, results_problem=problem)
 
 
 # -- evalrun in a process of its own ----------------------------------------------
 #
-# Each invocation runs ``python -m evalrun`` as a fresh process in its own
-# folder, with its own environment, stdin, stdout and stderr. (A forkserver that
-# imported evalrun once was faster, but under load its children's exit codes
-# were sometimes lost, reading as 255: a gate must not flake.)
+# Each invocation is a ``python -m evalrun`` of its own: its own process and
+# session, folder, environment, stdin, stdout and stderr. The processes are
+# forked from one that imported evalrun once (evals/lib/evalrun_forks.py says
+# how a child is made to match a fresh one), so a case costs what evalrun does,
+# not what importing it does.
 
 
 def case_environment() -> dict[str, str]:
@@ -435,38 +439,9 @@ def case_environment() -> dict[str, str]:
     return env
 
 
-def run_evalrun(args: tuple[str, ...], folder: Path, out: Path, err: Path) -> tuple[int | None, str, str]:
+def run_evalrun(zygote: Zygote, args: tuple[str, ...], folder: Path, out: Path, err: Path) -> tuple[int | None, str, str]:
     """Run ``evalrun ARGS`` in ``folder``; its exit code (None: past RUN_LIMIT_S), stdout and stderr."""
-    return _run_fresh(args, folder, case_environment(), out, err)
-
-
-def compile_evalrun() -> None:
-    """Compile evalrun's modules once, before the cases start (a no-op where the bytecode is up to date).
-
-    Where bytecode may not be written (PYTHONDONTWRITEBYTECODE) every fresh
-    ``python -m evalrun`` would otherwise compile them from source again: a
-    fifth of what a case costs, or more. Reading bytecode is still allowed.
-    """
-    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        import compileall
-
-        import evalrun
-
-        compileall.compile_dir(Path(evalrun.__file__).parent, quiet=2)
-
-
-def _run_fresh(args: tuple[str, ...], folder: Path, env: dict[str, str], out: Path, err: Path) -> tuple[int | None, str, str]:
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "evalrun", *args], cwd=folder, env=env,
-            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
-        )
-        try:
-            code: int | None = child.wait(RUN_LIMIT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            code = None
+    code = zygote.run(args, folder, case_environment(), out, err, RUN_LIMIT_S)
     return code, _read_text(out), _read_text(err)
 
 
@@ -582,9 +557,8 @@ def main() -> None:
     cases = break_expectations(select_cases(CASES, os.environ.get(CASES_VAR, "")), os.environ.get(BREAK_VAR, ""))
     workdir = Path(os.environ.get("EVALRUN_WORKDIR") or tempfile.mkdtemp(prefix="gate-bites-"))
     started = time.monotonic()
-    compile_evalrun()
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {case.id: pool.submit(run_case, case, workdir) for case in sorted(cases, key=lambda k: not k.slow)}
+    with Zygote(case_environment()) as zygote, ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = {case.id: pool.submit(run_case, zygote, case, workdir) for case in sorted(cases, key=lambda k: not k.slow)}
         for case in cases:  # report order, whatever order they finish in
             with scorer.check(case.check) as c:
                 assert_case(c, case, futures[case.id].result())

@@ -11,7 +11,7 @@ The first expectation must follow ``evalrun: error: <file>: `` directly (the
 place comes first); later ones may appear anywhere in the line. Each case is
 copied into a fresh folder under ``$EVALRUN_WORKDIR`` and given to both
 ``evalrun dry --manifest`` and ``evalrun t1 --manifest``, each in a process of
-its own (a fresh ``python -m evalrun``).
+its own (a ``python -m evalrun`` forked from a warm one: ``evals/lib/evalrun_forks.py``).
 Both must exit 2 with exactly one line on stderr, nothing on stdout, no Python
 traceback, and ``t1`` must not write a results file. One check per case file.
 """
@@ -19,9 +19,7 @@ traceback, and ``t1`` must not write a results file. One check per case file.
 from __future__ import annotations
 
 import os
-import subprocess
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -30,6 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun import scorer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+from evalrun_forks import Zygote  # noqa: E402  (evals/lib: shared with gate-bites)
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
@@ -69,67 +70,43 @@ def load_cases() -> list[Case]:
     return cases
 
 
-def run_case(case: Case, workdir: Path) -> list[Invocation]:
+def run_case(zygote: Zygote, case: Case, workdir: Path) -> list[Invocation]:
     """Copy the case into a fresh folder and run ``dry`` and ``t1`` over it."""
     folder = workdir / case.path.stem
     folder.mkdir(parents=True)
     shutil.copyfile(case.path, folder / case.file)
     return [
-        _run(folder, ("dry", "--manifest", case.file)),
-        _run(folder, ("t1", "--manifest", case.file, "-j", "2", "--json", "results.json")),
+        _run(zygote, folder, ("dry", "--manifest", case.file)),
+        _run(zygote, folder, ("t1", "--manifest", case.file, "-j", "2", "--json", "results.json")),
     ]
 
 
-def _run(folder: Path, args: tuple[str, ...]) -> Invocation:
+def _run(zygote: Zygote, folder: Path, args: tuple[str, ...]) -> Invocation:
     results = folder / "results.json"
     results.unlink(missing_ok=True)
     out, err = folder.with_name(f"{folder.name}.{args[0]}.out"), folder.with_name(f"{folder.name}.{args[0]}.err")
-    code, stdout, stderr = run_evalrun(args, folder, out, err)
+    code, stdout, stderr = run_evalrun(zygote, args, folder, out, err)
     return Invocation(args, code, stdout, stderr, results.exists())
 
 
 # -- evalrun in a process of its own ----------------------------------------------
 #
-# Each invocation runs ``python -m evalrun`` as a fresh process in its own
-# folder, with its own environment, stdin, stdout and stderr. (A forkserver that
-# imported evalrun once was faster, but under load its children's exit codes
-# were sometimes lost, reading as 255: a gate must not flake.)
+# Each invocation is a ``python -m evalrun`` of its own: its own process and
+# session, folder, environment, stdin, stdout and stderr. The processes are
+# forked from one that imported evalrun once (evals/lib/evalrun_forks.py says
+# how a child is made to match a fresh one).
 
 
-def run_evalrun(args: tuple[str, ...], folder: Path, out: Path, err: Path) -> tuple[int | None, str, str]:
-    """Run ``evalrun ARGS`` in ``folder``; its exit code (None: past RUN_LIMIT_S), stdout and stderr."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}  # the outer run's
+def case_environment() -> dict[str, str]:
+    """evalrun's own variables belong to the outer run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}
     env["NO_COLOR"] = "1"
-    return _run_fresh(args, folder, env, out, err)
+    return env
 
 
-def compile_evalrun() -> None:
-    """Compile evalrun's modules once, before the cases start (a no-op where the bytecode is up to date).
-
-    Where bytecode may not be written (PYTHONDONTWRITEBYTECODE) every fresh
-    ``python -m evalrun`` would otherwise compile them from source again: a
-    fifth of what a case costs, or more. Reading bytecode is still allowed.
-    """
-    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        import compileall
-
-        import evalrun
-
-        compileall.compile_dir(Path(evalrun.__file__).parent, quiet=2)
-
-
-def _run_fresh(args: tuple[str, ...], folder: Path, env: dict[str, str], out: Path, err: Path) -> tuple[int | None, str, str]:
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "evalrun", *args], cwd=folder, env=env,
-            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
-        )
-        try:
-            code: int | None = child.wait(RUN_LIMIT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            code = None
+def run_evalrun(zygote: Zygote, args: tuple[str, ...], folder: Path, out: Path, err: Path) -> tuple[int | None, str, str]:
+    """Run ``evalrun ARGS`` in ``folder``; its exit code (None: past RUN_LIMIT_S), stdout and stderr."""
+    code = zygote.run(args, folder, case_environment(), out, err, RUN_LIMIT_S)
     return code, _read_text(out), _read_text(err)
 
 
@@ -162,9 +139,8 @@ def main() -> None:
     cases = load_cases()
     workdir = Path(os.environ.get("EVALRUN_WORKDIR") or tempfile.mkdtemp(prefix="manifest-errors-"))
     started = time.monotonic()
-    compile_evalrun()
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = [pool.submit(run_case, case, workdir) for case in cases]
+    with Zygote(case_environment()) as zygote, ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = [pool.submit(run_case, zygote, case, workdir) for case in cases]
         for case, future in zip(cases, futures):  # recorded in name order
             with scorer.check(f"rejects {case.file}") as c:
                 assert_case(c, case, future.result())
