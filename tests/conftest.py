@@ -1,18 +1,25 @@
 """Shared fixtures: a project builder that runs the real ``evalrun`` entry point.
 
 ``project({"manifest.toml": ..., "evals/a/score.py": ...}).run("t1")`` writes
-the files under a temporary folder and runs ``python -m evalrun`` there as a
-real subprocess, returning the exit code and the output (tox's
-``tox_project`` fixture is the model).
+the files under a temporary folder and runs ``python -m evalrun`` there in a
+process of its own, returning the exit code and the output (tox's
+``tox_project`` fixture is the model). The process is forked from a warm one
+that imported evalrun once per worker (``evals/lib/evalrun_forks.py``, which
+sets each child up as ``python -m evalrun`` would be; tests/test_evalrun_forks.py
+holds it to a fresh process's output): hundreds of runs would otherwise spend
+most of the suite's CPU importing typer and pydantic. Tests of signals and
+process start-up start evalrun themselves, fresh.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -25,6 +32,8 @@ from typing import Any, TypeVar
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "evals" / "lib"))
+from evalrun_forks import Zygote  # noqa: E402
 
 # Every process this pytest process starts inherits this variable (unless a
 # test gives it a made-up environment), so a leftover is found even after its
@@ -86,21 +95,37 @@ class Project:
         return full_env
 
     def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> RunOutcome:
-        proc = subprocess.run(
-            [sys.executable, "-m", "evalrun", *args],
-            cwd=self.root,
-            env=self.env(env),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        return RunOutcome(proc.returncode, proc.stdout, proc.stderr)
+        """``python -m evalrun ARGS`` here, as ``subprocess.run(..., capture_output=True, text=True, timeout=timeout)``."""
+        with tempfile.TemporaryDirectory(prefix="evalrun-run-") as scratch:
+            out, err = Path(scratch) / "stdout", Path(scratch) / "stderr"
+            code = evalrun_zygote().run(args, self.root, self.env(env), out, err, timeout)
+            if code is None:
+                raise subprocess.TimeoutExpired(["python", "-m", "evalrun", *args], timeout)
+            return RunOutcome(code, _as_text(out), _as_text(err))
 
     def results(self, tier: str = "t1") -> dict[str, Any]:
         return json.loads((self.root / ".evalrun" / "results" / f"{tier}.json").read_text())
 
     def eval_result(self, name: str, tier: str = "t1") -> dict[str, Any]:
         return next(e for e in self.results(tier)["evals"] if e["name"] == name)
+
+
+def _as_text(path: Path) -> str:
+    """A captured stream decoded as ``text=True`` decodes it (the locale's encoding, newlines made ``\\n``)."""
+    return io.TextIOWrapper(io.BytesIO(path.read_bytes())).read()
+
+
+_ZYGOTE: list[Zygote] = []  # this worker's, started by its first Project.run, stopped when the session ends
+_ZYGOTE_LOCK = threading.Lock()
+
+
+def evalrun_zygote() -> Zygote:
+    with _ZYGOTE_LOCK:
+        if not _ZYGOTE:
+            zygote = Zygote(dict(os.environ))
+            SESSION_ROOTS.add(zygote.pid)  # its runs are waited for; what they leave behind is a leak
+            _ZYGOTE.append(zygote)
+        return _ZYGOTE[0]
 
 
 @pytest.fixture
@@ -354,6 +379,9 @@ def _no_process_outlives_the_session():
     os.environ[LEAK_TAG_VAR] = uuid.uuid4().hex
     before = live_descendants()
     yield
+    for zygote in _ZYGOTE:
+        zygote.close()
+        SESSION_ROOTS.discard(zygote.pid)
     leaked = _leftovers(before)
     if leaked:
         pytest.fail("processes left running at the end of the session:\n" + "\n".join(leaked), pytrace=False)
