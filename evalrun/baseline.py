@@ -20,6 +20,7 @@ from typing import Any
 from evalrun.atomic import write_atomic
 from evalrun.baseline_rates import RatedCount, counts_of, diff_rates, parse_rate_entry
 from evalrun.errors import BaselineError, BaselineRefused, file_label
+from evalrun.files import FileReadError, read_bounded
 from evalrun.manifest import Manifest
 from evalrun.plan import tier_cells
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, RunResults, Status
@@ -29,6 +30,7 @@ Baseline = dict[str, dict[str, int]]
 
 # Only these statuses mean the scorer produced a report whose checks can be
 # compared; everything else was not checked (or crashed) and is listed instead.
+BASELINE_LIMIT = 1024**3  # bytes read of a baseline: 1,000,000 checks take a twentieth of it
 _COMPARED = (Status.PASSED, Status.FAILED)
 # A failing or unfinished state is never recorded as the baseline.
 _REFUSED = (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.INTERRUPTED)
@@ -70,13 +72,11 @@ def load_baseline(path: Path) -> Baseline | None:
     label = file_label(path)
     fix = f"rerun {update_command(path.stem)}"
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise BaselineError(f"{label}: is a directory, not a baseline file; remove it and {fix}") from None
-    except OSError as exc:
-        raise BaselineError(f"{label}: cannot be read ({exc.strerror}); fix its permissions") from None
+        raw = read_bounded(path, BASELINE_LIMIT, "a baseline")
+    except FileReadError as exc:
+        if exc.missing:
+            return None
+        raise BaselineError(f"{label}: {exc.reason}; replace it with a baseline file: {fix}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

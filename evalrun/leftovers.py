@@ -18,6 +18,7 @@ never signalled. Nothing is ever stopped by name.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -29,11 +30,13 @@ import time
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
+from evalrun.files import FileReadError, read_bounded
 from evalrun.process import terminate_group
 from evalrun.procfs import group_members, is_alive, proc_stat
 
 DEFAULT_GRACE = 5.0
 RECORD_VERSION = 1
+RECORD_LIMIT = 64 * 1024  # bytes read of one record: a record holds a few short fields
 # Only folders holding this marker are ever deleted, whatever a record says.
 MARKER = ".evalrun-service"
 # A run's scratch folder: ``evalrun-<owner pid>-<owner start ticks>-<random>``, holding SCRATCH_MARKER.
@@ -54,14 +57,15 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
     _sweep_record_temps(Path(state_dir))
     for path in sorted(Path(state_dir).glob("*.json")):
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = json.loads(read_bounded(path, RECORD_LIMIT, "a record").decode("utf-8"))
             if record.get("version") != RECORD_VERSION:
                 raise ValueError("a record of another evalrun version")
             name, pid, pgid, start = record["name"], int(record["pid"]), int(record["pgid"]), int(record["proc_start"])
             owner, owner_start, kind = int(record["owner_pid"]), int(record["owner_start"]), record["kind"]
             data_dir = Path(record["data_dir"]) if record.get("data_dir") else None
-        except (OSError, ValueError, KeyError, TypeError):
-            path.unlink(missing_ok=True)  # unreadable: nothing in it can be trusted to signal
+        except (FileReadError, OSError, ValueError, KeyError, TypeError):
+            with contextlib.suppress(OSError):  # a directory by that name stays; it records nothing
+                path.unlink(missing_ok=True)  # unreadable (or a FIFO left to hang us): nothing in it can be trusted to signal
             continue
         if is_alive(owner, owner_start):
             continue  # its invocation is still running and will stop it itself

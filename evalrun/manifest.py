@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
 from evalrun.errors import ManifestError, file_label
+from evalrun.files import FileReadError, read_bounded
 from evalrun.text import one_line
 from evalrun.secrets import key_vars
 from evalrun.probes.spec import SERVICE_KINDS, Probe, ProbeTable, parse_probe_table, parse_requirement
@@ -270,15 +271,16 @@ def load_manifest(path: Path) -> Manifest:
 
 
 _ERROR_LIMIT = 1000
+MANIFEST_LIMIT = 16 * 1024 * 1024  # bytes read of a manifest: thousands of evals fit in far less
 
 
 def _load_manifest(path: Path, label: str) -> Manifest:
     try:
-        raw_text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ManifestError(f"{label}: no such file; create it or pass --manifest PATH") from None
-    except IsADirectoryError:
-        raise ManifestError(f"{label}: is a directory; pass the manifest file with --manifest PATH") from None
+        raw_text = read_bounded(path, MANIFEST_LIMIT, "a manifest").decode("utf-8")
+    except FileReadError as exc:
+        if exc.missing:
+            raise ManifestError(f"{label}: no such file; create it or pass --manifest PATH") from None
+        raise ManifestError(f"{label}: {exc.reason}; pass the manifest file with --manifest PATH") from None
     except UnicodeDecodeError as exc:
         raise ManifestError(f"{label}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     try:

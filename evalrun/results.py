@@ -21,10 +21,12 @@ from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_ex
 
 from evalrun.atomic import write_atomic
 from evalrun.errors import ResultsError
+from evalrun.files import FileReadError, read_bounded
 from evalrun.secrets import FRAGMENT, scrub
 
 RESULTS_VERSION = 2  # 2: repeats and pass rates (``rate`` on checks, ``repeats`` on evals)
 _READABLE_VERSIONS = (1, 2)  # version 1 files lack only the optional repeat fields
+RESULTS_LIMIT = 1024**3  # bytes read of a results file: 1,000,000 checks take a tenth of it
 
 
 class Status(str, Enum):
@@ -252,13 +254,11 @@ def _load_results(path: Path) -> RunResults:
 
 def _read_results_data(path: Path) -> dict[str, Any]:
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: no such results file; run the tier first or pass --json PATH") from None
-    except IsADirectoryError:
-        raise ResultsError(f"{path}: is a directory, not a results file; pass the file") from None
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot be read ({exc.strerror or exc}); check its permissions") from None
+        raw = read_bounded(path, RESULTS_LIMIT, "a results file")
+    except FileReadError as exc:
+        if exc.missing:
+            raise ResultsError(f"{path}: no such results file; run the tier first or pass --json PATH") from None
+        raise ResultsError(f"{path}: {exc.reason}; pass the results file evalrun wrote") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

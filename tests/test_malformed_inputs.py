@@ -8,6 +8,7 @@ holds every parser to it for any bytes: a valid object or one line.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -15,9 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import finishes
+
 from evalrun.baseline import load_baseline
 from evalrun.errors import EvalrunError
-from evalrun.manifest import load_manifest
+from evalrun.files import FileReadError, read_bounded
+from evalrun.manifest import MANIFEST_LIMIT, load_manifest
 from evalrun.results import load_results
 
 EVAL = '[[evals]]\nname = "a"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n'
@@ -87,6 +91,68 @@ def test_a_malformed_results_file_is_one_line_exit_2(project, raw: bytes, proble
     r = proj.run(*args)
     assert_one_line(r, name="t1.json")
     assert problem in r.err
+
+
+# A path may hold what no read may trust: a FIFO (a plain open blocks forever),
+# /dev/zero (an endless read), a directory, or a file past the limit. Each is
+# refused by what it is, before a byte is read, in one line naming the file.
+
+
+def _plant(path: Path, kind: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+
+
+UNTRUSTED = [
+    ("fifo", "is a FIFO (named pipe), not a regular file"),
+    ("dev-zero", "is a character device, not a regular file"),
+    ("directory", "is a directory, not a file"),
+]
+
+
+@pytest.mark.parametrize(("kind", "says"), UNTRUSTED, ids=[k for k, _ in UNTRUSTED])
+@pytest.mark.parametrize("which", ["manifest", "baseline", "results"])
+def test_a_file_that_is_no_regular_file_is_refused_in_one_line_never_read(project, kind: str, says: str, which: str) -> None:
+    proj = project({"manifest.toml": EVAL, "e/score.py": SCORER})
+    target, args, fix = {
+        "manifest": ("other.toml", ("dry", "--manifest", "other.toml"), "pass the manifest file with --manifest PATH"),
+        "baseline": ("baselines/t1.toml", ("baseline", "diff", "t1"), "replace it with a baseline file"),
+        "results": ("shard.json", ("merge", "shard.json"), "pass the results file evalrun wrote"),
+    }[which]
+    if which == "baseline":
+        assert proj.run("t1").code == 0  # a results file to compare
+    _plant(proj.root / target, kind)
+    r = finishes(lambda: proj.run(*args))  # a FIFO opened without O_NONBLOCK would hang here
+    assert_one_line(r, name=Path(target).name)
+    assert f"{says}; {fix}" in r.err
+
+
+def test_a_manifest_past_the_limit_is_refused_in_one_line(project) -> None:
+    proj = project({"e/score.py": SCORER})
+    with open(proj.root / "manifest.toml", "wb") as handle:
+        handle.write(EVAL.encode())
+        handle.truncate(MANIFEST_LIMIT + 1)  # sparse: NUL bytes past the evals, never written to disk
+    r = proj.run("dry")
+    assert_one_line(r, name="manifest.toml")
+    assert "is larger than 16 MiB, the most evalrun reads from a manifest" in r.err
+
+
+def test_read_bounded_takes_exactly_the_limit_and_refuses_a_byte_more(tmp_path: Path) -> None:
+    exact, over = tmp_path / "exact", tmp_path / "over"
+    exact.write_bytes(b"x" * 3000)
+    over.write_bytes(b"x" * 3001)
+    assert read_bounded(exact, 3000, "a test file") == b"x" * 3000
+    with pytest.raises(FileReadError, match="^is larger than 3000 bytes, the most evalrun reads from a test file$"):
+        read_bounded(over, 3000, "a test file")
+    with pytest.raises(FileReadError) as missing:
+        read_bounded(tmp_path / "nope", 3000, "a test file")
+    assert missing.value.missing
 
 
 # --------------------------------------------------------------------------- properties

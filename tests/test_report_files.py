@@ -24,7 +24,7 @@ from evalrun.plan import PlannedEval
 from evalrun.process import ProcessOutcome
 from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.junit import parse_junit
-from evalrun.reports_in.report_file import REPORT_LIMIT
+from evalrun.reports_in.parsed import REPORT_LIMIT
 from evalrun.reports_in.tap import LINE_LIMIT, parse_tap
 from evalrun.results import Status
 from evalrun.text import EVIDENCE_LIMIT, MESSAGE_LIMIT

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from conftest import finishes
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
@@ -361,6 +362,17 @@ def test_stale_records_are_removed_without_signalling_anyone(tmp_path: Path) -> 
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_a_record_that_is_a_fifo_or_a_folder_is_passed_over_not_waited_on(tmp_path: Path) -> None:
+    # Anything the project's scorers can write may sit in .evalrun/services/: a FIFO
+    # opened plainly would block the next run before its first eval.
+    state = tmp_path / "state"
+    state.mkdir()
+    os.mkfifo(state / "pipe.json")
+    (state / "folder.json").mkdir()
+    assert finishes(lambda: reap_leftovers(state)) == []
+    assert sorted(p.name for p in state.iterdir()) == ["folder.json"]
 
 
 def test_a_record_half_written_when_its_run_was_killed_is_removed_and_a_live_ones_kept(

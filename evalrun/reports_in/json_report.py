@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_extensions' TypedDict on 3.11
 
 from evalrun.errors import ReportError
-from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, CHECK_LIMIT, NAME_LIMIT, ParsedReport
-from evalrun.reports_in.report_file import ReportFileError, read_report_bytes
+from evalrun.files import FileReadError, read_bounded
+from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, CHECK_LIMIT, NAME_LIMIT, REPORT_LIMIT, REPORT_WHAT, ParsedReport
 from evalrun.results import CheckResult
 from evalrun.secrets import scrub
 from evalrun.text import EVIDENCE_LIMIT, MESSAGE_LIMIT, cut, one_line, shorten, truncate
@@ -124,13 +124,13 @@ def read_json_report(path: Path, secrets: Iterable[str] = ()) -> ParsedReport:
     """Read and validate a JSON report; ReportError says precisely what is wrong, in one line.
 
     Nothing in the file can do more than fail this eval: the read is bounded
-    (``report_file``), any JSON that Python cannot hold (too deep, a number of
+    (``evalrun.files``), any JSON that Python cannot hold (too deep, a number of
     thousands of digits, NaN) is an invalid report, and messages, evidence and
     string metrics are scrubbed of ``secrets`` and then cut, saying so.
     """
     try:
-        raw = read_report_bytes(path)
-    except ReportFileError as exc:
+        raw = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)
+    except FileReadError as exc:
         if exc.missing:
             raise ReportError("no report was written to $EVALRUN_REPORT") from None
         raise ReportError(f"invalid report: $EVALRUN_REPORT {exc.reason}") from None

@@ -24,7 +24,7 @@ This module owns what a JUnit report means to evalrun:
   TODO`` is (``parsed.expected_failure_note``);
 - any other ``<skipped>`` makes it not a check (see ``evalrun.reports_in.parsed``).
 
-The XML is read with the stdlib's expat in bounded chunks (``report_file``),
+The XML is read with the stdlib's expat in bounded chunks (``evalrun.files``),
 streamed into small records, never into a tree: no element that evalrun does
 not use is kept. Any DOCTYPE or ENTITY declaration is refused before it can
 expand. An unusable file raises ``ReportError`` with one line naming the file,
@@ -40,14 +40,16 @@ from pathlib import Path
 from xml.parsers import expat
 
 from evalrun.errors import ReportError
+from evalrun.files import FileReadError, iter_chunks
 from evalrun.reports_in.parsed import (
     ASSERTIONS_LIMIT,
     CHECK_LIMIT,
     NAME_LIMIT,
+    REPORT_LIMIT,
+    REPORT_WHAT,
     ParsedReport,
     expected_failure_note,
 )
-from evalrun.reports_in.report_file import ReportFileError, iter_report_chunks
 from evalrun.results import CheckResult
 from evalrun.secrets import scrub
 from evalrun.text import EVIDENCE_LIMIT, one_line, shorten, truncate
@@ -157,10 +159,10 @@ class _Reader:
         parser.buffer_text = True
         name = self.label
         try:
-            for chunk in iter_report_chunks(path):
+            for chunk in iter_chunks(path, REPORT_LIMIT, REPORT_WHAT):
                 parser.Parse(chunk, False)
             parser.Parse(b"", True)
-        except ReportFileError as exc:
+        except FileReadError as exc:
             if exc.missing:
                 fix = "the scorer did not write it - check the eval's junit path"
                 raise ReportError(f"junit report {name}: no such file; {fix}") from None

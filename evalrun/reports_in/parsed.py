@@ -22,6 +22,8 @@ from typing import Any
 
 from evalrun.results import CheckResult
 
+REPORT_LIMIT = 32 * 1024 * 1024  # bytes read from any one report: far above a real suite's, far below harm
+REPORT_WHAT = "one report"  # in "is larger than 32 MiB, the most evalrun reads from one report"
 NAME_LIMIT = 1000  # characters of a check or metric name: names live in baselines, one per line
 ASSERTIONS_LIMIT = 1_000_000_000  # a larger count is a scorer's bug, and no consumer need hold it
 CHECK_LIMIT = 100_000  # checks (TAP points, testcases) read from one report: bounds memory, not real suites

@@ -19,7 +19,7 @@ This module owns what a TAP stream means to evalrun:
   plan, points out of sequence and a stream that ends inside a YAML block are
   eval-level problems: the stream cannot be trusted to be complete.
 
-The stream is read in bounded chunks (``report_file``: a regular file, at
+The stream is read in bounded chunks (``evalrun.files``: a regular file, at
 most 32 MiB), split into lines of at most ``LINE_LIMIT`` bytes (a longer line
 is cut, its rest skipped), and every step is linear in the line: one huge line
 or a line of a million ``#`` costs no more than reading it. At most
@@ -35,8 +35,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalrun.reports_in.parsed import CHECK_LIMIT, NAME_LIMIT, NameDeduper, ParsedReport, expected_failure_note
-from evalrun.reports_in.report_file import REPORT_LIMIT, ReportFileError, iter_report_chunks
+from evalrun.files import FileReadError, iter_chunks
+from evalrun.reports_in.parsed import (
+    CHECK_LIMIT,
+    NAME_LIMIT,
+    REPORT_LIMIT,
+    REPORT_WHAT,
+    NameDeduper,
+    ParsedReport,
+    expected_failure_note,
+)
 from evalrun.reports_in.tap_diagnostics import find_test_more_blocks, fold_diagnostics, read_yaml_field
 from evalrun.results import CheckResult
 from evalrun.secrets import scrub
@@ -120,7 +128,7 @@ def parse_tap(path: Path, stderr: str = "", secrets: Iterable[str] = ()) -> Pars
         for line in _lines(path):
             if not parser.feed(line):
                 break
-    except ReportFileError as exc:
+    except FileReadError as exc:
         if parser.lines == 0:
             problem = f"no TAP output to read: {path.name} {exc.reason}"
             return ParsedReport(checks=[], metrics={}, problem=problem, source="TAP")
@@ -132,7 +140,7 @@ def _lines(path: Path) -> Iterator[str]:
     """The stream's lines, decoded (bad UTF-8 replaced), each cut to LINE_LIMIT bytes."""
     pending = bytearray()
     skipping = False  # inside a line already cut: drop bytes up to its newline
-    for chunk in iter_report_chunks(path, REPORT_LIMIT):
+    for chunk in iter_chunks(path, REPORT_LIMIT, REPORT_WHAT):
         start = 0
         while True:
             end = chunk.find(b"\n", start)
