@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from evalrun.errors import UsageError
+from evalrun.files import FileReadError, read_bounded
 from evalrun.manifest import Manifest
 from evalrun.selection.checkout import run_git, split_z
 
@@ -125,10 +126,8 @@ def _walk(folders: list[Path]) -> Iterator[Path]:
 def _read_text(path: Path) -> str | None:
     """The file as text; None for binaries, big files and what cannot be read."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            return None
-        raw = path.read_bytes()
-    except OSError:
+        raw = read_bounded(path, MAX_BYTES, "a source")  # a FIFO or /dev/zero among the sources is passed over
+    except FileReadError:
         return None
     if b"\0" in raw[:8192]:
         return None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from conftest import finishes
 
 from evalrun.manifest import load_manifest
 from evalrun.absolute_paths import MAX_BYTES, find_absolute_paths, scan_absolute_paths
@@ -78,6 +81,15 @@ def test_binaries_big_files_and_tool_folders_are_skipped(tmp_path: Path) -> None
     (tmp_path / "evals/x/big.csv").write_text("/root/big.csv\n" + "x" * MAX_BYTES)
     (tmp_path / "evals/x/small.csv").write_text("/root/small.csv\n")
     hits = scan_absolute_paths(load_manifest(path), home=Path("/root"))
+    assert [(h.file, h.path) for h in hits] == [("evals/x/small.csv", "/root/small.csv")]
+
+
+def test_a_fifo_or_a_link_to_dev_zero_among_the_sources_is_passed_over(tmp_path: Path) -> None:
+    # A plain read would block on the FIFO forever and read /dev/zero without end.
+    path = _suite(tmp_path, {"evals/x/small.csv": "/root/small.csv\n"})
+    os.mkfifo(tmp_path / "evals/x/pipe")
+    (tmp_path / "evals/x/zeros").symlink_to("/dev/zero")
+    hits = finishes(lambda: scan_absolute_paths(load_manifest(path), home=Path("/root")))
     assert [(h.file, h.path) for h in hits] == [("evals/x/small.csv", "/root/small.csv")]
 
 
