@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrun import __version__
+from evalrun.atomic import writes_in_place
 from evalrun.baseline import Baseline, baseline_path, compare_tier, format_comparison, load_baseline, update_command
 from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
@@ -166,18 +168,34 @@ def plan_outputs(manifest: Manifest, request: RunRequest) -> Outputs:
 
 
 def check_writable(path: Path, flag: str) -> Path:
-    """``path`` (as given) if a file can be written there; else an ``OutputError`` naming the flag, the path and the fix."""
+    """``path`` (as given) if a file can be written there; else an ``OutputError`` naming the flag, the path and the fix.
+
+    A file is written beside its target and renamed, so the check makes (and
+    removes) a file in the folder it will be written in: permissions, a
+    read-only or pseudo filesystem, all say so before any scorer starts.
+    """
     given, path = path, Path(os.path.abspath(path))
     if path.is_dir():
         raise OutputError(f"{flag} {path}: is a directory; pass a file path, e.g. {path / 'out'}")
-    parent = path.parent
+    if writes_in_place(path):  # /dev/stdout, /dev/null, a FIFO: written into, not replaced
+        if not path.exists():
+            raise OutputError(f"{flag} {path}: no such file to write into; choose a path outside /dev and /proc")
+        if not os.access(path, os.W_OK):
+            raise OutputError(f"{flag} {path}: not writable (permission denied); choose another path")
+        return given
+    real = Path(os.path.realpath(path))
+    parent = real.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
         raise OutputError(f"{flag} {path}: {parent} is not a directory; pass a path inside a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"{flag} {path}: cannot write in {parent} (permission denied); choose a writable folder")
-    if path.exists() and not os.access(path, os.W_OK):
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".evalrun-write-check-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputError(f"{flag} {path}: cannot write in {parent} ({exc.strerror or exc}); choose a writable folder") from None
+    if real.exists() and not os.access(real, os.W_OK):
         raise OutputError(f"{flag} {path}: the file is not writable (permission denied); choose another path")
     return given
 

@@ -9,6 +9,7 @@ results file written by one run can be read back by ``baseline --from-results``,
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from enum import Enum
 from operator import itemgetter
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_extensions' TypedDict on 3.11
 
-from evalrun.atomic import write_atomic
+from evalrun.atomic import write_atomic, writes_in_place
 from evalrun.errors import ResultsError
 from evalrun.files import FileReadError, read_bounded
 from evalrun.secrets import FRAGMENT, scrub
@@ -210,8 +211,12 @@ def write_results(results: RunResults, path: Path) -> None:
     """Write the results file atomically, one writer at a time: a killed run never leaves it torn."""
     from evalrun.locks import hold_lock, sidecar_lock
 
-    with hold_lock(sidecar_lock(Path(path))):
+    if writes_in_place(path):  # /dev/stdout, a FIFO: nothing to replace, and no lock file beside it
         write_atomic(path, results_json_pieces(results))
+        return
+    real = Path(os.path.realpath(path))  # one lock for the file, whichever link names it
+    with hold_lock(sidecar_lock(real)):
+        write_atomic(real, results_json_pieces(results))
 
 
 def results_json_pieces(results: RunResults) -> Iterator[str]:

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shlex
+import stat
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 from conftest import eval_entry, json_scorer
@@ -120,6 +125,68 @@ def test_an_unwritable_output_is_exit_2_before_any_scorer_starts(project, tmp_pa
         assert f"{flag} {tmp_path}: is a directory" in r.err and "Traceback" not in r.err
         assert len(r.err.strip().splitlines()) == 1
     assert not (proj.root / "evals" / "a" / "ran").exists()
+
+
+def test_an_output_in_a_folder_nothing_can_be_written_in_is_exit_2_before_any_scorer_starts(project) -> None:
+    # sysfs holds no files of ours: os.access says yes to root, making a file there says no.
+    proj = project(
+        {"manifest.toml": eval_entry("a"), "evals/a/score.py": "open('ran', 'w').close()\n" + _one_check()}
+    )
+    r = proj.run("t1", "--json", "/sys/evalrun-results.json")
+    assert r.code == 2, r.output
+    assert r.err.startswith("evalrun: error: --json /sys/evalrun-results.json: cannot write in /sys (")
+    assert len(r.err.strip().splitlines()) == 1
+    assert not (proj.root / "evals" / "a" / "ran").exists()
+
+
+def _reader(fifo: Path, box: dict[str, bytes]) -> threading.Thread:
+    def read() -> None:
+        with open(fifo, "rb") as handle:  # blocks until evalrun opens it to write
+            box["read"] = handle.read()
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_fifo_output_is_written_into_and_stays_a_fifo_and_one_without_a_reader_is_one_line(project, tmp_path: Path) -> None:
+    proj = project({"manifest.toml": eval_entry("a"), "evals/a/score.py": _one_check()})
+    (tmp_path / "out").mkdir()
+    fifo = tmp_path / "out" / "results.fifo"
+    os.mkfifo(fifo)
+    box: dict[str, bytes] = {}
+    reader = _reader(fifo, box)
+    r = proj.run("t1", "--json", str(fifo))
+    reader.join(60)
+    assert r.code == 0, r.output
+    assert [e["name"] for e in json.loads(box["read"])["evals"]] == ["a"]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # not replaced by a regular file
+    assert [p.name for p in fifo.parent.iterdir()] == ["results.fifo"]  # no lock or temp file beside it
+    alone = proj.run("t1", "--json", str(fifo))  # nobody reads: an error, not a wait
+    assert alone.code == 2, alone.output
+    assert alone.err.strip() == f"evalrun: error: --json {fifo}: cannot write (no process reads from it); choose a writable path"
+
+
+def test_an_open_file_name_as_an_output_is_written_into_and_a_link_to_a_file_stays_a_link(project, tmp_path: Path) -> None:
+    # /dev/fd/1 rather than /dev/stdout: were the rule broken, the rename would fail
+    # in /proc's fd folder instead of making /dev/stdout a regular file, as root.
+    proj = project({"manifest.toml": eval_entry("a"), "evals/a/score.py": _one_check()})
+    piped = subprocess.run(
+        [sys.executable, "-m", "evalrun", "t1", "--json", "/dev/fd/1"], cwd=proj.root, env=proj.env({"NO_COLOR": "1"}),
+        capture_output=True, text=True, timeout=120,
+    )
+    assert piped.returncode == 0, piped.stdout + piped.stderr
+    start = piped.stdout.index('{\n  "version"')
+    assert json.loads(piped.stdout[start:piped.stdout.index("\n}\n", start) + 2])["evals"][0]["name"] == "a"
+    assert "evalrun t1: passed (exit 0)" in piped.stdout
+    real = tmp_path / "kept" / "real.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    (proj.root / "latest.json").symlink_to(real)
+    r = proj.run("t1", "--json", "latest.json")
+    assert r.code == 0, r.output
+    assert (proj.root / "latest.json").is_symlink()
+    assert json.loads(real.read_text())["evals"][0]["name"] == "a"
 
 
 class _Terminal(io.StringIO):

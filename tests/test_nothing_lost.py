@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.atomic import write_atomic
+from evalrun.atomic import write_atomic, writes_in_place
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
 
@@ -101,6 +101,21 @@ def test_two_concurrent_filtered_updates_both_land(project, tmp_path: Path) -> N
     assert all("wrote " in out for out in outputs), outputs
     baseline = tomllib.loads((proj.root / "baselines" / "t1.toml").read_text())
     assert baseline == {"a": {"met the other update": 1}, "b": {"met the other update": 1}}
+
+
+def test_what_is_not_a_file_is_written_into_never_replaced(tmp_path: Path) -> None:
+    # Only the rule is asked about /dev: a write there from a broken rule would, as root, replace it.
+    for name in ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/1"):
+        assert writes_in_place(name), name
+    plain, link, missing = tmp_path / "plain.json", tmp_path / "link.json", tmp_path / "missing.json"
+    plain.write_text("{}")
+    link.symlink_to(plain)
+    assert not any(writes_in_place(p) for p in (plain, link, missing, tmp_path / "sub" / "x.json"))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert writes_in_place(fifo)
+    write_atomic(link, "new")  # through the link: the file is replaced, the link stays
+    assert link.is_symlink() and plain.read_text() == "new"
 
 
 def test_write_atomic_honours_the_umask(tmp_path: Path) -> None:
