@@ -560,3 +560,43 @@ def test_finish_by_hand_returns_1_on_failure(tmp_path: Path, monkeypatch: pytest
 def test_check_name_must_be_a_non_empty_string(tmp_path: Path, name: Any) -> None:
     with pytest.raises(ScorerError, match="check name must be a non-empty string"):
         _scorer(tmp_path).check(name)
+
+
+# -- a report path that is not a file ---------------------------------------------
+
+
+def test_a_report_path_naming_an_open_file_gets_the_finished_report_once_appended(tmp_path: Path) -> None:
+    # EVALRUN_REPORT=/dev/stdout, to read a report by hand; /dev/fd/1 here, which a
+    # broken rule could not rename over (it would fail in /proc's fd folder, not
+    # turn /dev/stdout into a regular file, as root).
+    script = tmp_path / "score.py"
+    script.write_text(
+        "from evalrun import scorer\n"
+        "print('before', flush=True)\n"
+        "for name in ('one', 'two'):\n"
+        "    with scorer.check(name) as c:\n"
+        "        c.true(True)\n"
+        "scorer.finish()\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}
+    env["EVALRUN_REPORT"] = "/dev/fd/1"
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    before, _, report = proc.stdout.partition("before\n")
+    assert before == ""
+    assert [c["name"] for c in json.loads(report)["checks"]] == ["one", "two"]  # one report, not one per check
+
+
+def test_the_sdk_and_evalrun_agree_on_what_is_written_into(tmp_path: Path) -> None:
+    from evalrun import scorer as sdk
+    from evalrun.atomic import writes_in_place
+
+    plain = tmp_path / "plain.json"
+    plain.write_text("{}")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    paths = ["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/2", str(plain), str(fifo),
+             str(tmp_path), str(tmp_path / "missing.json"), "relative.json"]
+    assert [sdk._writes_in_place(p) for p in paths] == [writes_in_place(p) for p in paths]
+    assert [writes_in_place(p) for p in paths] == [True] * 5 + [False, True, False, False, False]

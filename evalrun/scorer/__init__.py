@@ -68,6 +68,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import threading
 
@@ -506,7 +507,8 @@ class Scorer:
                 self._write_if_reporting()
 
     def _write_if_reporting(self) -> None:
-        if self.report_path is not None:
+        # A report in progress goes to a file only: into a FIFO or /dev/stdout each one would be another report.
+        if self.report_path is not None and not _writes_in_place(self.report_path):
             _write_atomic(self.report_path, self.report())
 
     def _require_unfinished(self) -> None:
@@ -578,14 +580,41 @@ atexit.register(_finish_default_at_exit)
 _tmp_counter = itertools.count()
 
 
+_OPEN_FILE_NAMES = ("/dev/stdout", "/dev/stderr")
+_OPEN_FILE_FOLDERS = ("/dev/fd/", "/proc/")
+
+
+def _writes_in_place(path: str) -> bool:
+    """``evalrun.atomic.writes_in_place``, for this stdlib-only SDK (a test holds the two alike).
+
+    A device, FIFO or socket, or the name of an open file (``EVALRUN_REPORT=/dev/stdout``
+    to read a report by hand) is written into: renaming over it would, as root,
+    turn ``/dev/stdout`` into a regular file.
+    """
+    absolute = os.path.abspath(path)
+    if absolute in _OPEN_FILE_NAMES or absolute.startswith(_OPEN_FILE_FOLDERS):
+        return True
+    try:
+        mode = os.stat(absolute).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 def _write_atomic(path: str, report: dict[str, Any]) -> None:
     """Write ``report`` as JSON to ``path``: a temp file in the same directory, then os.replace.
 
     No fsync: the aim is that evalrun never reads a torn file when the
     scorer dies mid-write, not durability across a power cut. The temp name
     is built by hand because ``tempfile`` costs more to import than this SDK.
+    What is not a file (``_writes_in_place``) is appended to instead.
     """
     data = (json.dumps(report, indent=2) + "\n").encode("ascii")  # ensure_ascii: any string encodes
+    if _writes_in_place(path):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return
     directory, base = os.path.split(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{base}.{os.getpid()}.{next(_tmp_counter)}.tmp")
