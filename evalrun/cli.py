@@ -379,7 +379,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         code = app(args=argv, prog_name="evalrun", standalone_mode=False)
     except EvalrunError as exc:
-        _say(f"evalrun: error: {exc}")
+        _say(_redacted(f"evalrun: error: {exc}"))
         code = int(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         _say("evalrun: interrupted")
@@ -390,7 +390,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             code = int(exc.exit_code)  # type: ignore[attr-defined]
         else:  # the one place an unexpected error is caught
             log = _write_crash_log()
-            _say(f"evalrun: internal error: {type(exc).__name__}: {exc} (traceback in {log})")
+            _say(_redacted(f"evalrun: internal error: {type(exc).__name__}: {exc} (traceback in {log})"))
             code = 70
     return _closed_stdout(code if isinstance(code, int) else 0)
 
@@ -398,6 +398,15 @@ def main(argv: Optional[list[str]] = None) -> int:
 def _is_usage_exception(exc: Exception) -> bool:
     """Typer's (click's) own argument errors: they know how to show themselves and their exit code."""
     return callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int)
+
+
+def _redacted(text: str) -> str:
+    """``text`` without the environment's key values, secret-looking values or URL passwords: it leaves evalrun."""
+    import os
+
+    from evalrun.secrets import redact_passwords, run_secrets, scrub
+
+    return scrub(redact_passwords(text), run_secrets(os.environ))
 
 
 def _say(line: str) -> None:
@@ -427,5 +436,5 @@ def _write_crash_log() -> str:
 
     fd, path = tempfile.mkstemp(prefix="evalrun-crash-", suffix=".log")
     with open(fd, "w", encoding="utf-8") as fh:
-        fh.write(traceback.format_exc())
+        fh.write(_redacted(traceback.format_exc()))
     return path

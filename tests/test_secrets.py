@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from conftest import eval_entry
@@ -85,3 +86,50 @@ def test_the_placeholder_a_scorer_sees_is_no_secret_of_an_evalrun_it_runs() -> N
     env = {"OPENAI_API_KEY": PLACEHOLDER, "MY_TOKEN": PLACEHOLDER, "GITHUB_TOKEN": "ghp_realvalue123456"}
     assert run_secrets(env) == {"ghp_realvalue123456"}
     assert scrub("program not found: evalrun-no-such-scorer", run_secrets(env)) == "program not found: evalrun-no-such-scorer"
+
+
+# -- the error boundary ----------------------------------------------------------
+#
+# A bug in evalrun is exit 70 with one line and a traceback log; an error is one
+# line. Either may carry what an exception was built from: both are scrubbed.
+
+_KEY = "sk-test-boundary-0123456789abcdefXYZ"
+_DSN = "postgresql://evalrun:s3cret-pass-word@127.0.0.1:5432/db"
+
+
+def _main_raising(monkeypatch, capsys, exc: BaseException) -> tuple[int, str]:
+    import evalrun.commands.run
+    from evalrun.cli import main
+
+    def explode(*args: object, **kwargs: object) -> int:
+        raise exc
+
+    monkeypatch.setenv("OPENAI_API_KEY", _KEY)
+    monkeypatch.setattr(evalrun.commands.run, "run_tier", explode)
+    code = main(["t1"])
+    return code, capsys.readouterr().err
+
+
+def test_an_internal_error_line_and_its_traceback_log_hold_no_secret(monkeypatch, capsys) -> None:
+    code, err = _main_raising(monkeypatch, capsys, RuntimeError(f"cannot reach {_DSN} with {_KEY}"))
+    assert code == 70
+    log = re.search(r"\(traceback in (\S+)\)$", err.strip()).group(1)
+    try:
+        with open(log, encoding="utf-8") as fh:
+            traceback = fh.read()
+    finally:
+        os.unlink(log)
+    (line,) = err.splitlines()
+    assert line.startswith("evalrun: internal error: RuntimeError: cannot reach postgresql://evalrun:***@127.0.0.1")
+    assert "Traceback (most recent call last)" in traceback and "RuntimeError" in traceback
+    for text in (line, traceback):
+        assert _KEY not in text and _KEY[:FRAGMENT] not in text and "s3cret-pass-word" not in text
+        assert REDACTED in text
+
+
+def test_an_error_line_holds_no_secret(monkeypatch, capsys) -> None:
+    from evalrun.errors import UsageError
+
+    code, err = _main_raising(monkeypatch, capsys, UsageError(f"--history-url {_DSN}: token {_KEY} refused"))
+    assert code == 2
+    assert err == "evalrun: error: --history-url postgresql://evalrun:***@127.0.0.1:5432/db: token [redacted by evalrun] refused\n"
