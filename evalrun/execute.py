@@ -377,6 +377,24 @@ def _judge_outcome(
     *,
     secrets: frozenset[str] = frozenset(),
 ) -> EvalResult:
+    result = _judge_process(planned, tier, outcome, report_path, stdout_path, duration, secrets=secrets)
+    if not outcome.escaped:
+        return result
+    # Not a verdict on what it checked; said, so a scorer that daemonizes is fixed, not waited on in every run.
+    note = f"it left {', '.join(outcome.escaped)} running outside its process group, holding its output; evalrun stopped it"
+    return result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
+
+
+def _judge_process(
+    planned: PlannedEval,
+    tier: str,
+    outcome: ProcessOutcome,
+    report_path: Path,
+    stdout_path: Path | None,
+    duration: float,
+    *,
+    secrets: frozenset[str],
+) -> EvalResult:
     spec = planned.spec
     tail = outcome.text_tail()
     base = dict(

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from evalrun.procfs import group_members
+from evalrun.procfs import group_members, pipe_writers
 
 CHUNK_BYTES = 64 * 1024
 # After the child exits, a grandchild may still hold the pipes (a server left
@@ -105,6 +105,8 @@ class ProcessOutcome:
     pid: int | None = None
     # Set when stdout_path could not be written completely (disk full, ...).
     stdout_path_error: str | None = None
+    # Processes outside the child's group that held its output after it exited ("pid 123 (sleep)"): stopped.
+    escaped: tuple[str, ...] = ()
 
     def text_tail(self) -> str:
         """The stdout then stderr tails as text; undecodable bytes are shown escaped."""
@@ -298,6 +300,7 @@ def _supervise(
     deadline = started + request.timeout
     stage = _RUNNING
     escalate_at = 0.0  # _TERMINATING: when to KILL; _KILLED: when to give up
+    escaped: list[tuple[int, str]] = []  # holders of the output outside the group, stopped with it
     exited_at: float | None = None
     timed_out = cancelled = False
     sink_error: str | None = None
@@ -322,8 +325,11 @@ def _supervise(
                     if settled and not _group_alive(pgid, reap=True):
                         break
                     stop = True  # a grandchild outlived the child: end it
+                    if pipes_open:  # and one that left the group (setsid, a daemon) may hold the output
+                        escaped = _escaped_writers(proc, pgid)
                 if stop:
                     _signal_group(pgid, signal.SIGTERM)
+                    _signal_each(escaped, signal.SIGTERM)
                     stage, escalate_at = _TERMINATING, now + request.grace
             elif settled and not _group_alive(pgid, reap=True):
                 break
@@ -331,6 +337,7 @@ def _supervise(
                 if stage == _KILLED:
                     break  # something outside our reach holds on; stop waiting
                 _signal_group(pgid, signal.SIGKILL)
+                _signal_each(escaped, signal.SIGKILL)
                 stage, escalate_at = _KILLED, now + KILL_WAIT_S
 
             wake = [escalate_at] if stage != _RUNNING else []
@@ -388,6 +395,7 @@ def _supervise(
         stderr_bytes=err.total,
         pid=proc.pid,
         stdout_path_error=sink_error,
+        escaped=tuple(f"pid {pid} ({name})" for pid, name in escaped),
     )
 
 
@@ -459,6 +467,33 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def _escaped_writers(proc: subprocess.Popen[bytes], pgid: int) -> list[tuple[int, str]]:
+    """Processes outside the child's group that hold its stdout or stderr pipe open.
+
+    Only the child's descendants can hold those pipes (evalrun gives them to
+    no one else), so one that left the group with ``setsid`` is still the
+    scorer's, and is stopped with it rather than waited on.
+    """
+    assert proc.stdout is not None and proc.stderr is not None
+    inodes = {os.fstat(proc.stdout.fileno()).st_ino, os.fstat(proc.stderr.fileno()).st_ino}
+    return [(pid, name) for pid, name in pipe_writers(inodes, os.getpid()) if _pgid(pid) != pgid]
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _signal_each(pids: list[tuple[int, str]], sig: signal.Signals) -> None:
+    for pid, _ in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _reap_strays(pgid: int) -> None:

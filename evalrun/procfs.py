@@ -57,3 +57,51 @@ def is_alive(pid: int, start_ticks: int) -> bool:
     """Whether ``pid`` is still the very process that started at ``start_ticks`` (not a reused pid)."""
     stat = proc_stat(pid)
     return stat is not None and stat.live and stat.start_ticks == start_ticks
+
+
+def pipe_writers(inodes: set[int], exclude: int) -> list[tuple[int, str]]:
+    """(pid, command name) of every other live process holding the write end of one of these pipes.
+
+    A pipe is ``pipe:[inode]`` in ``/proc/<pid>/fd``; its open mode is in
+    ``/proc/<pid>/fdinfo``. Processes we may not look into are passed over.
+    """
+    targets = {f"pipe:[{inode}]" for inode in inodes}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == exclude:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        if any(_writes_to(entry, fd, targets) for fd in fds):
+            stat = proc_stat(int(entry))
+            if stat is not None and stat.live:
+                found.append((int(entry), _command_name(entry)))
+    return found
+
+
+def _writes_to(pid: str, fd: str, targets: set[str]) -> bool:
+    try:
+        if os.readlink(f"/proc/{pid}/fd/{fd}") not in targets:
+            return False
+        with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as fh:
+            info = fh.read(4096)
+    except OSError:
+        return False
+    for line in info.splitlines():
+        if line.startswith(b"flags:"):
+            return int(line.split()[1], 8) & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
+    return False
+
+
+def _command_name(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as fh:
+            return fh.read(64).decode("utf-8", "replace").strip()
+    except OSError:
+        return "?"

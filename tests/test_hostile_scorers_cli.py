@@ -121,3 +121,27 @@ def test_hostile_scorers_fail_alone_and_the_run_reaches_a_verdict(project) -> No
     flood = by_name["huge-evidence"]["checks"][0]
     assert flood["message"].endswith("more characters cut)") and len(flood["message"]) < 600
     assert flood["evidence"].endswith("more bytes cut)") and len(flood["evidence"]) < 2200
+
+
+DAEMONIZES = '''
+import subprocess, sys
+from evalrun import scorer
+# A daemon of its own: a new session, out of the scorer's process group, still holding its output.
+daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True)
+open("daemon.pid", "w").write(str(daemon.pid))
+with scorer.check("ok") as c:
+    c.true(True)
+scorer.finish()
+'''
+
+
+def test_a_daemon_left_holding_the_output_is_stopped_and_named_not_waited_on(project) -> None:
+    # The per-test leak check fails this test if the daemon outlived the run.
+    proj = project({"manifest.toml": eval_entry("daemon"), "evals/daemon/score.py": DAEMONIZES})
+    r = proj.run("t1")
+    assert r.code == 0, r.output
+    pid = int((proj.root / "evals" / "daemon" / "daemon.pid").read_text())
+    result = proj.eval_result("daemon")
+    assert result["status"] == "passed"
+    assert result["message"].startswith(f"it left pid {pid} (python")
+    assert result["message"].endswith("running outside its process group, holding its output; evalrun stopped it")

@@ -219,7 +219,7 @@ def test_cancel_set_before_start_runs_nothing() -> None:
     assert outcome.cancelled and outcome.exit_code is None and outcome.pid is None
 
 
-@pytest.mark.parametrize("grandchild_mode", ["default", "ignore-term"])
+@pytest.mark.parametrize("grandchild_mode", ["default", "ignore-term", "setsid", "setsid-ignore-term"])
 def test_child_exits_while_grandchild_holds_the_pipes(
     tmp_path: Path, kill_strays: list[int], grandchild_mode: str
 ) -> None:
@@ -233,6 +233,9 @@ def test_child_exits_while_grandchild_holds_the_pipes(
     assert not outcome.timed_out and not outcome.cancelled  # drain window + grace, not the hour's deadline
     assert outcome.stdout_tail == b"child done\n"
     assert wait_gone(grandchild), "grandchild outlived the eval"
+    # One that left the group still held the scorer's pipes: found by them, stopped, and named.
+    escaped = [f"pid {grandchild} ("] if grandchild_mode.startswith("setsid") else []
+    assert [e[: len(f"pid {grandchild} (")] for e in outcome.escaped] == escaped
 
 
 def test_terminate_group_term_then_kill(tmp_path: Path, kill_strays: list[int]) -> None:
