@@ -325,9 +325,8 @@ def run_scorer(
     finally:
         if record is not None:
             record.unlink(missing_ok=True)
-    return _judge_outcome(
-        planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets
-    )
+    result = _judge_outcome(planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets)
+    return _noting_escaped(result, outcome)
 
 
 _record_numbers = itertools.count()
@@ -367,6 +366,14 @@ def _run_recorded(
     )
 
 
+def _noting_escaped(result: EvalResult, outcome: ProcessOutcome) -> EvalResult:
+    """Not a verdict on what it checked; said, so a scorer that daemonizes is fixed, not stopped in every run."""
+    if not outcome.escaped:
+        return result
+    note = f"it left {', '.join(outcome.escaped)} running outside its process group, holding its output; evalrun stopped it"
+    return result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
+
+
 def _judge_outcome(
     planned: PlannedEval,
     tier: str,
@@ -376,24 +383,6 @@ def _judge_outcome(
     duration: float,
     *,
     secrets: frozenset[str] = frozenset(),
-) -> EvalResult:
-    result = _judge_process(planned, tier, outcome, report_path, stdout_path, duration, secrets=secrets)
-    if not outcome.escaped:
-        return result
-    # Not a verdict on what it checked; said, so a scorer that daemonizes is fixed, not waited on in every run.
-    note = f"it left {', '.join(outcome.escaped)} running outside its process group, holding its output; evalrun stopped it"
-    return result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
-
-
-def _judge_process(
-    planned: PlannedEval,
-    tier: str,
-    outcome: ProcessOutcome,
-    report_path: Path,
-    stdout_path: Path | None,
-    duration: float,
-    *,
-    secrets: frozenset[str],
 ) -> EvalResult:
     spec = planned.spec
     tail = outcome.text_tail()
