@@ -145,3 +145,4 @@ def test_a_daemon_left_holding_the_output_is_stopped_and_named_not_waited_on(pro
     assert result["status"] == "passed"
     assert result["message"].startswith(f"it left pid {pid} (python")
     assert result["message"].endswith("running outside its process group, holding its output; evalrun stopped it")
+    assert f"PASS        daemon  1 check, 1 assertion; it left pid {pid} (python" in r.out  # counts, then the note

@@ -95,7 +95,10 @@ class Console:
 
     def eval_finished(self, result: EvalResult) -> None:
         word, style = _WORDS[result.status]
-        detail = result.message or _counts(result)
+        # A pass keeps its counts in front of a note (flaky checks, a process it left running).
+        detail = f"{_counts(result)}; {result.message}" if result.status is Status.PASSED and result.message else (
+            result.message or _counts(result)
+        )
         text = f"{word:<11} {result.name}  {detail}"
         text = scrub(text, self._secrets) if self._secrets else text
         if result.status is Status.PASSED:
