@@ -55,7 +55,7 @@ def find_absolute_paths(manifest: Manifest, home: Path | None = None) -> list[st
 
 def scan_absolute_paths(manifest: Manifest, home: Path | None = None) -> list[AbsolutePath]:
     """The hits themselves, sorted by file and line. ``home`` defaults to this user's home folder."""
-    pattern = _pattern(_machine_prefixes(manifest, home if home is not None else Path.home()))
+    pattern = _pattern(_machine_prefixes(manifest, home if home is not None else _this_users_home()))
     hits: list[AbsolutePath] = []
     for path in _files_to_scan(manifest):
         text = _read_text(path)
@@ -68,8 +68,18 @@ def scan_absolute_paths(manifest: Manifest, home: Path | None = None) -> list[Ab
     return sorted(set(hits), key=lambda h: (h.file, h.line, h.path))
 
 
-def _machine_prefixes(manifest: Manifest, home: Path) -> list[str]:
+def _this_users_home() -> Path | None:
+    """This user's home folder; None for a user with neither $HOME nor a passwd entry (a container's arbitrary uid)."""
+    try:
+        return Path.home()
+    except (RuntimeError, KeyError):
+        return None
+
+
+def _machine_prefixes(manifest: Manifest, home: Path | None) -> list[str]:
     prefixes = {str(manifest.root), str(manifest.root.resolve())}
+    if home is None:
+        return sorted((p for p in prefixes if p and p != os.sep), key=len, reverse=True)
     home_text = str(home)
     # A home of "/" (some service users) would flag every absolute path.
     if home_text.count(os.sep) >= 1 and home_text.rstrip(os.sep):
