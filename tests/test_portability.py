@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import finishes, wait_until
+from conftest import as_a_user_with_no_home, finishes, needs_root
 
 from evalrun.manifest import load_manifest
 from evalrun.absolute_paths import MAX_BYTES, find_absolute_paths, scan_absolute_paths
@@ -148,49 +147,22 @@ def test_outside_a_git_work_tree_every_file_is_walked(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become a user with no passwd entry")
+@needs_root
 def test_check_works_for_a_user_with_no_home_at_all() -> None:
     # A container's arbitrary uid: no $HOME and no passwd entry, so Path.home() raises.
-    # A forked child becomes that user for real and runs `evalrun check` in-process.
     import shutil
     import tempfile
+
+    from evalrun.cli import main
 
     folder = Path(tempfile.mkdtemp(prefix="evalrun-nohome-"))
     try:
         path = _suite(folder, {"evals/x/score.py": f"DATA = '{folder}/evals/x/data.csv'\n"})
         for p in (folder, *folder.rglob("*")):
             p.chmod(0o755)
-        from evalrun.cli import main
-
         assert main(["check", "--manifest", str(path)]) == 0  # as root: and every module the child needs is imported
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns into pytest
-            code = 99
-            try:
-                os.close(read)
-                sys.stdout = sys.stderr = open(write, "w", encoding="utf-8")  # not pytest's capture
-                os.setgroups([])
-                os.setgid(54321)
-                os.setuid(54321)
-                os.environ.pop("HOME", None)
-                code = main(["check", "--manifest", str(path)])
-            finally:
-                sys.stdout.flush()
-                os._exit(code)
-        os.close(write)
-        reaped: list[tuple[int, int]] = []
-        try:
-            reaped = wait_until(lambda: [w for w in [os.waitpid(pid, os.WNOHANG)] if w[0]], within=60, what="the child's check")
-        finally:
-            if not reaped:  # not reaped yet: it is still ours to kill
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-        status = reaped[0][1]
-        with os.fdopen(read, "rb") as pipe:
-            said = pipe.read().decode()
-        assert os.waitstatus_to_exitcode(status) == 0, said
+        code, said = as_a_user_with_no_home(lambda: main(["check", "--manifest", str(path)]))
+        assert code == 0, said
         assert f"evals/x/score.py:1: absolute path {folder}/evals/x/data.csv" in said
     finally:
         shutil.rmtree(folder)
-

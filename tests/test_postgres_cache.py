@@ -13,6 +13,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from conftest import STRANGER, as_a_user_with_no_home, needs_root
 
 from evalrun.services.postgres import PostgresUnavailable, postgres_bin_dir, postgres_user
 from evalrun.services.postgres_cache import CACHE_VAR, staged_bin_dir
@@ -240,3 +241,21 @@ def test_a_copy_left_half_built_by_a_killed_run_is_removed_later(tmp_path: Path,
     os.utime(abandoned, (0, 0))  # left by a run killed long ago; "live" is another run copying right now
     bin_dir = staged_bin_dir(_fake_wheel(tmp_path / "site"), "db", {CACHE_VAR: str(cache)})
     assert sorted(p.name for p in cache.iterdir()) == sorted([".staging-live", bin_dir.relative_to(cache).parts[0]])
+
+
+@needs_root
+def test_a_user_with_no_passwd_entry_is_told_before_initdb_fails() -> None:
+    def ask() -> int:
+        try:
+            postgres_user("db")
+        except PostgresUnavailable as exc:
+            print(exc)
+            return 3
+        return 0
+
+    code, said = as_a_user_with_no_home(ask)
+    assert code == 3, said
+    assert said.strip() == (
+        f"service db: PostgreSQL must run as a user in the user database, and uid {STRANGER} is not in it "
+        "(a container's arbitrary uid?); add it to /etc/passwd or run as a user who is"
+    )

@@ -42,9 +42,17 @@ def postgres_bin_dir(service: str) -> Path:
 
 def postgres_user(service: str) -> tuple[int, int] | None:
     """(uid, gid) to run PostgreSQL as when we are root, else None (run as ourselves)."""
-    if os.geteuid() != 0:
-        return None
     import pwd
+
+    if os.geteuid() != 0:
+        try:
+            pwd.getpwuid(os.geteuid())
+        except KeyError:  # initdb would stop at "could not look up effective user ID"
+            raise PostgresUnavailable(
+                f"service {service}: PostgreSQL must run as a user in the user database, and uid {os.geteuid()} "
+                "is not in it (a container's arbitrary uid?); add it to /etc/passwd or run as a user who is"
+            ) from None
+        return None
 
     for name in _POSTGRES_USERS:
         try:
