@@ -31,7 +31,7 @@ FILES = {
     "evals/passes/score.py": PASS,
     "evals/fails/score.py": FAIL,
     "evals/kills/score.py": KILLS_EVALRUN,
-    "evals/sleeps/score.py": "import time\ntime.sleep(3600)\n",
+    "evals/sleeps/score.py": "import time\nopen('started', 'w').close()\ntime.sleep(3600)\n",
     "broken.toml": '[[evals]]\nname = "x"\ntier = "t1"\ndir = "."\nrun = []\n',
     "accents.toml": eval_entry("café", run='["python", "score.py"]').replace('evals/café', 'evals/passes'),
 }
@@ -93,12 +93,13 @@ def test_a_run_killed_by_a_signal_reads_as_minus_the_signal_as_a_fresh_one(tmp_p
 
 
 def test_a_run_past_its_limit_is_stopped_with_its_scorer(tmp_path: Path, zygote: Zygote) -> None:
-    # The scorer sleeps for an hour; the limit always comes first. The per-test
-    # leak check fails this test if the scorer outlived its evalrun.
+    # The scorer sleeps for an hour, so the limit always comes first; 3 s is ample
+    # for it to have started. The per-test leak check fails this test if the
+    # scorer outlived its evalrun.
     Project(tmp_path / "p").write(FILES)
-    code, out, _ = _forked(zygote, tmp_path / "p", ("t3",), _env(), limit_s=1.0)
+    code, _, _ = _forked(zygote, tmp_path / "p", ("t3",), _env(), limit_s=3.0)
     assert code is None
-    assert b"sleeps" in out  # it had started the scorer
+    assert (tmp_path / "p" / "evals" / "sleeps" / "started").exists()  # it had started the scorer
 
 
 def test_a_run_that_would_start_the_interpreter_differently_runs_fresh(tmp_path: Path, zygote: Zygote) -> None:
