@@ -94,16 +94,19 @@ class Zygote:
         if _startup_settings(env) != self._startup:
             return _run_fresh(args, cwd, env, stdout, stderr, limit_s)
         with self._lock:
-            if self._ended:
-                raise ZygoteDied(self._why())
-            job_id, self._next_id = self._next_id, self._next_id + 1
-            pending = self._pending[job_id] = _Pending(threading.Event())
-            request = {"id": job_id, "args": list(args), "cwd": str(cwd), "env": env, "stdout": str(stdout), "stderr": str(stderr)}
-            try:
-                self._requests.write(json.dumps(request).encode() + b"\n")
-                self._requests.flush()
-            except BrokenPipeError:
-                raise ZygoteDied(self._why()) from None
+            ended = self._ended
+            if not ended:
+                job_id, self._next_id = self._next_id, self._next_id + 1
+                pending = self._pending[job_id] = _Pending(threading.Event())
+                request = {"id": job_id, "args": list(args), "cwd": str(cwd), "env": env,
+                           "stdout": str(stdout), "stderr": str(stderr)}
+                try:
+                    self._requests.write(json.dumps(request).encode() + b"\n")
+                    self._requests.flush()
+                except BrokenPipeError:
+                    ended = True
+        if ended:
+            raise ZygoteDied(self._why())
         if pending.done.wait(limit_s):
             return self._result(pending)
         # Past the limit: stopped as evalrun stops a scorer, SIGTERM (evalrun then stops its own
@@ -136,9 +139,12 @@ class Zygote:
 
     def _result(self, pending: _Pending) -> int:
         with self._lock:
-            if pending.code is None:
-                raise ZygoteDied(self._why())
-            return pending.code
+            code, ended = pending.code, self._ended
+        if code is not None:
+            return code
+        if ended:
+            raise ZygoteDied(self._why())
+        raise ZygoteDied(f"run {pending.pid} did not end within {STOP_GRACE_S:g} s of SIGTERM, then of SIGKILL")
 
     def _read_replies(self, replies: BinaryIO) -> None:
         for line in replies:
