@@ -262,10 +262,7 @@ def become_evalrun(job: Job) -> None:
     import runpy
 
     os.setsid()
-    os.chdir(job.cwd)
-    os.environ.clear()
-    os.environ.update(job.env)
-    for fd, path, flags in (
+    for fd, path, flags in (  # first, so that any failure below lands in the run's own stderr
         (0, os.devnull, os.O_RDONLY),
         (1, job.stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
         (2, job.stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
@@ -274,6 +271,9 @@ def become_evalrun(job: Job) -> None:
         if opened != fd:
             os.dup2(opened, fd)
             os.close(opened)
+    os.chdir(job.cwd)
+    os.environ.clear()
+    os.environ.update(job.env)
     sys.argv = ["-m", *job.args]  # runpy puts the module's path first, as -m does
     sys.path[0] = os.getcwd()
     runpy.run_module("evalrun", run_name="__main__", alter_sys=True)
