@@ -78,7 +78,7 @@ def load_baseline(path: Path) -> Baseline | None:
             return None
         raise BaselineError(f"{label}: {exc.reason}; replace it with a baseline file: {fix}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # a byte order mark from a Windows editor
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise BaselineError(f"{label}: line {line}: not UTF-8 text (byte {exc.start}); {fix}") from None

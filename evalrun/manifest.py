@@ -276,7 +276,8 @@ MANIFEST_LIMIT = 16 * 1024 * 1024  # bytes read of a manifest: thousands of eval
 
 def _load_manifest(path: Path, label: str) -> Manifest:
     try:
-        raw_text = read_bounded(path, MANIFEST_LIMIT, "a manifest").decode("utf-8")
+        # A byte order mark (Windows editors save UTF-8 with one) is no TOML, and no mistake either.
+        raw_text = read_bounded(path, MANIFEST_LIMIT, "a manifest").decode("utf-8").removeprefix("\ufeff")
     except FileReadError as exc:
         if exc.missing:
             raise ManifestError(f"{label}: no such file; create it or pass --manifest PATH") from None

@@ -93,6 +93,18 @@ def test_a_malformed_results_file_is_one_line_exit_2(project, raw: bytes, proble
     assert problem in r.err
 
 
+def test_a_manifest_and_a_baseline_saved_with_a_byte_order_mark_are_read(project) -> None:
+    # Windows editors save UTF-8 with a BOM; TOML has none, and tomllib refuses it.
+    bom = "\ufeff"
+    proj = project({"manifest.toml": (bom + EVAL).encode(), "e/score.py": SCORER})
+    assert proj.run("baseline", "--update", "t1").code == 0
+    baseline = proj.root / "baselines" / "t1.toml"
+    baseline.write_bytes(bom.encode() + baseline.read_bytes())
+    r = proj.run("t1")
+    assert r.code == 0, r.output
+    assert "baseline" not in r.err
+
+
 # A path may hold what no read may trust: a FIFO (a plain open blocks forever),
 # /dev/zero (an endless read), a directory, or a file past the limit. Each is
 # refused by what it is, before a byte is read, in one line naming the file.
