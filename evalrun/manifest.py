@@ -10,10 +10,12 @@ and ``evalrun.services.spec``), so a loaded manifest is valid as a whole.
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
@@ -374,11 +376,50 @@ _MESSAGES = {
 }
 
 
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys the table at ``loc`` takes, found by walking the manifest's models; [] where the walk is lost."""
+    current: Any = _RawManifest
+    for item in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(item))
+            if field is None:
+                return []
+            current = field.annotation
+        elif get_origin(current) in (list, dict):  # an index, or a name chosen by the user (tiers.t1)
+            current = get_args(current)[-1]
+        else:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return [field.alias or name for name, field in current.model_fields.items()]
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X`` of ``Annotated[X, ...]`` and of ``X | None``."""
+    while True:
+        if get_origin(annotation) is Annotated:
+            annotation = get_args(annotation)[0]
+        elif get_origin(annotation) in (Union, UnionType):
+            options = [a for a in get_args(annotation) if a is not type(None)]
+            if len(options) != 1:
+                return annotation
+            annotation = options[0]
+        else:
+            return annotation
+
+
 def _describe_validation_error(label: str, data: Any, exc: ValidationError) -> str:
     errors = exc.errors()
     err = errors[0]
     loc = tuple(p for p in err["loc"] if p not in ("function-after",))
     template = _MESSAGES.get(err["type"])
+    if err["type"] == "extra_forbidden" and loc:
+        close = difflib.get_close_matches(str(loc[-1]), _known_keys(loc[:-1]), n=1, cutoff=0.6)
+        if close:
+            template = f'unknown key; did you mean "{close[0]}"?'
+
     ctx = {k: (f"{v:g}" if isinstance(v, float) else v) for k, v in (err.get("ctx") or {}).items()}
     if template is not None:
         try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.errors import ExitCode, ManifestError
+from evalrun.errors import ExitCode, ManifestError, file_label
 from evalrun.manifest import load_manifest
 
 ASSETS = Path(__file__).parent / "assets" / "manifest"
@@ -82,3 +82,26 @@ def test_symlinked_dir_escaping_the_manifest_folder_is_refused(tmp_path: Path) -
     (root / "manifest.toml").write_text('[[evals]]\nname = "x"\ntier = "t1"\ndir = "evals/link"\nrun = ["true"]\n')
     with pytest.raises(ManifestError, match="lies outside the manifest's folder"):
         load_manifest(root / "manifest.toml")
+
+
+_EVAL = '[[evals]]\nname = "a"\ntier = "t1"\ndir = "."\nrun = ["x"]\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (_EVAL + "timout = 3\n", 'evals[0] ("a").timout: unknown key; did you mean "timeout"?'),
+        (_EVAL + "budget = { cals = 1 }\n", 'evals[0] ("a").budget.cals: unknown key; did you mean "calls"?'),
+        ('[[eval]]\nname = "a"\n', 'eval: unknown key; did you mean "evals"?'),
+        ('[tiers.t1]\nskip = "fail"\n', 'tiers.t1.skip: unknown key; did you mean "skips"?'),
+        ("[experiments.m]\nenvv = {}\n", 'experiments.m.envv: unknown key; did you mean "env"?'),
+        ('[models]\njudges = "x"\n', 'models.judges: unknown key; did you mean "judge"?'),
+        (_EVAL + "zzzz = 1\n", 'evals[0] ("a").zzzz: unknown key; check its spelling against the manifest reference'),
+    ],
+)
+def test_an_unknown_key_names_the_known_key_it_is_closest_to(tmp_path: Path, text: str, says: str) -> None:
+    path = tmp_path / "manifest.toml"
+    path.write_text(text)
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(path)
+    assert str(caught.value).startswith(f"{file_label(path)}: {says}")
