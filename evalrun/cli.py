@@ -291,6 +291,13 @@ def baseline_diff(
     )
 
 
+@baseline_app.command("update", hidden=True, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def baseline_update_misspelt(ctx: typer.Context) -> int:
+    """``evalrun baseline update t1``: the natural guess, answered with the form that works."""
+    tier = next((a for a in ctx.args if not a.startswith("-")), "TIER")
+    raise UsageError(f"baseline update: --update is an option; run evalrun baseline --update {tier}")
+
+
 @replay_app.command("serve")
 def replay_serve(
     fixtures: Annotated[

@@ -189,6 +189,14 @@ def test_an_open_file_name_as_an_output_is_written_into_and_a_link_to_a_file_sta
     assert json.loads(real.read_text())["evals"][0]["name"] == "a"
 
 
+def test_baseline_update_as_a_command_says_the_form_that_works(project) -> None:
+    proj = project({"manifest.toml": eval_entry("a"), "evals/a/score.py": _one_check()})
+    r = proj.run("baseline", "update", "t1")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == "evalrun: error: baseline update: --update is an option; run evalrun baseline --update t1\n"
+    assert not (proj.root / "baselines").exists()
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
