@@ -11,6 +11,7 @@ unexpected exits 70 with a short message and the traceback saved to a log.
 # No ``from __future__ import annotations``: typer reads these annotations at
 # definition time, and the run commands' options depend on the tier.
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -69,8 +70,6 @@ DEFAULT_MANIFEST = Path("manifest.toml")
 
 
 def _console():  # noqa: ANN202 - imported lazily to keep --version fast
-    import os
-
     from evalrun.reports_out.terminal import Console
     from evalrun.secrets import run_secrets
 
@@ -409,8 +408,6 @@ def _is_usage_exception(exc: Exception) -> bool:
 
 def _redacted(text: str) -> str:
     """``text`` without the environment's key values, secret-looking values or URL passwords: it leaves evalrun."""
-    import os
-
     from evalrun.secrets import redact_passwords, run_secrets, scrub
 
     return scrub(redact_passwords(text), run_secrets(os.environ))
@@ -428,8 +425,6 @@ def _closed_stdout(code: Optional[int]) -> int:
     try:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError, OSError):
-        import os
-
         # Point stdout at /dev/null so the interpreter's own flush at exit stays quiet.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

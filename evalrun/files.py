@@ -66,15 +66,7 @@ def iter_chunks(path: Path, limit: int, what: str) -> Iterator[bytes]:
     """
     fd = _open(path)
     try:
-        total = 0
-        while True:
-            chunk = _read(fd, min(CHUNK, limit + 1 - total))
-            if not chunk:
-                return
-            total += len(chunk)
-            if total > limit:
-                raise _too_large(limit, what)
-            yield chunk
+        yield from _chunks(fd, limit, what, expected=0)
     finally:
         os.close(fd)
 
@@ -83,20 +75,24 @@ def read_bounded(path: Path, limit: int, what: str) -> bytes:
     """The whole file, at most ``limit`` bytes, in one piece; FileReadError as ``iter_chunks``.
 
     The first read asks for the size ``fstat`` gives (plus one byte), so a file
-    that does not grow is read into one buffer, not chunks joined into a copy.
+    that does not grow is read into one buffer, not chunks joined into a copy
+    (``bytes.join`` of one piece returns that piece).
     """
     fd = _open(path)
     try:
-        pieces: list[bytes] = []
-        total, want = 0, os.fstat(fd).st_size + 1
-        while chunk := _read(fd, min(max(want - total, CHUNK), limit + 1 - total)):
-            total += len(chunk)
-            if total > limit:
-                raise _too_large(limit, what)
-            pieces.append(chunk)
-        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return b"".join(_chunks(fd, limit, what, expected=os.fstat(fd).st_size + 1))
     finally:
         os.close(fd)
+
+
+def _chunks(fd: int, limit: int, what: str, *, expected: int) -> Iterator[bytes]:
+    """Reads of at least CHUNK bytes (of ``expected`` at first), counted against ``limit`` as they come."""
+    total = 0
+    while chunk := _read(fd, min(max(expected - total, CHUNK), limit + 1 - total)):
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(limit, what)
+        yield chunk
 
 
 def _read(fd: int, size: int) -> bytes:

@@ -419,7 +419,6 @@ def _describe_validation_error(label: str, data: Any, exc: ValidationError) -> s
         close = difflib.get_close_matches(str(loc[-1]), _known_keys(loc[:-1]), n=1, cutoff=0.6)
         if close:
             template = f'unknown key; did you mean "{close[0]}"?'
-
     ctx = {k: (f"{v:g}" if isinstance(v, float) else v) for k, v in (err.get("ctx") or {}).items()}
     if template is not None:
         try:

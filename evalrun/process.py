@@ -478,14 +478,7 @@ def _escaped_writers(proc: subprocess.Popen[bytes], pgid: int) -> list[tuple[int
     """
     assert proc.stdout is not None and proc.stderr is not None
     inodes = {os.fstat(proc.stdout.fileno()).st_ino, os.fstat(proc.stderr.fileno()).st_ino}
-    return [(pid, name) for pid, name in pipe_writers(inodes, os.getpid()) if _pgid(pid) != pgid]
-
-
-def _pgid(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except OSError:
-        return None
+    return [(stat.pid, name) for stat, name in pipe_writers(inodes, os.getpid()) if stat.pgid != pgid]
 
 
 def _signal_each(pids: list[tuple[int, str]], sig: signal.Signals) -> None:

@@ -59,8 +59,8 @@ def is_alive(pid: int, start_ticks: int) -> bool:
     return stat is not None and stat.live and stat.start_ticks == start_ticks
 
 
-def pipe_writers(inodes: set[int], exclude: int) -> list[tuple[int, str]]:
-    """(pid, command name) of every other live process holding the write end of one of these pipes.
+def pipe_writers(inodes: set[int], exclude: int) -> list[tuple[ProcStat, str]]:
+    """(stat, command name) of every other live process holding the write end of one of these pipes.
 
     A pipe is ``pipe:[inode]`` in ``/proc/<pid>/fd``; its open mode is in
     ``/proc/<pid>/fdinfo``. Processes we may not look into are passed over.
@@ -81,7 +81,7 @@ def pipe_writers(inodes: set[int], exclude: int) -> list[tuple[int, str]]:
         if any(_writes_to(entry, fd, targets) for fd in fds):
             stat = proc_stat(int(entry))
             if stat is not None and stat.live:
-                found.append((int(entry), _command_name(entry)))
+                found.append((stat, _command_name(entry)))
     return found
 
 
