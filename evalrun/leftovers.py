@@ -63,7 +63,7 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
             name, pid, pgid, start = record["name"], int(record["pid"]), int(record["pgid"]), int(record["proc_start"])
             owner, owner_start, kind = int(record["owner_pid"]), int(record["owner_start"]), record["kind"]
             data_dir = Path(record["data_dir"]) if record.get("data_dir") else None
-        except (FileReadError, OSError, ValueError, KeyError, TypeError):
+        except (FileReadError, ValueError, KeyError, TypeError, AttributeError):  # AttributeError: JSON, not an object
             with contextlib.suppress(OSError):  # a directory by that name stays; it records nothing
                 path.unlink(missing_ok=True)  # unreadable (or a FIFO left to hang us): nothing in it can be trusted to signal
             continue

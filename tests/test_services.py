@@ -356,6 +356,7 @@ def test_stale_records_are_removed_without_signalling_anyone(tmp_path: Path) -> 
         _write_record(state, "dead", dead_pid, 1, dead_pid, 1)
         _write_record(state, "reused", bystander.pid, _proc_start(bystander.pid) - 7, dead_pid + 1, 1)
         (state / "junk.json").write_text("{not json")
+        (state / "list.json").write_text("[1, 2]")  # JSON, but no record
         assert reap_leftovers(state) == []
         assert list(state.iterdir()) == []
         assert bystander.poll() is None  # the unrelated process is untouched
