@@ -35,6 +35,23 @@ def _wait_for(condition, what: str, deadline_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def _sigterm_when_ready(proj, args: tuple[str, ...], ready, env: dict[str, str] | None = None, timeout: float = 60):
+    """Start ``evalrun ARGS`` fresh, call ``ready(proc)`` until it is, SIGTERM it; (exit code, stdout, stderr)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", *args], cwd=proj.root, env=proj.env({"NO_COLOR": "1", **(env or {})}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        ready(proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err
+
+
 def test_sigterm_while_probing_stops_the_probe_and_marks_every_eval_interrupted(project) -> None:
     proj = project(
         {
@@ -48,25 +65,12 @@ def test_sigterm_while_probing_stops_the_probe_and_marks_every_eval_interrupted(
             "evals/plain/score.py": json_scorer([{"name": "b", "assertions": 1, "passed": True}]),
         }
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "evalrun", "t1"],
-        cwd=proj.root,
-        env=proj.env({"NO_COLOR": "1"}),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    pid_file = proj.root / "probe.pid"
+    code, out, err = _sigterm_when_ready(
+        proj, ("t1",), lambda _: _wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), "the probe to start")
     )
-    try:
-        pid_file = proj.root / "probe.pid"
-        _wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), "the probe to start")
-        probe_pid = int(pid_file.read_text())
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, out + err
+    probe_pid = int(pid_file.read_text())
+    assert code == 130, out + err
     results = json.loads((proj.root / ".evalrun" / "results" / "t1.json").read_text())
     assert results["interrupted"] is True and results["exit_code"] == 130
     assert {e["name"]: e["status"] for e in results["evals"]} == {"needs-probe": "interrupted", "plain": "interrupted"}
@@ -81,23 +85,11 @@ def test_an_interrupted_baseline_update_exits_130_and_writes_no_baseline(project
             "evals/slow/score.py": "import os, time\nopen('started', 'w').close()\ntime.sleep(60)\n",
         }
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "evalrun", "baseline", "--update", "t1"],
-        cwd=proj.root,
-        env=proj.env({"NO_COLOR": "1"}),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    started = proj.root / "evals" / "slow" / "started"
+    code, out, err = _sigterm_when_ready(
+        proj, ("baseline", "--update", "t1"), lambda _: _wait_for(started.exists, "the scorer to start")
     )
-    try:
-        _wait_for(lambda: (proj.root / "evals" / "slow" / "started").exists(), "the scorer to start")
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, out + err
+    assert code == 130, out + err
     assert not (proj.root / "baselines" / "t1.toml").exists()
     assert "Traceback" not in err
 
@@ -159,23 +151,16 @@ def test_sigterm_while_the_embedded_postgres_starts_writes_results_and_exits_130
             "evals/uses-db/score.py": json_scorer([{"name": "a", "assertions": 1, "passed": True}]),
         }
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "evalrun", "t2"], cwd=proj.root, env=proj.env({"NO_COLOR": "1", "CI": "1"}),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
+
+    def service_starting(proc: subprocess.Popen[str]) -> None:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         while line and "starting service db" not in line:
             line = proc.stdout.readline()
         assert line, "evalrun never started the service"
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, out + err
+
+    code, out, err = _sigterm_when_ready(proj, ("t2",), service_starting, env={"CI": "1"}, timeout=90)
+    assert code == 130, out + err
     results = json.loads((proj.root / ".evalrun" / "results" / "t2.json").read_text())
     assert results["interrupted"] is True
     assert [e["status"] for e in results["evals"]] == ["interrupted"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,24 @@ def test_the_client_has_the_whole_answer_while_the_call_is_still_being_counted(t
                 assert (tmp_path / "held" / "0001.json").is_file()
 
 
+@contextmanager
+def _first_call_answered_not_counted(
+    budget: Budget, name: str, stream: bool
+) -> Iterator[tuple[FakeUpstream, ReplayProxy, str, _HeldPrices]]:
+    """A live proxy under ``budget`` whose first call of eval ``name`` is answered, its tokens held from counting."""
+    prices = _HeldPrices()
+    with FakeUpstream() as upstream, ReplayProxy(
+        "live", upstream=upstream.url, budget=budget, prices=prices  # type: ignore[arg-type]
+    ) as proxy:
+        base = proxy.register_eval(name, None)
+        first = _Caller(base, stream)
+        first.start()
+        assert prices.entered.wait(WAIT_S)
+        first.join(WAIT_S)
+        assert first.answer is not None and first.answer[0] == 200
+        yield upstream, proxy, base, prices
+
+
 @pytest.mark.parametrize(
     ("budget", "reason"),
     [(Budget(tokens=18), "18 of 18 tokens used"), (Budget(usd=0.0000001), "used")],
@@ -130,16 +149,7 @@ def test_the_client_has_the_whole_answer_while_the_call_is_still_being_counted(t
 )
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 def test_a_call_made_after_an_answer_arrived_is_refused_by_that_answers_tokens(tmp_path, budget, reason, stream):
-    prices = _HeldPrices()
-    with FakeUpstream() as upstream, ReplayProxy(
-        "live", upstream=upstream.url, budget=budget, prices=prices  # type: ignore[arg-type]
-    ) as proxy:
-        base = proxy.register_eval("spend", None)
-        first = _Caller(base, stream)
-        first.start()
-        assert prices.entered.wait(WAIT_S)
-        first.join(WAIT_S)
-        assert first.answer is not None and first.answer[0] == 200
+    with _first_call_answered_not_counted(budget, "spend", stream) as (upstream, proxy, base, prices):
         # The first call's tokens are not added yet; the next call must not slip under the cap.
         second = _Caller(base, stream)
         second.start()
@@ -156,15 +166,7 @@ def test_a_call_made_after_an_answer_arrived_is_refused_by_that_answers_tokens(t
 
 def test_a_calls_cap_alone_does_not_wait_for_counting(tmp_path):
     """Calls are counted when they start: a calls cap has nothing to wait for."""
-    prices = _HeldPrices()
-    with FakeUpstream() as upstream, ReplayProxy(
-        "live", upstream=upstream.url, budget=Budget(calls=5), prices=prices  # type: ignore[arg-type]
-    ) as proxy:
-        base = proxy.register_eval("calls", None)
-        first = _Caller(base, False)
-        first.start()
-        assert prices.entered.wait(WAIT_S)
-        first.join(WAIT_S)
+    with _first_call_answered_not_counted(Budget(calls=5), "calls", False) as (upstream, proxy, base, prices):
         # The second call goes ahead and reaches the upstream while the first is still being counted.
         second = _Caller(base, False)
         second.start()
