@@ -321,6 +321,7 @@ def compare_to_baseline(
 
     regressions: list[BaselineChange] = []
     stale: list[BaselineChange] = []
+    undecided: list[BaselineChange] = []
     known = baseline if baseline is not None else {}
     for name, recorded in known.items():
         if name not in tier_eval_names:
@@ -328,7 +329,7 @@ def compare_to_baseline(
             not_compared.discard(name)
         elif name in compared:
             _diff_eval(name, recorded, counts_of_eval(compared[name]), regressions, stale)
-            diff_rates(name, recorded, compared[name], regressions, stale)  # pass rates of a repeated eval
+            diff_rates(name, recorded, compared[name], regressions, stale, undecided)  # pass rates of a repeated eval
     for name, result in compared.items():
         if name not in known:
             stale.append(_new_eval(name, counts_of_eval(result)))
@@ -341,6 +342,7 @@ def compare_to_baseline(
         exists=baseline is not None,
         regressions=sorted(regressions, key=_order),
         stale=sorted(stale, key=_order),
+        undecided=sorted(undecided, key=_order),
         not_compared=sorted(not_compared),
         strict=strict,
         update_command=update_command,
@@ -539,6 +541,8 @@ def format_comparison(
     elif cmp.stale:
         lines.append(f"baseline is stale: {_summarize_stale(cmp.stale)}; {run}")
         lines.extend(f"  {change.message}" for change in cmp.stale)
+    for change in cmp.undecided:
+        lines.append(f"{'unchecked' if change.fails else 'note'}: {change.message}")
     unstarted = {r.name: r for r in evals if failed_before_scorer(r)}
     plain = [name for name in cmp.not_compared if name not in unstarted]
     for name in cmp.not_compared:

@@ -110,6 +110,7 @@ class TierConfig(_Strict):
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
     stop: Literal["decided"] | None = None
     alpha: float | None = Field(default=None, gt=0, lt=1)
+    too_little_data: Literal["note", "fail"] | None = None  # a rate comparison that cannot tell: note it, or exit 4
     experiments: ExperimentList = None  # the tier's default for its evals
 
 
@@ -172,6 +173,7 @@ class EvalSpec(_Strict):
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
     stop: Literal["decided"] | None = None
     alpha: float | None = Field(default=None, gt=0, lt=1)
+    too_little_data: Literal["note", "fail"] | None = None  # unset: the tier's value, else "note"
     experiments: ExperimentList = None  # unset: the tier's list, else every experiment
 
     @field_validator("run")

@@ -100,6 +100,7 @@ class RepeatSummary(BaseModel):
     runs: int  # runs made that produced a report (the denominator of every rate)
     floor: float
     alpha: float
+    too_little_data: str = "note"  # "fail": a rate comparison that cannot tell is exit 4
     stop: str | None = None  # "decided": early stop was on
     stopped_early: bool = False  # rates come from fewer runs than planned: the verdict was decided
     partial: bool = False  # interrupted or stopped by the budget: rates of the finished runs only
@@ -164,7 +165,7 @@ class BaselineChange(BaseModel):
 
     eval: str
     check: str | None = None  # None: the change concerns the whole eval
-    kind: str  # vanished-check, weakened, vanished-eval, new-check, new-eval, stronger; decayed, improved, new-rate (pass rates)
+    kind: str  # vanished-check, weakened, vanished-eval, new-check, new-eval, stronger; decayed, decayed-paired, improved, new-rate, too-little-data (pass rates)
     baseline: int | None = None
     current: int | None = None
     message: str
@@ -172,6 +173,9 @@ class BaselineChange(BaseModel):
     baseline_rate: tuple[int, int] | None = None
     current_rate: tuple[int, int] | None = None
     p_value: float | None = None
+    # kind too-little-data: the highest pass rate this run would have called a regression (None: no drop could be)
+    detectable: float | None = None
+    fails: bool = False  # too-little-data under too_little_data = "fail": the run exits 4
 
 
 class BaselineComparison(BaseModel):
@@ -183,6 +187,8 @@ class BaselineComparison(BaseModel):
     exists: bool
     regressions: list[BaselineChange] = Field(default_factory=list)
     stale: list[BaselineChange] = Field(default_factory=list)
+    # repeated checks whose rate moved too little to tell, given the runs (evalrun.baseline_rates)
+    undecided: list[BaselineChange] = Field(default_factory=list)
     not_compared: list[str] = Field(default_factory=list)
     strict: bool = False
     update_command: str = ""

@@ -160,6 +160,7 @@ def make_record(
         baseline = {
             "regressions": [clean(c.message, MESSAGE_CHARS) for c in comparison.regressions],
             "stale": [clean(c.message, MESSAGE_CHARS) for c in comparison.stale],
+            "undecided": [clean(c.message, MESSAGE_CHARS) for c in comparison.undecided],
             "not_compared": list(comparison.not_compared),
         }
     return RunRecord(
