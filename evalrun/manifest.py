@@ -99,6 +99,13 @@ class Experiment(_Strict):
         return f"skip rule of experiment {name} ({why}){': ' + rule.reason if rule.reason else ''}"
 
 
+class AnchorFloors(_Strict):
+    """``anchors = { min_kappa = 0.6 }`` on an eval: its report is a judge's anchor set (evalrun.scorer.anchors)."""
+
+    min_kappa: float | None = Field(default=None, ge=-1, le=1)  # Cohen's kappa below it fails the eval
+    min_ac1: float | None = Field(default=None, ge=-1, le=1)  # Gwet's AC1 below it fails the eval
+
+
 class TierConfig(_Strict):
     description: str = ""
     require: list[str] = Field(default_factory=list)  # guard: unmet -> refuse the tier (exit 2)
@@ -174,6 +181,7 @@ class EvalSpec(_Strict):
     stop: Literal["decided"] | None = None
     alpha: float | None = Field(default=None, gt=0, lt=1)
     too_little_data: Literal["note", "fail"] | None = None  # unset: the tier's value, else "note"
+    anchors: AnchorFloors | None = None  # this eval measures a judge on human-labelled anchors
     experiments: ExperimentList = None  # unset: the tier's list, else every experiment
 
     @field_validator("run")

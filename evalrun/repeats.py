@@ -259,10 +259,12 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
         failed: list[int] = []
         evidence: list[str] = []
         first_message: str | None = None
+        judge: str | None = None
         for k, checks in by_name:
             check = checks.get(name)
             if check is not None:
                 seen += 1
+                judge = judge or check.judge
                 assertions = check.assertions if assertions is None else min(assertions, check.assertions)
             if check is not None and check.passed:
                 passes += 1
@@ -297,6 +299,7 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
                 message=message,
                 evidence=truncate("\n".join(evidence), _EVIDENCE_CHARS) if evidence else None,
                 rate=rate,
+                judge=judge,
             )
         )
     return out

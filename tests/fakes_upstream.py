@@ -23,6 +23,9 @@ the prompt script the situations real clients meet:
   (the client's retry after its timeout) has arrived;
 - ``[gzip]``: the answer is gzip-compressed although identity was asked for.
 
+``judge``: when set, a judge call (a chat request with a ``response_format``)
+is answered with the verdict ``judge(subject)`` gives for its SUBJECT text.
+
 ``verdict``: when set, a chat request with a ``response_format`` (a judge
 call, as evalrun's scorer SDK makes) is answered with that text as content;
 ``{auth}`` in it becomes the credential received, so a test can prove that a
@@ -35,6 +38,7 @@ import gzip
 import json
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -62,6 +66,8 @@ class FakeUpstream:
     second_attempt: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     verdict: str | None = None
+    # judge(subject text) -> passes: a judge call is answered with that verdict (a judge that reads what it grades)
+    judge: Callable[[str], bool] | None = None
 
     def __enter__(self) -> FakeUpstream:
         owner = self
@@ -119,7 +125,12 @@ class _Handler(BaseHTTPRequestHandler):
             ):
                 self._json(200, _tool_call_completion())
                 return
-        if self.fake.verdict is not None and route == "/v1/chat/completions" and body.get("response_format"):
+        if self.fake.judge is not None and route == "/v1/chat/completions" and body.get("response_format"):
+            subject = _last_user_text(body).rsplit("SUBJECT:\n", 1)[-1]
+            passed = self.fake.judge(subject)
+            reason = f"the subject {'meets' if passed else 'misses'} the rubric"
+            self._json(200, _openai_completion(json.dumps({"pass": passed, "reason": reason})))
+        elif self.fake.verdict is not None and route == "/v1/chat/completions" and body.get("response_format"):
             self._json(200, _openai_completion(self.fake.verdict.replace("{auth}", credential)))
         elif route == "/v1/chat/completions":
             if body.get("stream"):
