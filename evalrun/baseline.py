@@ -4,7 +4,7 @@ This module owns the baseline file (its path, its shape, reading and writing
 it) and the two decisions made from it: how a run differs from the baseline
 (``compare_to_baseline``) and what ``evalrun baseline --update`` records
 (``update_baseline``). Everything here is a pure function over plain data; the
-CLI wires it in. No tomllib or tomli_w exception leaves this module: each
+CLI wires it in. No tomllib exception leaves this module: each
 becomes a one-line ``BaselineError`` naming the file, the place and the fix.
 """
 
@@ -496,7 +496,7 @@ def write_baseline(path: Path, data: Mapping[str, Mapping[str, int]], command: s
 
 
 def _written_form(data: Baseline) -> Iterator[str]:
-    """TOML lines, as tomli_w would write them, made directly: a blank line between tables."""
+    """TOML lines, made directly (keys bare or JSON-quoted, which TOML reads alike): a blank line between tables."""
     for index, (name, counts) in enumerate(data.items()):
         if index:
             yield ""

@@ -179,34 +179,3 @@ def _rate_change(eval_name: str, check: str, kind: str, before: int, now: int, b
 
 def _p(p: float) -> str:
     return f"{p:.2g}" if p < 0.001 else f"{p:.4f}"
-
-
-# --- writing -------------------------------------------------------------------
-
-
-def has_rates(table: Mapping[str, int]) -> bool:
-    return any(isinstance(v, RatedCount) for v in table.values())
-
-
-def render_rated_table(name: str, table: Mapping[str, int]) -> str:
-    """One eval's TOML table with its rate entries inline, keys quoted exactly as tomli_w quotes them."""
-    lines = [f"[{_toml_key(name)}]"]
-    for check in sorted(table):
-        value = table[check]
-        if isinstance(value, RatedCount):
-            text = f"{{ assertions = {int(value)}, passes = {value.passes}, runs = {value.runs} }}"
-        else:
-            text = str(int(value))
-        lines.append(f"{_toml_key(check)} = {text}")
-    return "\n".join(lines)
-
-
-def _toml_key(key: str) -> str:
-    import tomli_w
-
-    return tomli_w.dumps({key: 0})[: -len(" = 0\n")]
-
-
-def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
-
