@@ -109,13 +109,38 @@ def _run_plan(
     shown: Manifest,
 ) -> int:
     baseline = load_baseline(baseline_path(manifest, request.tier))  # a bad baseline is exit 2, before any scorer
-    collected = collect(plan, request, console, environ)
-    judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
-    write(judged, outputs, console, environ)
-    record(judged, shown, console, environ, source="run")
-    report(judged, console, outputs)
-    write_html(judged, shown, outputs, console, environ)
+    judged: RunResults | None = None
+    try:
+        # From here to the end, SIGTERM is Ctrl-C: 130 at any phase, and the results file says so.
+        with _sigterm_as_interrupt():
+            collected = collect(plan, request, console, environ)
+            judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
+            write(judged, outputs, console, environ)
+            history_warning = record(judged, shown, console, environ, source="run")
+            report(judged, console, outputs)
+            write_html(judged, shown, outputs, console, environ, history_warning)
+    except KeyboardInterrupt:
+        if judged is None:
+            raise
+        _interrupted_after_scorers(judged, outputs, console)
+        return int(ExitCode.INTERRUPTED)
     return int(judged.exit_code or 0)
+
+
+def _interrupted_after_scorers(judged: RunResults, outputs: Outputs, console: Console) -> None:
+    """Interrupted once every scorer was done (writing, the history, reports): the results file says 130 too."""
+    console.stop_progress()
+    stopped = judged.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one more signal must not leave the file half-decided
+    try:
+        write_results(stopped, outputs.results)
+    except OSError as exc:
+        console.warn(f"--json {outputs.results}: cannot write ({exc.strerror or exc})")
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    console.warn("interrupted after the scorers finished: every result was kept; the run is marked interrupted")
+    console.line(f"evalrun {judged.tier}: interrupted (exit {int(ExitCode.INTERRUPTED)})", "bold red")
+    console.line(f"results: {outputs.results}")
 
 
 # --------------------------------------------------------------------------- load, select
@@ -389,23 +414,30 @@ def _write_output(write_one: Callable[[], None], flag: str, path: Path) -> None:
         raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc}); choose a writable path") from None
 
 
-def record(results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str) -> None:
-    """Append the run to the history store; a history that cannot be written is a warning, never a verdict."""
+def record(
+    results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str
+) -> str | None:
+    """Append the run to the history store; a history that cannot be written is a warning (returned too), never a verdict."""
     from evalrun.history import record_run
 
     if warning := record_run(manifest, results, environ, source=source):
         console.warn(warning)
+    return warning
 
 
 def write_html(
-    results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str]
+    results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
+    history_warning: str | None = None,
 ) -> None:
-    """The HTML report of this run and the history's last runs, when ``--html`` asked for it."""
+    """The HTML report of this run and the history's last runs, when ``--html`` asked for it.
+
+    ``history_warning``: this run could not be recorded; the history is not waited for a second time.
+    """
     if outputs.html is None:
         return
     from evalrun.reports_out.html import write_html_after_run
 
-    if warning := write_html_after_run(manifest, results, outputs.html, environ, console):
+    if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning):
         console.warn(warning)
 
 
