@@ -236,9 +236,16 @@ def test_a_postgres_backend_that_never_answers_is_a_bounded_warning(project, pos
 # ---------------------------------------------------------------- SIGTERM while the history waits
 
 
-def test_sigterm_while_the_history_waits_is_130_and_the_results_file_agrees(project) -> None:
+@pytest.mark.parametrize("command", ["run", "merge", "baseline"])
+def test_sigterm_while_the_history_waits_is_130_and_the_results_file_agrees(project, command: str) -> None:
     """A PostgreSQL "server" that accepts and never answers holds the run in its history step; SIGTERM then."""
     proj = make(project)
+    args = ["t1"]
+    if command == "merge":
+        assert proj.run("t1", "--shard", "1/1").code == 0
+        args = ["merge", str(proj.root / ".evalrun" / "results" / "t1.shard-1-of-1.json")]
+    if command == "baseline":
+        args = ["baseline", "--update", "t1"]
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -246,7 +253,7 @@ def test_sigterm_while_the_history_waits_is_130_and_the_results_file_agrees(proj
     accepted: list[socket.socket] = []
     env = {"EVALRUN_HISTORY_URL": f"postgresql://u:pw@127.0.0.1:{port}/h", "EVALRUN_HISTORY_TIMEOUT": "3600"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=proj.env({"NO_COLOR": "1", **env}),
+        [sys.executable, "-m", "evalrun", *args], cwd=proj.root, env=proj.env({"NO_COLOR": "1", **env}),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -266,3 +273,5 @@ def test_sigterm_while_the_history_waits_is_130_and_the_results_file_agrees(proj
     results = json.loads((proj.root / ".evalrun" / "results" / "t1.json").read_text())
     assert results["interrupted"] is True and results["exit_code"] == 130
     assert [e["status"] for e in results["evals"]] == ["passed"]  # what finished stays what it was
+    if command == "baseline":
+        assert not (proj.root / "baselines" / "t1.toml").exists()  # an interrupted update records nothing
