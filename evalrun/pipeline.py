@@ -14,6 +14,7 @@ merged or re-judged run is decided exactly as a single run is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
@@ -111,13 +112,64 @@ def _run_plan(
     shown: Manifest,
 ) -> int:
     baseline = load_baseline(baseline_path(manifest, request.tier))  # a bad baseline is exit 2, before any scorer
-    collected = collect(plan, request, console, environ)
-    judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
-    write(judged, outputs, console, environ)
-    record(judged, shown, console, environ, source="run")
-    report(judged, console, outputs)
-    write_html(judged, shown, outputs, console, environ)
+    collected: RunResults | None = None
+    try:
+        # From here to the end, SIGTERM is Ctrl-C: 130 at any phase, and the results file says so.
+        with _sigterm_as_interrupt():
+            collected = collect(plan, request, console, environ)
+            judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
+            return deliver(judged, shown, outputs, console, environ, source="run")
+    except KeyboardInterrupt:
+        if collected is None:
+            raise
+        _interrupted_after_scorers(collected, outputs, console)  # while judging: the results unjudged, kept
+        return int(ExitCode.INTERRUPTED)
+
+
+def deliver(
+    judged: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
+    *, source: str,
+) -> int:
+    """Write, record, report (and the HTML page); the exit code. Interrupted here: 130, and the results file says so."""
+    try:
+        with _sigterm_as_interrupt():
+            write(judged, outputs, console, environ)
+            history_warning = record(judged, manifest, console, environ, source=source)
+            report(judged, console, outputs)
+            write_html(judged, manifest, outputs, console, environ, history_warning)
+    except KeyboardInterrupt:
+        _interrupted_after_scorers(judged, outputs, console)
+        return int(ExitCode.INTERRUPTED)
     return int(judged.exit_code or 0)
+
+
+def keep_and_record(results: RunResults, results_path: Path, manifest: Manifest, console: Console,
+                    environ: Mapping[str, str], *, source: str) -> None:
+    """The results file, then the history; interrupted here, the file is marked so and KeyboardInterrupt goes on."""
+    try:
+        with _sigterm_as_interrupt():
+            write_results(results, results_path)
+            record(results, manifest, console, environ, source=source)
+    except KeyboardInterrupt:
+        stopped = results.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
+        with _sigterm_ignored(), contextlib.suppress(OSError):
+            write_results(stopped, results_path)
+        console.warn(f"interrupted after the scorers finished: {results_path} is marked interrupted")
+        raise
+
+
+def _interrupted_after_scorers(judged: RunResults, outputs: Outputs, console: Console) -> None:
+    """Interrupted once every scorer was done (writing, the history, reports): the results file says 130 too."""
+    console.stop_progress()
+    stopped = judged.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
+    with _sigterm_ignored():  # one more signal must not leave the file half-decided
+        try:
+            write_results(stopped, outputs.results)
+        except OSError as exc:
+            console.warn(f"--json {outputs.results}: cannot write ({exc.strerror or exc})")
+    console.warn("interrupted after the scorers finished: every result was kept; the run is marked interrupted")
+    console.line(f"evalrun {judged.tier}: interrupted (exit {int(ExitCode.INTERRUPTED)})", "bold red")
+    console.line(f"results: {outputs.results}")
 
 
 # --------------------------------------------------------------------------- load, select
@@ -392,23 +444,30 @@ def _write_output(write_one: Callable[[], None], flag: str, path: Path) -> None:
         raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc}); choose a writable path") from None
 
 
-def record(results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str) -> None:
-    """Append the run to the history store; a history that cannot be written is a warning, never a verdict."""
+def record(
+    results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str
+) -> str | None:
+    """Append the run to the history store; a history that cannot be written is a warning (returned too), never a verdict."""
     from evalrun.history import record_run
 
     if warning := record_run(manifest, results, environ, source=source):
         console.warn(warning)
+    return warning
 
 
 def write_html(
-    results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str]
+    results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
+    history_warning: str | None = None,
 ) -> None:
-    """The HTML report of this run and the history's last runs, when ``--html`` asked for it."""
+    """The HTML report of this run and the history's last runs, when ``--html`` asked for it.
+
+    ``history_warning``: this run could not be recorded; the history is not waited for a second time.
+    """
     if outputs.html is None:
         return
     from evalrun.reports_out.html import write_html_after_run
 
-    if warning := write_html_after_run(manifest, results, outputs.html, environ, console):
+    if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning):
         console.warn(warning)
 
 
@@ -503,6 +562,19 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@contextmanager
+def _sigterm_ignored() -> Iterator[None]:
+    try:
+        previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

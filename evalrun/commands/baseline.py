@@ -26,7 +26,7 @@ from evalrun.baseline import (
 )
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, load, record
+from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, keep_and_record, load
 from evalrun.plan import make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
@@ -72,8 +72,8 @@ def update_baselines(
         else:
             request = RunRequest(manifest_path, tier, evals, tags, jobs, experiments=list(experiments or []))
             results = collect(plan, request, console, os.environ)
-            write_results(results, default_results_path(manifest, tier))
-            record(results, manifest, console, os.environ, source="baseline")
+            keep_and_record(results, default_results_path(manifest, tier), manifest, console, os.environ,
+                            source="baseline")
             if results.interrupted:
                 raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered
