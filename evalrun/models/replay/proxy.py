@@ -82,6 +82,7 @@ from evalrun.models.replay.upstream import (
     HOP_HEADERS,
     MAX_DECODED_BYTES,
     ConnectionPool,
+    Target,
     UpstreamError,
     api_style,
     body_pieces,
@@ -232,7 +233,16 @@ class ReplayProxy:
             raise ValueError(f"eval {eval_name!r} was never registered with the proxy; call register_eval() first")
         with state.lock:
             # A call already answered may still be being counted, or writing its fixture (record mode).
-            state.wait_settled(WRITE_WAIT_S)
+            unfinished = state.wait_settled(WRITE_WAIT_S)
+            missing = list(state.missing)
+            if unfinished and self.mode == "record":  # the verdict cannot count on a recording not on disk
+                missing += [self._redact(
+                    f"evalrun record: eval {eval_name!r}: {what}: fixture not written within {WRITE_WAIT_S:g} s "
+                    "of the eval's end; re-record"
+                ) for what in unfinished]
+            elif unfinished:
+                self.note(self._redact(f"{eval_name}: still unfinished after {WRITE_WAIT_S:g} s, "
+                                       f"not counted: {'; '.join(unfinished)}"))
             return ProxyEvalReport(
                 eval=eval_name,
                 mode=self.mode,
@@ -242,8 +252,8 @@ class ReplayProxy:
                 total_tokens=state.total_tokens,
                 providers=tuple(sorted(state.providers)),
                 models=tuple(sorted(state.models)),
-                missing=tuple(state.missing),
-                unplayed=tuple(state.unplayed(self.mode)),
+                missing=tuple(missing),
+                unplayed=tuple(state.unplayed(self.mode)) if len(missing) == len(state.missing) else (),
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
                 answered_by=tuple(sorted(state.answered_by)),
@@ -357,16 +367,16 @@ class ReplayProxy:
         release_all(self._meters(state))
 
     @contextmanager
-    def _settling(self, state: EvalState) -> Iterator[None]:
-        """Around answering a call and then counting it: until counted, the call is pending for the
-        eval's report and unsettled for every budget it counts against (a call under a tokens or usd
-        cap waits for it)."""
-        state.begin_pending()
+    def _settling(self, state: EvalState, what: str) -> Iterator[None]:
+        """Around answering a call and then counting it: until counted, the call (``what``) is pending
+        for the eval's report and unsettled for every budget it counts against (a call under a tokens
+        or usd cap waits for it)."""
+        ticket = state.begin_pending(what)
         try:
             with settling(self._meters(state)):
                 yield
         finally:
-            state.end_pending()
+            state.end_pending(ticket)
 
     def _count(self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str) -> None:
         """Count an answered call: the eval's record, and the tokens and dollars of every budget it counts against."""
@@ -388,7 +398,7 @@ class ReplayProxy:
             handler.send_error_json(chosen.status, chosen.kind, message)
             return
         response = chosen.response
-        with self._settling(state):
+        with self._settling(state, f"{state.name}/{session} call {index}"):
             try:
                 if response.stream is not None:
                     # All of it at once, in one chunk: nothing is waited for, so nothing is gained by
@@ -421,11 +431,28 @@ class ReplayProxy:
             handler.send_error_json(424, "evalrun_upstream_unreachable", message)
             return
         reply_headers = {k.lower(): v for k, v in response.getheaders() if k.lower() not in HOP_HEADERS}
+        streamed = reply_headers.get("content-type", "").startswith("text/event-stream")
+        # A stream's client may have all it needs ([DONE]) and be gone long before the upstream ends
+        # the stream: from its first byte on, the call is pending, so the eval's report waits for it.
+        ticket = state.begin_pending(f"{state.name}/{session}: {method} {shown} (a stream not ended yet)") if streamed else None
+        try:
+            self._pass_on(handler, state, session, method, path, headers, body, target, conn, response,
+                          reply_headers, streamed)
+        finally:
+            if ticket is not None:
+                state.end_pending(ticket)
+
+    def _pass_on(
+        self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
+        headers: dict[str, str], body: bytes, target: Target, conn: http.client.HTTPConnection,
+        response: http.client.HTTPResponse, reply_headers: dict[str, str], streamed: bool,
+    ) -> None:
+        """Relay the upstream's answer to the client, then count it and hand its fixture to the writer."""
+        shown = path.split("?", 1)[0]
         decoder = content_decoder(reply_headers.get("content-encoding", ""))
         if decoder is not None:
             del reply_headers["content-encoding"]  # the client gets, and the fixture keeps, the decoded body
         recordable = decoder is not None or not reply_headers.get("content-encoding", "").strip()
-        streamed = reply_headers.get("content-type", "").startswith("text/event-stream")
         recorded: RecordedResponse | None
         raw = bytearray()
         try:
@@ -463,7 +490,7 @@ class ReplayProxy:
         abandoned = handler.client_gone() if streamed else handler.peer_closed()
         recording = self.mode == "record" and not abandoned and recordable
         index = state.take_index(session) if not abandoned else 0
-        with self._settling(state):
+        with self._settling(state, f"{state.name}/{session} call {index}"):
             try:
                 # The client has its last byte first; counting, notes and the fixture follow. A report
                 # of the eval, and a call under a tokens or usd cap, wait for them (``_settling``).
