@@ -52,7 +52,11 @@ Errors the proxy itself answers have the shape both SDK families parse,
 ``x-should-retry: false`` (both official SDKs obey it) and a status no SDK
 retries anyway: 401 no token, 404 missing fixture or unknown eval, 400
 mismatching or unusable fixture, invalid session or internal error, 402
-budget exhausted (``evalrun_budget_exhausted``), 424 upstream unreachable.
+budget exhausted (``evalrun_budget_exhausted``), 424 upstream unreachable,
+413 request body over 64 MiB, 400 a chunk size or Content-Length that is no
+plain number. The token is checked before any body is read; a refused
+request's body is read only when sized and at most 64 KiB
+(``evalrun.models.replay.server``).
 """
 
 
@@ -76,7 +80,7 @@ from evalrun.models.replay.fixtures import RecordedResponse, check_session, defa
 from evalrun.models.replay.recorder import FixtureRecorder, FixtureToWrite
 from evalrun.models.replay.matching import normalise_body
 from evalrun.models.replay.player import MATCHES, Call, Match, Refusal, choose
-from evalrun.models.replay.server import BodyTooLarge, ProxyHandler, ProxyServer
+from evalrun.models.replay.server import BodyRefused, ProxyHandler, ProxyServer
 from evalrun.models.replay.state import EvalState, ProxyEvalReport
 from evalrun.models.replay.upstream import (
     HOP_HEADERS,
@@ -278,7 +282,7 @@ class ReplayProxy:
         method = handler.command
         path = self._authorised(handler.path)
         if path is None:
-            handler.read_body()
+            handler.skip_body()  # the token first: an unauthenticated body is never read beyond a little
             self.note(f"{method} refused: no valid run token in the path")
             handler.send_error_json(
                 401, "evalrun_unauthorized", "evalrun proxy: this path has no valid run token; "
@@ -287,7 +291,7 @@ class ReplayProxy:
             return
         routed = self._route(path)
         if routed is None:
-            handler.read_body()
+            handler.skip_body()
             handler.send_error_json(
                 404, "evalrun_unknown_eval", self._redact(
                     f"evalrun proxy: no eval is registered for {path.split('?', 1)[0]!r}; "
@@ -298,7 +302,7 @@ class ReplayProxy:
         state, path = routed
         try:
             self._answer(handler, state, method, path)
-        except (BrokenPipeError, ConnectionResetError, BodyTooLarge):
+        except (BrokenPipeError, ConnectionResetError, BodyRefused):
             raise
         except Exception as exc:  # a bug or a hostile fixture fails the eval, never passes silently
             message = self._redact(f"evalrun proxy: internal error ({exc.__class__.__name__}: {exc}); please report it")
