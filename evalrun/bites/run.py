@@ -152,6 +152,7 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[st
             bite = next((b for b in spec.bites if b.name == run.bite.name), None)
             if bite is None:
                 return judge_bite(run, None, f"the clean copy's manifest has no bite {run.bite.name}; commit it")
+            run = BiteRun(run.planned, bite)  # judged by the clean copy's own bite: what was committed
             eval_dir = inner.eval_dir(spec)
             try:
                 apply_bite(bite, eval_dir, _top_of(exported, request.manifest_path))
