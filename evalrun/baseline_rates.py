@@ -179,3 +179,7 @@ def _rate_change(eval_name: str, check: str, kind: str, before: int, now: int, b
 
 def _p(p: float) -> str:
     return f"{p:.2g}" if p < 0.001 else f"{p:.4f}"
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
