@@ -19,6 +19,9 @@ from typing import Any
 
 from evalrun.atomic import write_atomic
 from evalrun.baseline_rates import RatedCount, counts_of, diff_rates, parse_rate_entry
+from evalrun.baseline_judges import (
+    JUDGES_TABLE, diff_judges, judges_line, parse_judges_table, read_judges_entry,
+)
 from evalrun.baseline_settings import (
     SETTINGS_TABLE, GateSettings, diff_settings, gate_settings, parse_settings_table, read_settings_entry,
     settings_line, tier_move,
@@ -37,6 +40,7 @@ class Baseline(dict[str, dict[str, int]]):
     (``evalrun.baseline_settings``), None for a baseline written before they were recorded."""
 
     settings: dict[str, GateSettings] | None = None
+    judges: dict[str, tuple[str, ...]] | None = None  # who judged each eval's checks (evalrun.baseline_judges)
 
 
 # Only these statuses mean the scorer produced a report whose checks can be
@@ -48,7 +52,8 @@ _REFUSED = (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.INTERRUPTED)
 # Not checked this run, but nothing is wrong with the eval: keep what was recorded.
 _KEPT = (Status.SKIPPED, Status.BUDGET)
 
-_STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate", "new-settings", "tightened", "moved-stricter")
+_STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate", "new-settings", "tightened", "moved-stricter",
+                "judge-changed")
 
 
 def baseline_path(manifest: Manifest, tier: str) -> Path:
@@ -107,18 +112,24 @@ def load_baseline(path: Path) -> Baseline | None:
     except ValueError as exc:  # int() refuses numbers of more than 4300 digits
         raise BaselineError(f"{label}: cannot be read ({' '.join(str(exc).split())[:200]}); {fix}") from None
     settings = data.pop(SETTINGS_TABLE, None)
+    judges = data.pop(JUDGES_TABLE, None)
     shaped: dict[str, Any] = _validate_shape(label, data, fix)
     if settings is not None:
         shaped[SETTINGS_TABLE] = settings
+    if judges is not None:
+        shaped[JUDGES_TABLE] = judges
     return _with_settings(label, shaped, fix)
 
 
 def _with_settings(label: str, data: dict[str, Any], fix: str) -> Baseline:
     """The counts as a ``Baseline``, the settings table (if any) read into its ``settings``."""
     table = data.pop(SETTINGS_TABLE, None)
+    judges = data.pop(JUDGES_TABLE, None)
     baseline = Baseline(data)
     if table is not None:
         baseline.settings = parse_settings_table(label, table, fix)
+    if judges is not None:
+        baseline.judges = parse_judges_table(label, judges, fix)
     return baseline
 
 
@@ -165,6 +176,12 @@ def _read_whole_written_form(text: str) -> Baseline | None:
                 return None
             data[name] = settings  # type: ignore[assignment]  # split off by load_baseline
             continue
+        if name == JUDGES_TABLE:  # one line per eval: evalrun.baseline_judges
+            judges = _judges_block(block)
+            if judges is None:
+                return None
+            data[name] = judges  # type: ignore[assignment]  # split off by load_baseline
+            continue
         counts = _quoted_table_as_json(block)
         if counts is not None:
             data[name] = counts
@@ -201,6 +218,19 @@ def _settings_block(block: str) -> dict[str, Any] | None:
     return table
 
 
+def _judges_block(block: str) -> dict[str, Any] | None:
+    """The judges table's entries, when every line between its header and the next is one (or empty)."""
+    table: dict[str, Any] = {}
+    for line in block.split("\n"):
+        if not line:
+            continue
+        entry = read_judges_entry(line)
+        if entry is None or entry[0] in table:
+            return None
+        table[entry[0]] = entry[1]
+    return table
+
+
 _QUOTED_BLOCK = re.compile(r'\n(?:"' + _CHARS + r'" = (?:0|[1-9][0-9]{0,17})\n)*+\n?')
 
 
@@ -225,7 +255,7 @@ def _read_written_form(text: str) -> Baseline | None:
     """The baseline if ``text`` is exactly in the form evalrun writes, else None."""
     data: Baseline = {}
     current: dict[str, Any] | None = None
-    in_settings = False
+    in_settings = in_judges = False
     for line in text.split("\n"):  # TOML's only line break (str.splitlines knows many more)
         if not line or (line.startswith("#") and _COMMENT.fullmatch(line)):
             continue
@@ -234,6 +264,12 @@ def _read_written_form(text: str) -> Baseline | None:
             if setting is None or current is None or setting[0] in current:
                 return None
             current[setting[0]] = setting[1]
+            continue
+        if in_judges and not line.startswith("["):
+            judged = read_judges_entry(line)
+            if judged is None or current is None or judged[0] in current:
+                return None
+            current[judged[0]] = judged[1]
             continue
         entry = _WRITTEN_ENTRY.match(line)
         if entry is not None:
@@ -248,7 +284,7 @@ def _read_written_form(text: str) -> Baseline | None:
         name = table.group(1) if table.group(1) is not None else _unescape(table.group(2))
         if name in data:
             return None
-        in_settings = name == SETTINGS_TABLE
+        in_settings, in_judges = name == SETTINGS_TABLE, name == JUDGES_TABLE
         current = data[name] = {}
     return data
 
@@ -384,6 +420,8 @@ def compare_to_baseline(
     undecided: list[BaselineChange] = []
     known = baseline if baseline is not None else {}
     tier = path.stem
+    rejudged = diff_judges(getattr(baseline, "judges", None), compared,
+                           sorted(n for n in known if n in compared), stale)
     for name, recorded in known.items():
         if name not in tier_eval_names:
             elsewhere = (moved or {}).get(name)
@@ -397,7 +435,9 @@ def compare_to_baseline(
             not_compared.discard(name)
         elif name in compared:
             _diff_eval(name, recorded, counts_of_eval(compared[name]), regressions, stale)
-            diff_rates(name, recorded, compared[name], regressions, stale, undecided)  # pass rates of a repeated eval
+            # A check judged by another judge than recorded is not compared by pass rate (evalrun.baseline_judges).
+            unjudgeable = {c.name for c in compared[name].checks if c.judge} if name in rejudged else set()
+            diff_rates(name, recorded, compared[name], regressions, stale, undecided, skip=unjudgeable)
     for name, result in compared.items():
         if name not in known:
             stale.append(_new_eval(name, counts_of_eval(result)))
@@ -555,16 +595,23 @@ def _refuse_failing_state(results: RunResults) -> None:
 def write_baseline(
     path: Path, data: Mapping[str, Mapping[str, int]], command: str,
     settings: Mapping[str, GateSettings] | None = None,
+    judges: Mapping[str, tuple[str, ...]] | None = None,
 ) -> None:
     """Write a baseline atomically, sorted so that a pull request's diff shows exactly what changed.
 
-    ``settings`` (each eval's gate settings) are written first, as the ``["/settings"]`` table.
+    ``settings`` (each eval's gate settings) are written first, as the ``["/settings"]`` table,
+    then ``judges`` (who judged each eval's checks) as the ``["/judges"]`` table.
     """
     header = "# generated by evalrun; update with: " + " ".join(command.split())
     lines = [header]
     if settings:
         lines.append(f"[{_toml_key(SETTINGS_TABLE)}]")
         lines.extend(settings_line(_toml_key(name), settings[name]) for name in sorted(settings))
+        if data or judges:
+            lines.append("")
+    if judges:
+        lines.append(f"[{_toml_key(JUDGES_TABLE)}]")
+        lines.extend(judges_line(_toml_key(name), tuple(judges[name])) for name in sorted(judges))
         if data:
             lines.append("")
     try:
@@ -648,9 +695,11 @@ def _summarize_stale(stale: Iterable[BaselineChange]) -> str:
              "new-rate": ("check with a pass rate to record", "checks with pass rates to record"),
              "new-settings": ("eval whose gate settings are not recorded yet", "evals whose gate settings are not recorded yet"),
              "tightened": ("tightened gate", "tightened gates"),
-             "moved-stricter": ("eval moved to a stricter tier", "evals moved to a stricter tier")}
+             "moved-stricter": ("eval moved to a stricter tier", "evals moved to a stricter tier"),
+             "judge-changed": ("eval judged by another judge", "evals judged by another judge")}
     parts = []
-    for kind in ("new-check", "stronger", "improved", "new-rate", "new-eval", "new-settings", "tightened", "moved-stricter"):
+    for kind in ("new-check", "stronger", "improved", "new-rate", "new-eval", "new-settings", "tightened", "moved-stricter",
+                 "judge-changed"):
         count = kinds.count(kind)
         if count:
             singular, plural = words[kind]

@@ -97,6 +97,7 @@ def diff_rates(
     regressions: list[BaselineChange],
     stale: list[BaselineChange],
     undecided: list[BaselineChange] | None = None,
+    skip: set[str] | frozenset[str] = frozenset(),
 ) -> None:
     """Judge each repeated check's rate against the baseline's: a regression, no evidence of change, or too little data.
 
@@ -106,6 +107,7 @@ def diff_rates(
     ``undecided``, with the highest rate this run would have caught. Across
     the eval's checks, paired by name, more checks lower than higher beyond
     chance (exact sign test, McNemar's for pass/fail items) is ``decayed-paired``.
+    Checks in ``skip`` (judged by another judge than the baseline's) are not compared.
     """
     if result.repeats is None or result.repeats.partial:
         return  # partial rates are never compared as complete (their eval is not compared at all)
@@ -116,7 +118,7 @@ def diff_rates(
     better: list[str] = []
     for check, before in old.items():
         now = current.get(check)
-        if now is None or now.rate is None or now.rate.runs == 0:
+        if now is None or now.rate is None or now.rate.runs == 0 or check in skip:
             continue
         if not isinstance(before, RatedCount):  # the eval repeats now; the baseline has no rate to compare with
             stale.append(BaselineChange(

@@ -44,6 +44,8 @@ from evalrun.results import BaselineChange
 
 SETTINGS_TABLE = "/settings"  # no eval or cell name holds "/"
 SETTINGS_KEYS = ("tier", "repeat", "min_pass_rate", "alpha", "stop", "skips", "requires", "strict")
+# Written only when set (a baseline of an evalrun that knew none of them still reads the same).
+OPTIONAL_KEYS = ("too_little_data", "min_kappa", "min_ac1")
 DEFAULT_FLOOR = 1.0
 DEFAULT_ALPHA = 0.05
 
@@ -60,6 +62,9 @@ class GateSettings:
     skips: str = "skip"  # or "fail"
     requires: tuple[str, ...] = ()
     strict: bool = False
+    too_little_data: str = "note"  # or "fail": a rate comparison that cannot tell is exit 4
+    min_kappa: float | None = None  # an anchors eval's floors for its judge (evalrun.calibration)
+    min_ac1: float | None = None
 
 
 def gate_settings(manifest: Manifest, tier: str) -> dict[str, GateSettings]:
@@ -87,6 +92,9 @@ def gate_settings(manifest: Manifest, tier: str) -> dict[str, GateSettings]:
                 skips=tier_config.skips,
                 requires=tuple(sorted(set(spec.requires) | set(column))),
                 strict=manifest.baseline.strict,
+                too_little_data=pick("too_little_data", "note"),
+                min_kappa=spec.anchors.min_kappa if spec.anchors is not None else None,
+                min_ac1=spec.anchors.min_ac1 if spec.anchors is not None else None,
             )
     return out
 
@@ -153,6 +161,15 @@ def _compare(before: GateSettings, now: GateSettings) -> list[tuple[str, bool, s
         out.append(("requires", False, f"no longer requires {_quote(requirement)}"))
     if before.strict != now.strict:
         out.append(("strict", not now.strict, f"[baseline] strict {str(before.strict).lower()} -> {str(now.strict).lower()}"))
+    if before.too_little_data != now.too_little_data:
+        out.append(("too_little_data", now.too_little_data == "note",
+                    f'too_little_data "{before.too_little_data}" -> "{now.too_little_data}"'))
+    for key in ("min_kappa", "min_ac1"):  # a judge's floor lowered or dropped lets a worse judge through
+        old, new = getattr(before, key), getattr(now, key)
+        if old != new:
+            looser = new is None or (old is not None and new < old)
+            out.append((key, looser, f"anchors {key} {_g(old) if old is not None else 'unset'} -> "
+                                     f"{_g(new) if new is not None else 'unset'}"))
     return out
 
 
@@ -200,7 +217,11 @@ def settings_line(key: str, settings: GateSettings) -> str:
         f"{key} = {{ tier = {_toml_string(settings.tier)}, repeat = {settings.repeat}, "
         f"min_pass_rate = {_toml_float(settings.min_pass_rate)}, alpha = {_toml_float(settings.alpha)}, "
         f"stop = {_toml_string(settings.stop)}, skips = {_toml_string(settings.skips)}, "
-        f"requires = [{requires}], strict = {'true' if settings.strict else 'false'} }}"
+        f"requires = [{requires}], strict = {'true' if settings.strict else 'false'}"
+        + (f', too_little_data = "{settings.too_little_data}"' if settings.too_little_data != "note" else "")
+        + (f", min_kappa = {_toml_float(settings.min_kappa)}" if settings.min_kappa is not None else "")
+        + (f", min_ac1 = {_toml_float(settings.min_ac1)}" if settings.min_ac1 is not None else "")
+        + " }"
     )
 
 
@@ -217,11 +238,14 @@ def _toml_string(text: str) -> str:
 _BASIC = r'"((?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4})*)"'
 _PLAIN_BASIC = r'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4})*"'
 _FLOAT = r"((?:0|[1-9][0-9]*)(?:\.[0-9]+(?:e[+-]?[0-9]+)?|e[+-]?[0-9]+))"
+_SIGNED_FLOAT = r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:e[+-]?[0-9]+)?|e[+-]?[0-9]+))"
 _INT = r"(0|[1-9][0-9]{0,17})"
 SETTINGS_ENTRY = re.compile(
     r"(?:([A-Za-z0-9_-]+)|" + _BASIC + r") = \{ tier = " + _BASIC + r", repeat = " + _INT
     + r", min_pass_rate = " + _FLOAT + r", alpha = " + _FLOAT + r", stop = " + _BASIC + r", skips = " + _BASIC
-    + r", requires = \[((?:" + _PLAIN_BASIC + r"(?:, " + _PLAIN_BASIC + r")*)?)\], strict = (true|false) \}\Z"
+    + r", requires = \[((?:" + _PLAIN_BASIC + r"(?:, " + _PLAIN_BASIC + r")*)?)\], strict = (true|false)"
+    + r'(?:, too_little_data = "(fail)")?(?:, min_kappa = ' + _SIGNED_FLOAT + r")?(?:, min_ac1 = " + _SIGNED_FLOAT
+    + r")? \}\Z"
 )
 _STRING_IN_LIST = re.compile(_BASIC)
 
@@ -231,8 +255,15 @@ def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
     match = SETTINGS_ENTRY.match(line)
     if match is None:
         return None
-    bare, quoted, tier, repeat, floor, alpha, stop, skips, requires, strict = match.groups()
+    bare, quoted, tier, repeat, floor, alpha, stop, skips, requires, strict, little, kappa, ac1 = match.groups()
     key = bare if bare is not None else _unescape(quoted)
+    optional: dict[str, Any] = {}
+    if little is not None:
+        optional["too_little_data"] = little
+    if kappa is not None:
+        optional["min_kappa"] = float(kappa)
+    if ac1 is not None:
+        optional["min_ac1"] = float(ac1)
     return key, {
         "tier": _unescape(tier),
         "repeat": int(repeat),
@@ -242,6 +273,7 @@ def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
         "skips": _unescape(skips),
         "requires": [_unescape(m.group(1)) for m in _STRING_IN_LIST.finditer(requires)],
         "strict": strict == "true",
+        **optional,
     }
 
 
@@ -263,9 +295,10 @@ def parse_settings_table(label: str, table: Any, fix: str) -> dict[str, GateSett
 def parse_settings_entry(where: str, value: Any, fix: str) -> GateSettings:
     if not isinstance(value, dict):
         raise BaselineError(f"{where}: must be an inline table {{ tier = ..., repeat = ..., ... }}; {fix}")
-    unknown = sorted(set(value) - set(SETTINGS_KEYS))
+    unknown = sorted(set(value) - set(SETTINGS_KEYS) - set(OPTIONAL_KEYS))
     if unknown:
-        raise BaselineError(f"{where}: unknown setting {unknown[0]!r}; known: {', '.join(SETTINGS_KEYS)}; {fix}")
+        known = ", ".join((*SETTINGS_KEYS, *OPTIONAL_KEYS))
+        raise BaselineError(f"{where}: unknown setting {unknown[0]!r}; known: {known}; {fix}")
     missing = [k for k in SETTINGS_KEYS if k not in value]
     if missing:
         raise BaselineError(f"{where}: missing setting {missing[0]!r}; {fix}")
@@ -294,9 +327,19 @@ def parse_settings_entry(where: str, value: Any, fix: str) -> GateSettings:
         raise bad("requires", "an array of strings")
     if not isinstance(value["strict"], bool):
         raise bad("strict", "true or false")
+    if value.get("too_little_data", "note") not in ("note", "fail"):
+        raise bad("too_little_data", '"note" or "fail"')
+    floors: dict[str, float | None] = {}
+    for key in ("min_kappa", "min_ac1"):
+        number = value.get(key)
+        if number is not None and (isinstance(number, bool) or not isinstance(number, (int, float))
+                                   or not math.isfinite(number) or not -1 <= number <= 1):
+            raise bad(key, "a number from -1 to 1")
+        floors[key] = None if number is None else float(number)
     return GateSettings(
         tier=value["tier"], repeat=repeat, min_pass_rate=numbers["min_pass_rate"], alpha=numbers["alpha"],
         stop=value["stop"], skips=value["skips"], requires=tuple(sorted(set(requires))), strict=value["strict"],
+        too_little_data=value.get("too_little_data", "note"), **floors,
     )
 
 

@@ -32,13 +32,18 @@ gate = st.builds(
     skips=st.sampled_from(["skip", "fail"]),
     requires=st.lists(names, max_size=3, unique=True).map(lambda r: tuple(sorted(r))),
     strict=st.booleans(),
+    too_little_data=st.sampled_from(["note", "fail"]),
+    min_kappa=st.one_of(st.none(), st.floats(-1, 1, allow_nan=False)),
+    min_ac1=st.one_of(st.none(), st.floats(-1, 1, allow_nan=False)),
 )
 counts = st.dictionaries(names, st.dictionaries(names, st.integers(0, 10**12), max_size=3), max_size=4)
 
 
 def _as_toml_table(s: GateSettings) -> dict:
+    optional = {"too_little_data": s.too_little_data} if s.too_little_data != "note" else {}
+    optional.update({k: getattr(s, k) for k in ("min_kappa", "min_ac1") if getattr(s, k) is not None})
     return {"tier": s.tier, "repeat": s.repeat, "min_pass_rate": s.min_pass_rate, "alpha": s.alpha, "stop": s.stop,
-            "skips": s.skips, "requires": list(s.requires), "strict": s.strict}
+            "skips": s.skips, "requires": list(s.requires), "strict": s.strict, **optional}
 
 
 @settings(max_examples=200, deadline=None)
@@ -66,6 +71,9 @@ line_parts = st.lists(
         'a = { tier = "t1", repeat = 1, min_pass_rate = 1, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
         'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = ["x",], strict = false }',
         'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = False }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, too_little_data = "fail", min_kappa = -0.5 }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_ac1 = 0.6 }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_kappa = 1 }',
         "", "# note",
     ]),
     max_size=8,
@@ -211,3 +219,19 @@ def test_a_filtered_update_keeps_the_other_evals_recorded_settings(project) -> N
     assert r.code == 3, r.output  # b's loosening was not recorded by an update that did not run b
     assert "regression: b: the gate was loosened: min_pass_rate 1 -> 0.1" in r.out
     assert "regression: a:" not in r.out
+
+
+def test_the_judge_floors_and_too_little_data_are_gate_settings_too(project) -> None:
+    proj = _project(project, extra='too_little_data = "fail"\nanchors = { min_kappa = 0.6, min_ac1 = 0.5 }\n')
+    text = (proj.root / "baselines/t1.toml").read_text()
+    assert 'strict = false, too_little_data = "fail", min_kappa = 0.6, min_ac1 = 0.5 }' in text
+    _edit(proj, 'too_little_data = "fail"\nanchors = { min_kappa = 0.6, min_ac1 = 0.5 }',
+          'too_little_data = "note"\nanchors = { min_kappa = 0.4 }')
+    r = proj.run("t1")
+    assert r.code == 3, r.output
+    lines = [ln.split("loosened: ")[1] for ln in r.out.splitlines() if ln.startswith("regression: a: the gate was loosened")]
+    assert lines == ['too_little_data "fail" -> "note"', "anchors min_kappa 0.6 -> 0.4", "anchors min_ac1 0.5 -> unset"]
+    _edit(proj, "anchors = { min_kappa = 0.4 }", "anchors = { min_kappa = 0.9, min_ac1 = 0.5 }")
+    tighter = proj.run("t1")
+    assert "regression: a: the gate was loosened: too_little_data" in tighter.out
+    assert "anchors min_kappa 0.6 -> 0.9" in tighter.out and "the gate was tightened" in tighter.out

@@ -24,6 +24,7 @@ from evalrun.baseline import (
     update_command,
     write_baseline,
 )
+from evalrun.baseline_judges import updated_judges
 from evalrun.baseline_settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
@@ -93,8 +94,9 @@ def update_baselines(
                 old.settings if old is not None else None, gate_settings(manifest, tier),
                 ran=(e.name for e in results.evals), keep=new,
             )
+            judges = updated_judges(old.judges if old is not None else None, results.evals, keep=new)
             try:
-                write_baseline(path, new, update_command(tier, manifest_path), settings)
+                write_baseline(path, new, update_command(tier, manifest_path), settings, judges)
             except OSError as exc:
                 raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
             written.append((tier, path, new, notes))

@@ -37,6 +37,7 @@ class CheckRecord:
     passes: int | None = None
     message: str | None = None
     evidence: str | None = None
+    judge: str | None = None  # who judged it, when a model did (model#hash)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -203,7 +204,8 @@ def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[E
             metrics=metrics,
             checks=[
                 CheckRecord(eval=result.name, name=c.name, assertions=c.assertions, passed=c.passed,
-                            message=clean(c.message, MESSAGE_CHARS), evidence=clean(c.evidence, EVIDENCE_CHARS))
+                            message=clean(c.message, MESSAGE_CHARS), evidence=clean(c.evidence, EVIDENCE_CHARS),
+                            judge=c.judge)
                 for c in result.checks
             ],
         )
