@@ -141,29 +141,15 @@ def project(tmp_path: Path):
 # ``--dist loadgroup`` keeps the tests of one ``xdist_group`` on one worker, one
 # after another (one embedded PostgreSQL at a time; a module fixture made once):
 # pytest-xdist 3.8 tells its scheduler the group by appending ``@<group>`` to
-# each such test's node id, on the worker. pytest 9.2 builds node ids anew and
-# drops that (pytest-dev/pytest-xdist#1386), so every group ran on every worker
-# at once. Until xdist handles it, the suffix is appended here again, after
-# xdist's own hook; and a grouped test that still runs without it fails.
+# each such test's node id. pytest 9.2 builds node ids anew and drops it
+# (pytest-dev/pytest-xdist#1386), so the dev extra pins pytest below 9.2 until
+# xdist handles it; should a grouped test still run without its group, it fails
+# here rather than racing another worker for the same resources.
 
 
 def _group_suffix(item: pytest.Item) -> str:
     names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
     return "@" + "_".join(sorted(names)) if names else ""
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup
-        return
-    for item in items:
-        suffix = _group_suffix(item)
-        if suffix and not item.nodeid.endswith(suffix):
-            node_id = getattr(item, "_id", None)
-            if node_id is not None and hasattr(node_id, "parse"):  # pytest >= 9.2: a structured NodeId
-                item._id = type(node_id).parse(item.nodeid + suffix)
-            else:
-                item._nodeid = item.nodeid + suffix
 
 
 @pytest.fixture(autouse=True)
