@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 class ExitCode(IntEnum):
-    """DESIGN.md's exit-code table. When several apply: 2, 1, 3, 4, 5."""
+    """The README's exit-code table. When several apply: 2, 1, 3, 4, 5."""
 
     OK = 0
     FAILED = 1

@@ -1,4 +1,4 @@
-"""Deciding the one exit code of a run, in DESIGN.md's order of precedence.
+"""Deciding the one exit code of a run, in the README's order of precedence.
 
 Usage and configuration errors (2) never reach this point: they are raised as
 ``EvalrunError`` before any scorer starts. Of the rest, the first that applies

@@ -237,7 +237,7 @@ def _now() -> str:
 
 
 def _worst(codes: list[int]) -> int:
-    """One exit code for several tiers, in DESIGN.md's order: 130, 1, 3, 4, 5, then 0."""
+    """One exit code for several tiers, in the README's order: 130, 1, 3, 4, 5, then 0."""
     for code in (ExitCode.INTERRUPTED, ExitCode.FAILED, ExitCode.REGRESSED, ExitCode.UNCHECKED):
         if code in codes:
             return int(code)

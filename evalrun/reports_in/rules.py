@@ -28,7 +28,7 @@ class Verdict:
 
 
 def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int | None, output: str) -> Verdict:
-    """Apply DESIGN.md's rules to a scorer that ran to its end (not timed out)."""
+    """Apply the scorer contract's rules to a scorer that ran to its end (not timed out)."""
     if parsed is None:
         why = explain_failure(output)
         if exit_code == 0 and report_error and report_error.startswith("invalid report"):

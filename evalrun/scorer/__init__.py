@@ -1,6 +1,6 @@
 """The Python scorer SDK: count assertions per check and write the report.
 
-This module owns the scorer side of the scorer contract (DESIGN.md): a
+This module owns the scorer side of the scorer contract (docs: the scorer contract): a
 program that evalrun runs as a subprocess opens named checks, makes
 assertions inside them, records metrics, and leaves a JSON report at
 ``EVALRUN_REPORT``::
