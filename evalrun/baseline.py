@@ -122,6 +122,13 @@ _EMPTY_LINES = re.compile(r"^$", re.MULTILINE)
 
 def _read_whole_written_form(text: str) -> Baseline | None:
     """The baseline if ``text`` is exactly in the form evalrun writes (header comments only), else None."""
+    try:
+        return _read_whole(text)
+    except _NotScalar:
+        return None  # tomllib refuses it, naming the line
+
+
+def _read_whole(text: str) -> Baseline | None:
     start = _HEAD.match(text).end()  # type: ignore[union-attr]  # matches the empty string at least
     data: Baseline = {}
     while start < len(text):
@@ -180,6 +187,13 @@ def _quoted_table_as_json(block: str) -> dict[str, int] | None:
 
 def _read_written_form(text: str) -> Baseline | None:
     """The baseline if ``text`` is exactly in the form evalrun writes, else None."""
+    try:
+        return _read_lines(text)
+    except _NotScalar:
+        return None  # tomllib refuses it, naming the line
+
+
+def _read_lines(text: str) -> Baseline | None:
     data: Baseline = {}
     current: dict[str, int] | None = None
     for line in text.split("\n"):  # TOML's only line break (str.splitlines knows many more)
@@ -202,9 +216,23 @@ def _read_written_form(text: str) -> Baseline | None:
     return data
 
 
+class _NotScalar(ValueError):
+    """A ``\\uXXXX`` escape of a surrogate: TOML forbids it (JSON allows it); tomllib then names the line."""
+
+
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)")
+
+
 def _unescape(body: str) -> str:
-    # TOML's escapes in a basic string, as matched above, are JSON's.
-    return json.loads(f'"{body}"') if "\\" in body else body
+    # TOML's escapes in a basic string, as matched above, are JSON's, but that a \uXXXX escape must be
+    # a Unicode scalar value: a surrogate, even one of a pair JSON would join, is not TOML.
+    if "\\" not in body:
+        return body
+    for escape in _ESCAPE.finditer(body):
+        code = escape.group(1)
+        if len(code) == 5 and 0xD800 <= int(code[1:], 16) <= 0xDFFF:
+            raise _NotScalar(code)
+    return json.loads(f'"{body}"')
 
 
 def _describe_toml_error(exc: tomllib.TOMLDecodeError) -> str:
