@@ -83,3 +83,39 @@ def test_a_results_write_that_fails_removes_the_last_runs_file(tmp_path: Path) -
         write(run("x\ud800", 1), Outputs(results=path), Console(env={}), {})
     assert not path.exists()
     assert [p.name for p in path.parent.iterdir() if not p.name.startswith(".")] == []
+
+
+# ---------------------------------------------------------------- any \u escape: a report evalrun can write, or one line
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_escapes = st.integers(0xD7F0, 0xE010).map(lambda n: f"\\u{n:04x}") | st.sampled_from(["a", "é", "\\\\", "\\n"])
+_texts = st.lists(_escapes, min_size=1, max_size=5).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=_texts, message=_texts, evidence=_texts, key=_texts, value=_texts)
+def test_a_json_report_is_refused_in_one_line_or_read_into_text_every_file_can_hold(
+    tmp_path_factory, name: str, message: str, evidence: str, key: str, value: str
+) -> None:
+    from evalrun.errors import ReportError
+    from evalrun.reports_in.json_report import read_json_report
+    from evalrun.reports_in.rules import judge
+
+    path = Path(tmp_path_factory.mktemp("r")) / "report.json"
+    path.write_text(
+        f'{{"checks": [{{"name": "{name}", "assertions": 1, "passed": false, "message": "{message}", '
+        f'"evidence": "{evidence}"}}], "metrics": {{"{key}": "{value}"}}}}', encoding="utf-8")
+    try:
+        parsed = read_json_report(path)
+    except ReportError as exc:
+        assert "not valid Unicode" in str(exc) and "\n" not in str(exc)
+        str(exc).encode("utf-8")
+        return
+    verdict = judge(parsed, None, 0, "")
+    texts = [verdict.message or "", *verdict.metrics, *map(str, verdict.metrics.values())]
+    for c in verdict.checks:
+        texts += [c.name, c.message or "", c.evidence or ""]
+    for text in texts:
+        text.encode("utf-8")  # no lone surrogate anywhere: results, baseline and history can hold it
