@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from evalrun import __version__
 from evalrun.atomic import writes_in_place
+from evalrun.calibration import calibrate
 from evalrun.baseline import Baseline, baseline_path, compare_tier, format_comparison, load_baseline, update_command
 from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
@@ -40,6 +41,7 @@ from evalrun.preconditions import (
 from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, summary_lines,
 )
+from evalrun.reports_out.describe import calibration_lines
 from evalrun.reports_out.matrix import plain_lines, side_by_side
 from evalrun.reports_out.terminal import Console, closing_line
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
@@ -399,6 +401,7 @@ def judge(
 
     ``shown`` is the manifest named in hints (the real one, not a temporary export).
     """
+    results = calibrate(results, manifest)  # judges measured on their anchors: an eval may fail here
     comparison = compare_tier(
         manifest,
         results,
@@ -487,6 +490,9 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
             console.warn(f"  {r.status.value:<11} {r.name}: {r.message}")
     for text, style in summary_lines(results.evals):
         console.line(text, style)
+    for cal in results.judges:
+        for text in calibration_lines(cal):
+            console.line(text, "red" if cal.below else ("yellow" if cal.disagree else None))
     answered = [line for line in map(describe_models, results.evals) if line]
     if answered:
         console.line("models that answered:")

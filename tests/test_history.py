@@ -157,13 +157,14 @@ def test_an_old_schema_is_migrated_on_open_and_keeps_its_runs(store_location: Hi
         assert by_name["beta"].experiment is None
     finally:
         store.close()
-    assert schema_version(store_location) == 4
+    assert back.evals[0].checks[0].judge is None  # the column migration 4 added
+    assert schema_version(store_location) == 5
 
 
 def test_a_schema_newer_than_evalrun_is_refused_in_one_line(store_location: HistoryLocation) -> None:
     open_store(store_location).close()
     set_schema_version(store_location, 99)
-    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(4\); upgrade"):
+    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(5\); upgrade"):
         open_store(store_location)
 
 
@@ -396,7 +397,7 @@ def test_a_runs_messages_and_evidence_are_capped_in_the_history(tmp_path: Path) 
 
 
 def test_checks_stored_before_names_were_kept_once_survive_the_migration(store_location: HistoryLocation) -> None:
-    """A version-3 history (names in every check row) is moved into names-once on open, every check kept."""
+    """A version-4 history (names in every check row) is moved into names-once on open, every check kept."""
     if store_location.kind == "postgres":
         from evalrun.history.postgres import PostgresStore as Store
 
@@ -405,7 +406,7 @@ def test_checks_stored_before_names_were_kept_once_survive_the_migration(store_l
         from evalrun.history.sqlite import SqliteStore as Store
 
         mark = "?"
-    old = Store(store_location, target_version=3)
+    old = Store(store_location, target_version=4)
     q = lambda text: text.replace("?", mark)  # noqa: E731
     try:
         for run_id, pk_hint in (("r1", "2026-12-01T01:00:00+00:00"), ("r2", "2026-12-01T02:00:00+00:00")):
@@ -416,11 +417,11 @@ def test_checks_stored_before_names_were_kept_once_survive_the_migration(store_l
             old._conn.execute(q("INSERT INTO evalrun_evals (run_pk, name, status, duration_s, metrics) "
                                 "VALUES (?, 'alpha', 'passed', 1.0, '{}')"), (pk,))
             for name, count in (("one", 3), ("a long name " * 50, 1)):
-                old._conn.execute(q("INSERT INTO evalrun_checks (run_pk, eval, name, assertions, passed, evidence) "
-                                    "VALUES (?, 'alpha', ?, ?, 1, ?)"), (pk, name, count, f"ev {run_id}"))
+                old._conn.execute(q("INSERT INTO evalrun_checks (run_pk, eval, name, assertions, passed, evidence, "
+                                    "judge) VALUES (?, 'alpha', ?, ?, 1, ?, 'm#1')"), (pk, name, count, f"ev {run_id}"))
     finally:
         old.close()
-    store = open_store(store_location)  # migrates 3 -> 4
+    store = open_store(store_location)  # migrates 4 -> 5
     try:
         runs = store.runs("t1", 10)
     finally:
@@ -429,4 +430,5 @@ def test_checks_stored_before_names_were_kept_once_survive_the_migration(store_l
     for run in runs:
         checks = {c.name: (c.assertions, c.evidence) for c in run.evals[0].checks}
         assert checks == {"one": (3, f"ev {run.run_id}"), "a long name " * 50: (1, f"ev {run.run_id}")}
-    assert schema_version(store_location) == 4
+        assert {c.judge for c in run.evals[0].checks} == {"m#1"}
+    assert schema_version(store_location) == 5

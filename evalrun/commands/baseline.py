@@ -27,6 +27,8 @@ from evalrun.baseline import (
     update_command,
     write_baseline,
 )
+from evalrun.baseline_judges import updated_judges
+from evalrun.baseline_settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
 from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, keep_and_record, load
@@ -93,9 +95,15 @@ def update_baselines(
         for tier, path, *_ in pending:  # every file checked before any is written
             check_unchanged_since(manifest, path, snapshots[path], f"rerun {update_command(tier, manifest_path)}")
         for tier, path, results, names, filtered in pending:
-            new, notes = update_baseline(load_baseline(path), results, names, filtered)
+            old = load_baseline(path)
+            new, notes = update_baseline(old, results, names, filtered)
+            settings = updated_settings(
+                old.settings if old is not None else None, gate_settings(manifest, tier),
+                ran=(e.name for e in results.evals), keep=new,
+            )
+            judges = updated_judges(old.judges if old is not None else None, results.evals, keep=new)
             try:
-                write_baseline(path, new, update_command(tier, manifest_path))
+                write_baseline(path, new, update_command(tier, manifest_path), settings, judges)
             except OSError as exc:
                 raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
             mark_written(manifest, path)

@@ -40,6 +40,7 @@ class CheckRecord:
     passes: int | None = None
     message: str | None = None
     evidence: str | None = None
+    judge: str | None = None  # who judged it, when a model did (model#hash)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -163,6 +164,7 @@ def make_record(
         baseline = {
             "regressions": [clean(c.message, MESSAGE_CHARS) for c in comparison.regressions],
             "stale": [clean(c.message, MESSAGE_CHARS) for c in comparison.stale],
+            "undecided": [clean(c.message, MESSAGE_CHARS) for c in comparison.undecided],
             "not_compared": list(comparison.not_compared),
         }
     return RunRecord(
@@ -197,7 +199,7 @@ def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[E
             message = (clean(message, _SPENT_CHARS) or "") + _SPENT_NOTE if message or evidence else None
             evidence = None
         return CheckRecord(eval=result_name, name=c.name, assertions=c.assertions, passed=c.passed,
-                           message=message, evidence=evidence)
+                           message=message, evidence=evidence, judge=c.judge)
 
     for result in results.evals:
         models = result.models or None

@@ -58,6 +58,10 @@ MIGRATIONS: list[list[str | Callable[[Any, Dialect], None]]] = [
         "ALTER TABLE evalrun_evals ADD COLUMN experiment TEXT",
     ],
     [
+        # Who judged a check (model#hash of its prompt and rubric, evalrun.scorer.judging); null: no model did.
+        "ALTER TABLE evalrun_checks ADD COLUMN judge TEXT",
+    ],
+    [
         # Check names stored once, ever: a run's rows hold a number, not a 1,000-character name (and its
         # two index copies). ``key`` is a digest of eval and name, so the unique index stays small.
         """CREATE TABLE evalrun_check_names (
@@ -65,7 +69,7 @@ MIGRATIONS: list[list[str | Callable[[Any, Dialect], None]]] = [
         """CREATE TABLE evalrun_check_results (
             run_pk {ref} NOT NULL REFERENCES evalrun_runs (pk) ON DELETE CASCADE,
             check_pk {ref} NOT NULL REFERENCES evalrun_check_names (pk), assertions INTEGER NOT NULL,
-            passed INTEGER NOT NULL, runs INTEGER, passes INTEGER, message TEXT, evidence TEXT,
+            passed INTEGER NOT NULL, runs INTEGER, passes INTEGER, message TEXT, evidence TEXT, judge TEXT,
             PRIMARY KEY (run_pk, check_pk))""",
         lambda cur, dialect: _names_once(cur, dialect),
         "DROP TABLE evalrun_checks",
@@ -130,7 +134,7 @@ def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord, evals: Iterable[Ev
     eval_sql = _q(dialect, """INSERT INTO evalrun_evals (run_pk, name, status, duration_s, exit_code, message, models,
         tokens, metrics, experiment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""")
     check_sql = _q(dialect, """INSERT INTO evalrun_check_results (run_pk, check_pk, assertions, passed, runs, passes,
-        message, evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""")
+        message, evidence, judge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""")
     for e in run.evals if evals is None else evals:
         cur.execute(eval_sql, (pk, e.name, e.status, e.duration_s, e.exit_code, e.message,
                                json.dumps(e.models) if e.models else None, e.tokens, json.dumps(e.metrics),
@@ -139,7 +143,7 @@ def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord, evals: Iterable[Ev
             keys = [name_key(c.eval, c.name) for c in e.checks]
             ids = _name_ids(cur, dialect, keys, lambda i, checks=e.checks: (checks[i].eval, checks[i].name))
             cur.executemany(check_sql, ((pk, ids[key], c.assertions, int(c.passed), c.runs, c.passes, c.message,
-                                         c.evidence) for key, c in zip(keys, e.checks)))
+                                         c.evidence, c.judge) for key, c in zip(keys, e.checks)))
     return True
 
 
@@ -173,15 +177,15 @@ def _name_ids(cur: Cursor, dialect: Dialect, keys: list[str], pair: Callable[[in
 
 
 def _names_once(cur: Cursor, dialect: Dialect) -> None:
-    """Migration 4's data: every stored check's name into evalrun_check_names, its rows into evalrun_check_results."""
+    """Migration 5's data: every stored check's name into evalrun_check_names, its rows into evalrun_check_results."""
     cur.execute("SELECT DISTINCT eval, name FROM evalrun_checks")
     pairs = [(ev, name) for ev, name in cur.fetchall()]
     for start in range(0, len(pairs), 10_000):
         chunk = pairs[start:start + 10_000]
         _name_ids(cur, dialect, [name_key(ev, name) for ev, name in chunk], chunk.__getitem__)
     cur.execute(
-        "INSERT INTO evalrun_check_results (run_pk, check_pk, assertions, passed, runs, passes, message, evidence) "
-        "SELECT c.run_pk, n.pk, c.assertions, c.passed, c.runs, c.passes, c.message, c.evidence "
+        "INSERT INTO evalrun_check_results (run_pk, check_pk, assertions, passed, runs, passes, message, evidence, "
+        "judge) SELECT c.run_pk, n.pk, c.assertions, c.passed, c.runs, c.passes, c.message, c.evidence, c.judge "
         "FROM evalrun_checks c JOIN evalrun_check_names n ON n.eval = c.eval AND n.name = c.name"
     )
 
@@ -209,16 +213,16 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
     pks = [r[0] for r in rows]
     marks = ", ".join([dialect.placeholder] * len(pks))
     cur.execute(
-        f"SELECT r.run_pk, n.eval, n.name, r.assertions, r.passed, r.runs, r.passes, r.message, r.evidence "
+        f"SELECT r.run_pk, n.eval, n.name, r.assertions, r.passed, r.runs, r.passes, r.message, r.evidence, r.judge "
         f"FROM evalrun_check_results r JOIN evalrun_check_names n ON n.pk = r.check_pk "
         f"WHERE r.run_pk IN ({marks})",
         pks,
     )
     checks: dict[tuple[Any, str], list[CheckRecord]] = {}
-    for pk, ev, name, assertions, passed, runs, passes, message, evidence in cur.fetchall():
+    for pk, ev, name, assertions, passed, runs, passes, message, evidence, judge in cur.fetchall():
         checks.setdefault((pk, ev), []).append(
             CheckRecord(eval=ev, name=name, assertions=assertions, passed=bool(passed), runs=runs, passes=passes,
-                        message=message, evidence=evidence))
+                        message=message, evidence=evidence, judge=judge))
     cur.execute(
         f"SELECT run_pk, name, status, duration_s, exit_code, message, models, tokens, metrics, experiment "
         f"FROM evalrun_evals "
