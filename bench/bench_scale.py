@@ -80,12 +80,14 @@ def bench_many_checks(folder: Path, evals: int = 500, history: bool = True) -> N
         (folder / "evals" / f"e{i:03d}").mkdir(parents=True)
         manifest.append(f'[[evals]]\nname = "e{i:03d}"\ntier = "t1"\ndir = "evals/e{i:03d}"\nrun = ["python", "{scorer}"]\n')
     (folder / "manifest.toml").write_text("".join(manifest))
+    # The default SQLite history, whatever the outer shell sets (an empty EVALRUN_HISTORY_URL records nothing).
+    env = {**{k: v for k, v in os.environ.items() if k != "EVALRUN_HISTORY_URL"}, "CI": "1"}
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]);"
          "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode)",
          sys.executable, "-m", "evalrun", "t1", "-j", "2", "--json", str(folder / "results.json")],
-        cwd=folder, capture_output=True, text=True, env={**os.environ, "CI": "1", "EVALRUN_HISTORY_URL": ""},
+        cwd=folder, capture_output=True, text=True, env=env,
     )
     elapsed = time.perf_counter() - started
     maxrss_kb, code = proc.stdout.strip().splitlines()[-1].split()
@@ -95,7 +97,7 @@ def bench_many_checks(folder: Path, evals: int = 500, history: bool = True) -> N
         import sqlite3
 
         with sqlite3.connect(folder / ".evalrun" / "history.sqlite") as db:
-            count = db.execute("SELECT count(*) FROM evalrun_checks").fetchone()[0]
+            count = db.execute("SELECT count(*) FROM evalrun_check_results").fetchone()[0]
         stored = f"history on, {count:,} checks recorded"
     print(f"{evals} evals x 2,000 checks ({stored}): evalrun peak RSS {mb:.0f} MB (largest process: evalrun, "
           f"not a scorer), {elapsed:.1f} s, exit {code}; target 300 MB: {'MET' if mb < 300 else 'MISSED'}")

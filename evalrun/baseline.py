@@ -10,6 +10,8 @@ becomes a one-line ``BaselineError`` naming the file, the place and the fix.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import re
 import tomllib
@@ -64,6 +66,49 @@ def baseline_path(manifest: Manifest, tier: str) -> Path:
 def baseline_lock(manifest: Manifest, path: Path) -> Path:
     """The lock held while a baseline is read, updated and written: kept out of the committed folder."""
     return manifest.root / ".evalrun" / "locks" / f"{path.name}.lock"
+
+
+def baseline_fingerprint(path: Path) -> str | None:
+    """The sha256 of a baseline file's bytes; None when there is none (or it cannot be read: loading says why)."""
+    try:
+        return hashlib.sha256(read_bounded(path, BASELINE_LIMIT, "a baseline")).hexdigest()
+    except FileReadError:
+        return None
+
+
+def _written_mark(manifest: Manifest, path: Path) -> Path:
+    """Beside the lock: the fingerprint of the file the last ``baseline --update`` wrote."""
+    return baseline_lock(manifest, path).with_suffix(".written")
+
+
+def check_unchanged_since(manifest: Manifest, path: Path, snapshot: str | None, command: str) -> None:
+    """Under the baseline's lock: BaselineError unless the file is as it was before the scorers ran.
+
+    Another ``baseline --update`` that wrote it meanwhile is fine (its counts are
+    merged, never lost); anything else that changed it — a scorer, an editor —
+    would have its counts recorded as if this run decided them, so nothing is written.
+    """
+    now = baseline_fingerprint(path)
+    if now == snapshot:
+        return
+    try:
+        mark = _written_mark(manifest, path).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        mark = None
+    if now is not None and now == mark:
+        return
+    raise BaselineError(
+        f"{file_label(path)}: changed while the evals ran, and not by evalrun baseline --update (a scorer or an "
+        f"editor wrote it); nothing was written: look at the change, then {command}"
+    )
+
+
+def mark_written(manifest: Manifest, path: Path) -> None:
+    """Record the fingerprint of the baseline just written, for ``check_unchanged_since`` in a concurrent update."""
+    fingerprint = baseline_fingerprint(path)
+    if fingerprint is not None:
+        with contextlib.suppress(OSError):
+            write_atomic(_written_mark(manifest, path), fingerprint + "\n")
 
 
 def update_command(tier: str, manifest_path: Path | None = None) -> str:
@@ -157,6 +202,13 @@ _EMPTY_LINES = re.compile(r"^$", re.MULTILINE)
 
 def _read_whole_written_form(text: str) -> Baseline | None:
     """The baseline if ``text`` is exactly in the form evalrun writes (header comments only), else None."""
+    try:
+        return _read_whole(text)
+    except _NotScalar:
+        return None  # tomllib refuses it, naming the line
+
+
+def _read_whole(text: str) -> Baseline | None:
     start = _HEAD.match(text).end()  # type: ignore[union-attr]  # matches the empty string at least
     data: Baseline = {}
     while start < len(text):
@@ -253,6 +305,13 @@ def _quoted_table_as_json(block: str) -> dict[str, int] | None:
 
 def _read_written_form(text: str) -> Baseline | None:
     """The baseline if ``text`` is exactly in the form evalrun writes, else None."""
+    try:
+        return _read_lines(text)
+    except _NotScalar:
+        return None  # tomllib refuses it, naming the line
+
+
+def _read_lines(text: str) -> Baseline | None:
     data: Baseline = {}
     current: dict[str, Any] | None = None
     in_settings = in_judges = False
@@ -289,9 +348,23 @@ def _read_written_form(text: str) -> Baseline | None:
     return data
 
 
+class _NotScalar(ValueError):
+    """A ``\\uXXXX`` escape of a surrogate: TOML forbids it (JSON allows it); tomllib then names the line."""
+
+
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)")
+
+
 def _unescape(body: str) -> str:
-    # TOML's escapes in a basic string, as matched above, are JSON's.
-    return json.loads(f'"{body}"') if "\\" in body else body
+    # TOML's escapes in a basic string, as matched above, are JSON's, but that a \uXXXX escape must be
+    # a Unicode scalar value: a surrogate, even one of a pair JSON would join, is not TOML.
+    if "\\" not in body:
+        return body
+    for escape in _ESCAPE.finditer(body):
+        code = escape.group(1)
+        if len(code) == 5 and 0xD800 <= int(code[1:], 16) <= 0xDFFF:
+            raise _NotScalar(code)
+    return json.loads(f'"{body}"')
 
 
 def _describe_toml_error(exc: tomllib.TOMLDecodeError) -> str:

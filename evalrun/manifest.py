@@ -511,12 +511,39 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
         if spec.tier == "t1" and spec.services:
             raise ManifestError(f"{where}.services: t1 is static by promise and uses no services; move the eval to t2")
         _check_bites(where, manifest, spec, folder)
+    _check_sessions_apart(label, manifest)
     _check_keys_stay_out(label, manifest)
     for tier_name, tier in manifest.tiers.items():
         for req in tier.require:
             parse_requirement(label, manifest.probes, req, f"tiers.{tier_name}.require")
         _check_experiment_list(label, manifest, tier.experiments, f"tiers.{tier_name}.experiments")
     _check_experiments(label, manifest)
+
+
+def _check_sessions_apart(label: str, manifest: Manifest) -> None:
+    """Two evals never record into one replay session: ``t3 --record`` would write one's answers over the other's.
+
+    An eval's default session is its name made a folder name (``chat v1`` and
+    ``chat-v1`` are both ``chat-v1``), in its fixtures folder; ``fixtures_for``
+    shares another eval's on purpose.
+    """
+    from evalrun.models.replay.fixtures import default_session  # the proxy's own folding, imported when needed
+
+    owners: dict[tuple[Path, str], tuple[int, str]] = {}
+    by_name = {spec.name: spec for spec in manifest.evals}
+    for index, spec in enumerate(manifest.evals):
+        if spec.tier == "t1" or not manifest.uses_model(spec):
+            continue
+        owner = by_name.get(spec.fixtures_for or spec.name, spec)
+        key = (manifest.eval_dir(owner).resolve(), default_session(owner.name))
+        first = owners.setdefault(key, (index, owner.name))
+        if first[1] != owner.name:
+            other = manifest.evals[first[0]].name
+            raise ManifestError(
+                f'{label}: evals[{index}] ("{spec.name}") and evals[{first[0]}] ("{other}") would record into one '
+                f"replay session, {owner.dir}/fixtures/{key[1]}/ (names fold to the same folder name); rename one so "
+                f'they differ in letters or digits, give it its own dir, or share on purpose with fixtures_for = "{other}"'
+            )
 
 
 def _check_bites(where: str, manifest: Manifest, spec: EvalSpec, folder: Path) -> None:

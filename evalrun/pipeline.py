@@ -438,10 +438,16 @@ def write(results: RunResults, outputs: Outputs, console: Console, environ: Mapp
 
 
 def _write_output(write_one: Callable[[], None], flag: str, path: Path) -> None:
+    """Write one output; if that fails, the last run's file there is removed: it must never look current."""
     try:
         write_one()
-    except OSError as exc:
-        raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc}); choose a writable path") from None
+    except BaseException as exc:
+        if not writes_in_place(path):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        if isinstance(exc, OSError):
+            raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc}); choose a writable path") from None
+        raise
 
 
 def record(

@@ -220,3 +220,32 @@ def test_a_scorer_that_ran_and_failed_is_still_compared(project) -> None:
     shutil.copy(SCORERS / "fail_check.py", proj.root / "evals" / "a" / "pass.py")
     r = proj.run("t1")
     assert r.code == 1 and "vanished" in r.out and "not compared" not in r.out, r.out
+
+
+REWRITER = '''
+import os, pathlib
+from evalrun import scorer
+# A scorer that rewrites the committed baseline while the update runs: other evals' counts change.
+pathlib.Path(os.environ["BASELINE_FILE"]).write_text('[x]\\none = 1\\n\\n[y]\\nkept = 1\\n')
+with scorer.check("one") as c:
+    c.true(True)
+'''
+
+
+def test_a_baseline_rewritten_while_the_update_runs_is_refused_not_written(project) -> None:
+    from conftest import eval_entry
+
+    proj = project({
+        "manifest.toml": "[tiers.t1]\n" + eval_entry("x") + eval_entry("y"),
+        "evals/x/score.py": "from evalrun import scorer\nwith scorer.check('one') as c:\n    c.true(True)\n",
+        "evals/y/score.py": "from evalrun import scorer\nwith scorer.check('kept') as c:\n    c.equal(1, 1)\n    c.equal(2, 2)\n",
+    })
+    assert proj.run("baseline", "--update", "t1").code == 0
+    path = proj.root / "baselines" / "t1.toml"
+    proj.write({"evals/x/score.py": REWRITER})
+    outcome = proj.run("baseline", "--update", "t1", "-e", "x", env={"BASELINE_FILE": str(path)})
+    assert outcome.code == 2, outcome.output
+    assert "wrote" not in outcome.out
+    [line] = [ln for ln in outcome.err.splitlines() if ln]
+    assert "baselines/t1.toml" in line and "changed while" in line, line
+    assert path.read_text() == "[x]\none = 1\n\n[y]\nkept = 1\n"  # left for the user to look at, not overwritten

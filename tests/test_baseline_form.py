@@ -86,3 +86,38 @@ def test_a_hand_edited_baseline_still_loads_through_the_slower_readers(tmp_path:
     path.write_text("[a]\n# keep: flaky upstream\nx = 1\n\n[b]\ny = { assertions = 2, passes = 3, runs = 4 }\n")
     loaded = load_baseline(path)
     assert loaded == {"a": {"x": 1}, "b": {"y": 2}} and loaded["b"]["y"].runs == 4
+
+
+# ---------------------------------------------------------------- escapes: \uXXXX must be a Unicode scalar value
+
+escape = st.integers(0, 0xFFFF).map(lambda n: f"\\u{n:04x}") | st.integers(0xD800, 0xDFFF).map(lambda n: f"\\u{n:04X}")
+escaped_name = st.lists(escape | st.sampled_from(["a", "\\\\", "\\n", "é"]), min_size=1, max_size=4).map("".join)
+escaped_lines = st.builds(lambda k, n: f'"{k}" = {n}', escaped_name, st.integers(0, 9)) | st.builds(
+    lambda k: f'["{k}"]', escaped_name) | st.just("[a]")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(escaped_lines, min_size=1, max_size=6))
+def test_the_fast_readers_refuse_every_escape_toml_refuses(parts) -> None:
+    text = "[a]\n" + "\n".join(parts) + "\n"
+    try:
+        expected = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        expected = None
+    for reader in (_read_written_form, _read_whole_written_form):
+        fast = reader(text)
+        assert fast is None or fast == expected, (reader.__name__, text)
+
+
+def test_a_surrogate_escape_in_a_baseline_is_one_line_naming_file_and_line(project) -> None:
+    from conftest import eval_entry, json_scorer
+
+    proj = project({
+        "manifest.toml": "[tiers.t1]\n" + eval_entry("a"),
+        "evals/a/score.py": json_scorer([{"name": "one", "assertions": 1, "passed": True}]),
+        "baselines/t1.toml": '[a]\none = 1\n"x\\ud800" = 1\n',
+    })
+    outcome = proj.run("t1")
+    assert outcome.code == 2, outcome.output
+    assert "baselines/t1.toml: line 3" in outcome.err and outcome.err.count("\n") == 1, outcome.err
+    assert "internal error" not in outcome.output

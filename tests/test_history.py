@@ -158,13 +158,13 @@ def test_an_old_schema_is_migrated_on_open_and_keeps_its_runs(store_location: Hi
     finally:
         store.close()
     assert back.evals[0].checks[0].judge is None  # the column migration 4 added
-    assert schema_version(store_location) == 4
+    assert schema_version(store_location) == 5
 
 
 def test_a_schema_newer_than_evalrun_is_refused_in_one_line(store_location: HistoryLocation) -> None:
     open_store(store_location).close()
     set_schema_version(store_location, 99)
-    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(4\); upgrade"):
+    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(5\); upgrade"):
         open_store(store_location)
 
 
@@ -338,3 +338,97 @@ def test_any_history_url_is_a_location_or_one_line_error(url: str) -> None:
     assert location.kind in ("sqlite", "postgres")
     if location.kind == "postgres":
         assert isinstance(location.shown, str)
+
+
+# ---------------------------------------------------------------- bounded on disk: names once, text per run capped
+
+
+def _wide_results(n: int, names: list[str], *, failing: bool = False) -> RunResults:
+    return RunResults(
+        evalrun_version="0.1.0", tier="t1", manifest="manifest.toml",
+        started_at=f"2026-12-01T04:00:{n:02d}+00:00", finished_at=f"2026-12-01T04:00:{n:02d}+00:00", exit_code=0,
+        evals=[EvalResult(name="wide", tier="t1", dir="evals/wide", status=Status.FAILED if failing else Status.PASSED,
+                          checks=[CheckResult(name=name, assertions=1, passed=not failing,
+                                              message="m" * 2_000 if failing else None,
+                                              evidence="e" * 4_000 if failing else None) for name in names])],
+    )
+
+
+def _stored_bytes(location: HistoryLocation) -> int:
+    if location.kind == "postgres":
+        import psycopg
+
+        with psycopg.connect(location.target) as conn:
+            return conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    import sqlite3
+
+    with sqlite3.connect(location.target) as conn:  # the WAL folded in: the file alone
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return Path(location.target).stat().st_size
+
+
+def test_long_check_names_are_stored_once_not_once_per_run(store_location: HistoryLocation) -> None:
+    """1,000 checks with 1,000-character names, four runs: the names cost once; a run adds ints, not names."""
+    names = [f"{i:04d}-" + "n" * 995 for i in range(1_000)]
+    store = open_store(store_location)
+    try:
+        store.append(make_record(_wide_results(0, names), GitInfo(), "run"))
+        first = _stored_bytes(store_location)
+        for n in range(1, 4):
+            store.append(make_record(_wide_results(n, names), GitInfo(), "run"))
+        [*_, back] = store.runs("t1", 10)
+    finally:
+        store.close()
+    per_run = (_stored_bytes(store_location) - first) / 3
+    assert per_run < 150 * len(names), f"{per_run:.0f} bytes per run for {len(names)} checks"  # ~1 KB a name, once
+    assert [c.name for c in back.evals[0].checks] == names
+
+
+def test_a_runs_messages_and_evidence_are_capped_in_the_history(tmp_path: Path) -> None:
+    from evalrun.history.records import RUN_TEXT_CHARS
+
+    names = [f"c{i:05d}" for i in range(2_000)]
+    record = make_record(_wide_results(0, names, failing=True), GitInfo(), "run")
+    checks = record.evals[0].checks
+    kept = sum(len(c.message or "") + len(c.evidence or "") for c in checks)
+    assert kept <= RUN_TEXT_CHARS + 200 * len(checks)
+    assert checks[0].evidence == "e" * 4_000  # the first failures keep their evidence (up to 4,000 characters)
+    assert checks[-1].evidence is None and "results file" in (checks[-1].message or "")
+
+
+def test_checks_stored_before_names_were_kept_once_survive_the_migration(store_location: HistoryLocation) -> None:
+    """A version-4 history (names in every check row) is moved into names-once on open, every check kept."""
+    if store_location.kind == "postgres":
+        from evalrun.history.postgres import PostgresStore as Store
+
+        mark = "%s"
+    else:
+        from evalrun.history.sqlite import SqliteStore as Store
+
+        mark = "?"
+    old = Store(store_location, target_version=4)
+    q = lambda text: text.replace("?", mark)  # noqa: E731
+    try:
+        for run_id, pk_hint in (("r1", "2026-12-01T01:00:00+00:00"), ("r2", "2026-12-01T02:00:00+00:00")):
+            old._conn.execute(q("INSERT INTO evalrun_runs (run_id, tier, started_at, recorded_at, source, evalrun_version, "
+                                "interrupted, baseline) VALUES (?, 't1', ?, ?, 'run', '0', 0, '{}')"),
+                              (run_id, pk_hint, pk_hint))
+            pk = old._conn.execute(q("SELECT pk FROM evalrun_runs WHERE run_id = ?"), (run_id,)).fetchone()[0]
+            old._conn.execute(q("INSERT INTO evalrun_evals (run_pk, name, status, duration_s, metrics) "
+                                "VALUES (?, 'alpha', 'passed', 1.0, '{}')"), (pk,))
+            for name, count in (("one", 3), ("a long name " * 50, 1)):
+                old._conn.execute(q("INSERT INTO evalrun_checks (run_pk, eval, name, assertions, passed, evidence, "
+                                    "judge) VALUES (?, 'alpha', ?, ?, 1, ?, 'm#1')"), (pk, name, count, f"ev {run_id}"))
+    finally:
+        old.close()
+    store = open_store(store_location)  # migrates 4 -> 5
+    try:
+        runs = store.runs("t1", 10)
+    finally:
+        store.close()
+    assert [r.run_id for r in runs] == ["r1", "r2"]
+    for run in runs:
+        checks = {c.name: (c.assertions, c.evidence) for c in run.evals[0].checks}
+        assert checks == {"one": (3, f"ev {run.run_id}"), "a long name " * 50: (1, f"ev {run.run_id}")}
+        assert {c.judge for c in run.evals[0].checks} == {"m#1"}
+    assert schema_version(store_location) == 5

@@ -199,8 +199,12 @@ def _backend_waiting(conn, database: str) -> int | None:
     return row[0] if row else None
 
 
-def test_a_postgres_backend_that_never_answers_is_a_bounded_warning(project, postgres_database) -> None:
-    """The server's process for evalrun's connection is stopped: no server-side timeout can fire; the run still ends."""
+@pytest.mark.parametrize("fate", ["stopped", "terminated"])
+def test_a_postgres_backend_that_never_answers_or_dies_mid_write_is_a_bounded_warning(
+    project, postgres_database, fate: str
+) -> None:
+    """The server's process for evalrun's connection, mid-write, is stopped (SIGSTOP: no server-side timeout can
+    fire, it never answers) or terminated (the server ends the session); either way the run ends with one warning."""
     import psycopg
 
     proj = make(project)
@@ -218,9 +222,11 @@ def test_a_postgres_backend_that_never_answers_is_a_bounded_warning(project, pos
             while (pid := _backend_waiting(watcher, database)) is None and runner.is_alive():
                 assert time.monotonic() < until, "evalrun's history session never waited on the lock"
                 time.sleep(0.02)
-            if pid is not None:
+            if pid is not None and fate == "stopped":
                 os.kill(pid, signal.SIGSTOP)  # the server's side of evalrun's connection: alive, never answering
                 stopped.append(pid)
+            elif pid is not None:
+                watcher.execute("SELECT pg_terminate_backend(%s)", (pid,))
             holder.rollback()
             runner.join(60)
         finally:

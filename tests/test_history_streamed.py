@@ -49,7 +49,7 @@ def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> HistoryLoc
 
 def row_counts(location: HistoryLocation) -> tuple[int, int, int]:
     """Rows in the three tables, read with the database's own client, not through the store."""
-    queries = [f"SELECT count(*) FROM evalrun_{table}" for table in ("runs", "evals", "checks")]
+    queries = [f"SELECT count(*) FROM evalrun_{table}" for table in ("runs", "evals", "check_results")]
     if location.kind == "postgres":
         import psycopg
 

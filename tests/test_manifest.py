@@ -105,3 +105,39 @@ def test_an_unknown_key_names_the_known_key_it_is_closest_to(tmp_path: Path, tex
     with pytest.raises(ManifestError) as caught:
         load_manifest(path)
     assert str(caught.value).startswith(f"{file_label(path)}: {says}")
+
+
+# ---------------------------------------------------------------- replay sessions: one eval's recordings, never two
+
+
+@pytest.mark.parametrize("first, second", [("chat v1", "chat-v1"), ("café", "caf-"), ("a.b!", "a.b?")])
+def test_two_evals_whose_default_sessions_fold_together_are_refused_naming_both(tmp_path: Path, first: str,
+                                                                                 second: str) -> None:
+    (tmp_path / "evals" / "chat").mkdir(parents=True)
+    entries = "".join(
+        f'[[evals]]\nname = "{n}"\ntier = "t3"\ndir = "evals/chat"\nrun = ["python", "s.py"]\nmodel = true\n\n'
+        for n in (first, second)
+    )
+    (tmp_path / "manifest.toml").write_text("[tiers.t3]\n" + entries, encoding="utf-8")
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(tmp_path / "manifest.toml")
+    text = str(caught.value)
+    assert "\n" not in text
+    assert f'evals[1] ("{second}")' in text and f'evals[0] ("{first}")' in text, text
+    assert "fixtures_for" in text and "rename" in text, text
+
+
+def test_sessions_that_fold_together_in_different_folders_or_on_purpose_are_fine(tmp_path: Path) -> None:
+    for d in ("a", "b", "c"):
+        (tmp_path / "evals" / d).mkdir(parents=True)
+    (tmp_path / "manifest.toml").write_text(
+        "[tiers.t3]\n"
+        '[[evals]]\nname = "chat v1"\ntier = "t3"\ndir = "evals/a"\nrun = ["x"]\nmodel = true\n\n'
+        '[[evals]]\nname = "chat-v1"\ntier = "t3"\ndir = "evals/b"\nrun = ["x"]\nmodel = true\n\n'  # own folder
+        '[[evals]]\nname = "chat_v1 live"\ntier = "t3"\ndir = "evals/c"\nrun = ["x"]\nmodel = true\n'
+        'fixtures_for = "chat v1"\n\n'  # shares chat v1's recordings on purpose
+        '[[evals]]\nname = "chat.v1"\ntier = "t3"\ndir = "evals/a"\nrun = ["x"]\nmodel = true\n'
+        'fixtures_for = "chat v1"\n',
+        encoding="utf-8",
+    )
+    assert len(load_manifest(tmp_path / "manifest.toml").evals) == 4

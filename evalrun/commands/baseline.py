@@ -15,11 +15,14 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from evalrun.baseline import (
+    baseline_fingerprint,
     baseline_lock,
     baseline_path,
+    check_unchanged_since,
     compare_tier,
     format_comparison,
     load_baseline,
+    mark_written,
     update_baseline,
     update_command,
     write_baseline,
@@ -58,10 +61,12 @@ def update_baselines(
     if all_tiers and from_results is not None:
         raise UsageError("--from-results reads one tier's results; use it with --update TIER, not --all")
     pending: list[tuple[str, Path, RunResults, set[str], bool]] = []
+    snapshots: dict[Path, str | None] = {}
     for tier in tiers:
         plan = make_plan(manifest, tier, evals, tags, experiments)
         path = check_writable(baseline_path(manifest, tier), "baseline")
         early = load_baseline(path)  # a bad baseline is exit 2 before any scorer starts
+        snapshots[path] = baseline_fingerprint(path)  # what the file was before any scorer could touch it
         if from_results is not None:
             results = load_results(from_results)
             if results.tier != tier:
@@ -87,6 +92,8 @@ def update_baselines(
         for _tier, path, *_ in sorted(pending, key=lambda item: str(item[1])):  # one order: no deadlock
             locks.enter_context(hold_lock(baseline_lock(manifest, path)))
         written = []
+        for tier, path, *_ in pending:  # every file checked before any is written
+            check_unchanged_since(manifest, path, snapshots[path], f"rerun {update_command(tier, manifest_path)}")
         for tier, path, results, names, filtered in pending:
             old = load_baseline(path)
             new, notes = update_baseline(old, results, names, filtered)
@@ -99,6 +106,7 @@ def update_baselines(
                 write_baseline(path, new, update_command(tier, manifest_path), settings, judges)
             except OSError as exc:
                 raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
+            mark_written(manifest, path)
             written.append((tier, path, new, notes))
     for tier, path, new, notes in written:
         for note in notes:

@@ -22,6 +22,9 @@ from evalrun.results import RunResults, Status
 MESSAGE_CHARS = 2_000  # a message is one explaining line; keep more than enough of it
 EVIDENCE_CHARS = 4_000  # evidence can be a whole state dump; the results file keeps the rest
 MAX_METRICS = 100  # per eval
+RUN_TEXT_CHARS = 2_000_000  # check messages and evidence kept of one run; past it, a short message and no evidence
+_SPENT_CHARS = 160  # a check's message once the run's text is spent
+_SPENT_NOTE = " (cut: the results file has it all)"  # with it, at most 200 characters a check
 GIT_TIMEOUT = 5.0  # seconds per git call: history must never hold up a run
 
 
@@ -185,6 +188,19 @@ def make_record(
 def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[EvalRecord]:
     """The stored form of each eval of ``results``, with its checks, one eval at a time."""
     clean = _cleaner([s for s in secrets if s])
+    budget = [RUN_TEXT_CHARS]  # shared by every eval of the run
+
+    def check_record(result_name: str, c: Any) -> CheckRecord:
+        message, evidence = c.message, c.evidence
+        if budget[0] > 0:
+            message, evidence = clean(message, MESSAGE_CHARS), clean(evidence, EVIDENCE_CHARS)
+            budget[0] -= len(message or "") + len(evidence or "")
+        else:
+            message = (clean(message, _SPENT_CHARS) or "") + _SPENT_NOTE if message or evidence else None
+            evidence = None
+        return CheckRecord(eval=result_name, name=c.name, assertions=c.assertions, passed=c.passed,
+                           message=message, evidence=evidence, judge=c.judge)
+
     for result in results.evals:
         models = result.models or None
         tokens = None
@@ -202,12 +218,7 @@ def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[E
             models=models,
             tokens=tokens,
             metrics=metrics,
-            checks=[
-                CheckRecord(eval=result.name, name=c.name, assertions=c.assertions, passed=c.passed,
-                            message=clean(c.message, MESSAGE_CHARS), evidence=clean(c.evidence, EVIDENCE_CHARS),
-                            judge=c.judge)
-                for c in result.checks
-            ],
+            checks=[check_record(result.name, c) for c in result.checks],
         )
 
 

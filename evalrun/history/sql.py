@@ -10,7 +10,8 @@ processes opening an old database at once upgrade it once.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,7 +30,7 @@ SQLITE = Dialect("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "REAL", "?")
 POSTGRES = Dialect("BIGSERIAL PRIMARY KEY", "BIGINT", "DOUBLE PRECISION", "%s")
 
 # Version N is reached by applying MIGRATIONS[N - 1]. Never edit a released step: add one.
-MIGRATIONS: list[list[str]] = [
+MIGRATIONS: list[list[str | Callable[[Any, Dialect], None]]] = [
     [
         """CREATE TABLE evalrun_runs (
             pk {pk}, run_id TEXT NOT NULL UNIQUE, tier TEXT NOT NULL, started_at TEXT NOT NULL,
@@ -60,6 +61,19 @@ MIGRATIONS: list[list[str]] = [
         # Who judged a check (model#hash of its prompt and rubric, evalrun.scorer.judging); null: no model did.
         "ALTER TABLE evalrun_checks ADD COLUMN judge TEXT",
     ],
+    [
+        # Check names stored once, ever: a run's rows hold a number, not a 1,000-character name (and its
+        # two index copies). ``key`` is a digest of eval and name, so the unique index stays small.
+        """CREATE TABLE evalrun_check_names (
+            pk {pk}, key TEXT NOT NULL UNIQUE, eval TEXT NOT NULL, name TEXT NOT NULL)""",
+        """CREATE TABLE evalrun_check_results (
+            run_pk {ref} NOT NULL REFERENCES evalrun_runs (pk) ON DELETE CASCADE,
+            check_pk {ref} NOT NULL REFERENCES evalrun_check_names (pk), assertions INTEGER NOT NULL,
+            passed INTEGER NOT NULL, runs INTEGER, passes INTEGER, message TEXT, evidence TEXT, judge TEXT,
+            PRIMARY KEY (run_pk, check_pk))""",
+        lambda cur, dialect: _names_once(cur, dialect),
+        "DROP TABLE evalrun_checks",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS evalrun_schema (version INTEGER NOT NULL)"
@@ -86,7 +100,10 @@ def migrate(cur: Cursor, dialect: Dialect, target: int = SCHEMA_VERSION) -> int:
         raise SchemaTooNew(f"history schema version {found} is newer than this evalrun's ({SCHEMA_VERSION}); upgrade evalrun")
     for step in MIGRATIONS[found:target]:
         for statement in step:
-            cur.execute(statement.format(pk=dialect.pk, ref=dialect.ref, real=dialect.real))
+            if callable(statement):  # a step that moves data, in the same transaction
+                statement(cur, dialect)
+            else:
+                cur.execute(statement.format(pk=dialect.pk, ref=dialect.ref, real=dialect.real))
     if found < target:
         if row:
             cur.execute(_q(dialect, "UPDATE evalrun_schema SET version = ?"), (target,))
@@ -116,16 +133,61 @@ def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord, evals: Iterable[Ev
     pk = row[0]
     eval_sql = _q(dialect, """INSERT INTO evalrun_evals (run_pk, name, status, duration_s, exit_code, message, models,
         tokens, metrics, experiment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""")
-    check_sql = _q(dialect, """INSERT INTO evalrun_checks (run_pk, eval, name, assertions, passed, runs, passes,
-        message, evidence, judge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""")
+    check_sql = _q(dialect, """INSERT INTO evalrun_check_results (run_pk, check_pk, assertions, passed, runs, passes,
+        message, evidence, judge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""")
     for e in run.evals if evals is None else evals:
         cur.execute(eval_sql, (pk, e.name, e.status, e.duration_s, e.exit_code, e.message,
                                json.dumps(e.models) if e.models else None, e.tokens, json.dumps(e.metrics),
                                e.experiment))
         if e.checks:
-            cur.executemany(check_sql, [(pk, c.eval, c.name, c.assertions, int(c.passed), c.runs, c.passes,
-                                         c.message, c.evidence, c.judge) for c in e.checks])
+            keys = [name_key(c.eval, c.name) for c in e.checks]
+            ids = _name_ids(cur, dialect, keys, lambda i, checks=e.checks: (checks[i].eval, checks[i].name))
+            cur.executemany(check_sql, ((pk, ids[key], c.assertions, int(c.passed), c.runs, c.passes, c.message,
+                                         c.evidence, c.judge) for key, c in zip(keys, e.checks)))
     return True
+
+
+_BATCH = 500  # keys per IN (...) lookup: well under SQLite's limit of bound parameters
+
+
+def name_key(eval_name: str, check: str) -> str:
+    """The stored key of a check name: a digest, so the unique index never holds 1,000-character names."""
+    return hashlib.sha256(f"{len(eval_name)}:{eval_name}{check}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _name_ids(cur: Cursor, dialect: Dialect, keys: list[str], pair: Callable[[int], tuple[str, str]]) -> dict[str, Any]:
+    """The row of each key (``pair(i)``: the eval and check name of ``keys[i]``), added if new.
+
+    Added in key order, so two writers adding the same names never deadlock;
+    built from generators, so an eval's checks are never copied whole again.
+    """
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    cur.executemany(
+        _q(dialect, "INSERT INTO evalrun_check_names (key, eval, name) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING"),
+        ((keys[i], *pair(i)) for i in order),
+    )
+    ids: dict[str, Any] = {}
+    for start in range(0, len(keys), _BATCH):
+        batch = keys[start:start + _BATCH]
+        marks = ", ".join([dialect.placeholder] * len(batch))
+        cur.execute(f"SELECT key, pk FROM evalrun_check_names WHERE key IN ({marks})", batch)
+        for key, row in cur:  # a row at a time: no list of them all
+            ids[key] = row
+    return ids
+
+
+def _names_once(cur: Cursor, dialect: Dialect) -> None:
+    """Migration 5's data: every stored check's name into evalrun_check_names, its rows into evalrun_check_results."""
+    cur.execute("SELECT DISTINCT eval, name FROM evalrun_checks")
+    pairs = [(ev, name) for ev, name in cur.fetchall()]
+    for start in range(0, len(pairs), 10_000):
+        chunk = pairs[start:start + 10_000]
+        _name_ids(cur, dialect, [name_key(ev, name) for ev, name in chunk], chunk.__getitem__)
+    cur.execute(
+        "INSERT INTO evalrun_check_results (run_pk, check_pk, assertions, passed, runs, passes, message, evidence, "
+        "judge) SELECT c.run_pk, n.pk, c.assertions, c.passed, c.runs, c.passes, c.message, c.evidence, c.judge "
+        "FROM evalrun_checks c JOIN evalrun_check_names n ON n.eval = c.eval AND n.name = c.name"
+    )
 
 
 _RUN_COLUMNS = ("pk, run_id, tier, started_at, finished_at, recorded_at, source, git_commit, git_branch, git_dirty, "
@@ -151,8 +213,9 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
     pks = [r[0] for r in rows]
     marks = ", ".join([dialect.placeholder] * len(pks))
     cur.execute(
-        f"SELECT run_pk, eval, name, assertions, passed, runs, passes, message, evidence, judge FROM evalrun_checks "
-        f"WHERE run_pk IN ({marks})",
+        f"SELECT r.run_pk, n.eval, n.name, r.assertions, r.passed, r.runs, r.passes, r.message, r.evidence, r.judge "
+        f"FROM evalrun_check_results r JOIN evalrun_check_names n ON n.pk = r.check_pk "
+        f"WHERE r.run_pk IN ({marks})",
         pks,
     )
     checks: dict[tuple[Any, str], list[CheckRecord]] = {}

@@ -142,6 +142,8 @@ def read_json_report(path: Path, secrets: Iterable[str] = ()) -> ParsedReport:
             raise ReportError("no report was written to $EVALRUN_REPORT") from None
         raise ReportError(f"invalid report: $EVALRUN_REPORT {exc.reason}") from None
     data = _load(raw)
+    if _SURROGATE_ESCAPE.search(raw):  # rare: only a \\uD800-\\uDFFF escape makes text no file can hold
+        data = _representable(data)
     if isinstance(data, dict) and isinstance(data.get("checks"), list) and len(data["checks"]) > CHECK_LIMIT:
         count = len(data["checks"])
         raise ReportError(f"invalid report: checks: {count:,} checks, more than the {CHECK_LIMIT:,} evalrun reads")
@@ -217,6 +219,44 @@ def _load(raw: bytes) -> Any:
 
 class _NotFinite(ValueError):
     pass
+
+
+# JSON's "\ud800" is valid JSON and a lone surrogate, which no UTF-8 file (results, baseline, history) can hold.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _representable(data: Any) -> Any:
+    """The report with lone surrogates made U+FFFD; ReportError for a check name holding one.
+
+    A name is the baseline's key: changed here it would be another check, so the
+    report is refused, naming the check. Any other text shows U+FFFD, as a decoder
+    shows a byte it cannot read.
+    """
+    if isinstance(data, dict) and isinstance(data.get("checks"), list):
+        for index, check in enumerate(data["checks"]):
+            name = check.get("name") if isinstance(check, dict) else None
+            found = _SURROGATE.search(name) if isinstance(name, str) else None
+            if found is not None:
+                raise ReportError(
+                    f"invalid report: checks[{index}].name {shorten(ascii(name), 80)} is not valid Unicode "
+                    f"(a lone surrogate \\u{ord(found.group()):04x} at character {found.start() + 1}); "
+                    "name checks with text UTF-8 can hold"
+                )
+    try:
+        return _replaced(data)
+    except RecursionError:
+        raise ReportError("invalid report: nested too deeply to read") from None
+
+
+def _replaced(node: Any) -> Any:
+    if isinstance(node, str):
+        return _SURROGATE.sub("\ufffd", node)
+    if isinstance(node, list):
+        return [_replaced(v) for v in node]
+    if isinstance(node, dict):
+        return {_replaced(k): _replaced(v) for k, v in node.items()}
+    return node
 
 
 def _refuse_constant(name: str) -> Any:

@@ -40,7 +40,13 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
             if why and report_error and "no report" not in report_error:
                 msg += f"; {report_error}"
         return Verdict(Status.ERROR, _clip(msg), [], {})
-    checks = [_apply_check_rules(c) for c in parsed.checks]
+    unnamed = _first_unrepresentable_name(parsed)
+    if unnamed is not None:  # no results file, baseline or history could hold it: the eval fails, alone
+        return Verdict(Status.ERROR, _clip(f"invalid report: {unnamed}"), [], {})
+    checks = [_apply_check_rules(_representable_check(c)) for c in parsed.checks]
+    metrics = _representable_metrics(parsed.metrics)
+    if metrics is not parsed.metrics:
+        parsed = replace(parsed, metrics=metrics)
     names: set[str] = set()
     for c in checks:
         if c.name in names:
@@ -122,4 +128,42 @@ def _fold(text: str) -> str:
 
 
 def _clip(text: str) -> str:
-    return shorten(text, MESSAGE_LIMIT)
+    return shorten(_representable(text), MESSAGE_LIMIT)
+
+
+# --- text a results file can hold ------------------------------------------------
+#
+# A lone surrogate (JSON's "\ud800", valid JSON, not valid Unicode) cannot be written as
+# UTF-8. In a check name it is refused: names are the baseline's keys, and a name
+# changed here would be a different check. In a message, evidence or metric it
+# becomes U+FFFD, as a decoder shows any byte it cannot read.
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _representable(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def _first_unrepresentable_name(parsed: ParsedReport) -> str | None:
+    for index, check in enumerate(parsed.checks):
+        found = _SURROGATE.search(check.name)
+        if found is not None:
+            shown = ascii(check.name[:60])
+            return (f"checks[{index}].name {shown} is not valid Unicode (a lone surrogate "
+                    f"\\u{ord(found.group()):04x} at character {found.start() + 1}); name checks with text UTF-8 can hold")
+    return None
+
+
+def _representable_check(check: CheckResult) -> CheckResult:
+    message = _representable(check.message) if check.message else check.message
+    evidence = _representable(check.evidence) if check.evidence else check.evidence
+    if message is check.message and evidence is check.evidence:
+        return check
+    return replace(check, message=message, evidence=evidence)
+
+
+def _representable_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    if not any(_SURROGATE.search(k) or (isinstance(v, str) and _SURROGATE.search(v)) for k, v in metrics.items()):
+        return metrics
+    return {_representable(k): _representable(v) if isinstance(v, str) else v for k, v in metrics.items()}
