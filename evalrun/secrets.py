@@ -104,18 +104,17 @@ def scrub(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str
 
     The one place evalrun hides known secrets in text. Fragments count because
     a cut (by a scorer, a pipe's tail, a capped field) may leave part of a key.
+    One pass: a single compiled pattern of every fragment finds the places where
+    something may hide (``_Matcher``); a text with none is returned after one scan.
     """
     if not text:
         return text
-    values, pieces = _prepared(frozenset(s for s in secrets if s))
-    if not any(piece in text for piece in pieces):  # the common case: nothing to hide, found at C speed
+    matcher = _matcher(frozenset(s for s in secrets if s))
+    if matcher is None:
         return text
-    spans: list[tuple[int, int]] = []
-    for secret in values:
-        if len(secret) <= FRAGMENT:
-            spans += [(start, start + len(secret)) for start in _occurrences(text, secret)]
-            continue
-        spans += _fragment_spans(text, secret)
+    spans = matcher.spans(text)
+    if not spans:  # the common case: nothing to hide, found in one scan at C speed
+        return text
     # evalrun's own placeholder is never a secret, whatever a key happens to share with it.
     kept = [(m, m + len(PLACEHOLDER)) for m in _occurrences(text, PLACEHOLDER)]
     spans = [(a, b) for a, b in spans if not any(k0 <= a and b <= k1 for k0, k1 in kept)]
@@ -132,32 +131,70 @@ def _occurrences(text: str, needle: str) -> list[int]:
     return found
 
 
+class _Matcher:
+    """Every place of a text where a secret, or a run of ``FRAGMENT`` of its characters, shows.
+
+    ``pattern`` matches at a position iff a short secret (``FRAGMENT`` characters
+    or fewer) or a ``FRAGMENT``-gram of a longer one starts there; it is built as
+    a trie, so a position costs a character test or two, whatever the number of
+    fragments. At each such position the grams say which secret and offset they
+    are (``grams``): consecutive positions on one alignment of text and secret
+    make one run, the span of its whole shared stretch. The spans are those the
+    former search found by growing each fragment's match both ways.
+    """
+
+    def __init__(self, secrets: frozenset[str]) -> None:
+        self.shorts = sorted(s for s in secrets if len(s) <= FRAGMENT)
+        self.grams: dict[str, list[tuple[int, int]]] = {}
+        for number, secret in enumerate(sorted(s for s in secrets if len(s) > FRAGMENT)):
+            for offset in range(len(secret) - FRAGMENT + 1):
+                self.grams.setdefault(secret[offset : offset + FRAGMENT], []).append((number, offset))
+        self.pattern = re.compile(_trie_pattern([*self.shorts, *self.grams]))
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        found = self.pattern.search(text)
+        if found is None:
+            return []
+        spans: list[tuple[int, int]] = []
+        runs: dict[tuple[int, int], list[int]] = {}  # (secret, alignment) -> [first, last] position of its open run
+        search = self.pattern.search
+        while found is not None:
+            at = found.start()
+            for number, offset in self.grams.get(text[at : at + FRAGMENT], ()):
+                run = runs.get((number, at - offset))
+                if run is not None and run[1] == at - 1:
+                    run[1] = at
+                else:
+                    if run is not None:
+                        spans.append((run[0], run[1] + FRAGMENT))
+                    runs[(number, at - offset)] = [at, at]
+            spans += [(at, at + len(short)) for short in self.shorts if text.startswith(short, at)]
+            found = search(text, at + 1)
+        spans += [(first, last + FRAGMENT) for first, last in runs.values()]
+        return spans
+
+
+def _trie_pattern(words: list[str]) -> str:
+    """A regular expression that matches where any of ``words`` starts (the shortest one suffices)."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a word ends here
+
+    def build(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""  # a word ends here: whatever follows, there is a match
+        branches = [re.escape(char) + build(child) for char, child in sorted(node.items())]
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return build(trie)
+
+
 @lru_cache(maxsize=64)
-def _prepared(secrets: frozenset[str]) -> tuple[list[str], tuple[str, ...]]:
-    """The secrets longest first, and every piece whose presence means something to hide:
-    a short secret whole, a long one's every run of FRAGMENT characters."""
-    values = sorted(secrets, key=len, reverse=True)
-    pieces = {s if len(s) <= FRAGMENT else s[i : i + FRAGMENT] for s in values for i in range(max(1, len(s) - FRAGMENT + 1))}
-    return values, tuple(pieces)
-
-
-def _fragment_spans(text: str, secret: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` that are runs of ``FRAGMENT`` or more consecutive characters of ``secret``."""
-    spans: list[tuple[int, int]] = []
-    for offset in range(0, len(secret) - FRAGMENT + 1):
-        gram = secret[offset : offset + FRAGMENT]
-        start = text.find(gram)
-        while start != -1:
-            # Grow the match both ways while text and secret agree.
-            left, right = start, start + FRAGMENT
-            s_left, s_right = offset, offset + FRAGMENT
-            while left > 0 and s_left > 0 and text[left - 1] == secret[s_left - 1]:
-                left, s_left = left - 1, s_left - 1
-            while right < len(text) and s_right < len(secret) and text[right] == secret[s_right]:
-                right, s_right = right + 1, s_right + 1
-            spans.append((left, right))
-            start = text.find(gram, start + 1)
-    return spans
+def _matcher(secrets: frozenset[str]) -> _Matcher | None:
+    return _Matcher(secrets) if secrets else None
 
 
 def _replace_spans(text: str, spans: list[tuple[int, int]], replacement: str) -> str:
