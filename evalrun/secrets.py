@@ -104,13 +104,13 @@ def scrub(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str
 
     The one place evalrun hides known secrets in text. Fragments count because
     a cut (by a scorer, a pipe's tail, a capped field) may leave part of a key.
-    One pass: a single compiled pattern of every fragment finds the places where
-    something may hide (``_Matcher``); a text with none is returned after one scan.
+    One pass: a compiled pattern finds the few places where a fragment may show
+    (``_Matcher``); a text with none is returned after that one scan.
     """
     if not text:
         return text
     matcher = _matcher(frozenset(s for s in secrets if s))
-    if matcher is None:
+    if matcher is None or len(text) < matcher.shortest:  # a JSON key, a number: too short to hold anything
         return text
     spans = matcher.spans(text)
     if not spans:  # the common case: nothing to hide, found in one scan at C speed
@@ -134,43 +134,51 @@ def _occurrences(text: str, needle: str) -> list[int]:
 class _Matcher:
     """Every place of a text where a secret, or a run of ``FRAGMENT`` of its characters, shows.
 
-    ``pattern`` matches at a position iff a short secret (``FRAGMENT`` characters
-    or fewer) or a ``FRAGMENT``-gram of a longer one starts there; it is built as
-    a trie, so a position costs a character test or two, whatever the number of
-    fragments. At each such position the grams say which secret and offset they
-    are (``grams``): consecutive positions on one alignment of text and secret
-    make one run, the span of its whole shared stretch. The spans are those the
-    former search found by growing each fragment's match both ways.
+    One scan of the text (``runs``, a compiled pattern) finds its stretches of
+    ``FRAGMENT`` or more characters that all occur in some key fragment: only
+    inside them can a fragment show, and ordinary text has few. In a stretch,
+    each window of ``FRAGMENT`` characters is looked up among the fragments
+    (``grams``: which secret, at which offset); consecutive windows on one
+    alignment of text and secret make one run, the span of its whole shared
+    stretch, as the former search found by growing each fragment's match both
+    ways. Secrets of ``FRAGMENT`` characters or fewer are found whole by one
+    more pattern (``shorts``), overlapping occurrences included.
     """
 
     def __init__(self, secrets: frozenset[str]) -> None:
         self.shorts = sorted(s for s in secrets if len(s) <= FRAGMENT)
+        self.short_pattern = re.compile(_trie_pattern(self.shorts)) if self.shorts else None
         self.grams: dict[str, list[tuple[int, int]]] = {}
         for number, secret in enumerate(sorted(s for s in secrets if len(s) > FRAGMENT)):
             for offset in range(len(secret) - FRAGMENT + 1):
                 self.grams.setdefault(secret[offset : offset + FRAGMENT], []).append((number, offset))
-        self.pattern = re.compile(_trie_pattern([*self.shorts, *self.grams]))
+        chars = "[" + "".join(re.escape(c) for c in sorted({c for gram in self.grams for c in gram})) + "]"
+        self.runs = re.compile(f"(?<!{chars}){chars}{{{FRAGMENT},}}") if self.grams else None
+        self.shortest = min([FRAGMENT, *map(len, self.shorts)])
 
     def spans(self, text: str) -> list[tuple[int, int]]:
-        found = self.pattern.search(text)
-        if found is None:
-            return []
         spans: list[tuple[int, int]] = []
-        runs: dict[tuple[int, int], list[int]] = {}  # (secret, alignment) -> [first, last] position of its open run
-        search = self.pattern.search
-        while found is not None:
-            at = found.start()
-            for number, offset in self.grams.get(text[at : at + FRAGMENT], ()):
-                run = runs.get((number, at - offset))
-                if run is not None and run[1] == at - 1:
-                    run[1] = at
-                else:
-                    if run is not None:
-                        spans.append((run[0], run[1] + FRAGMENT))
-                    runs[(number, at - offset)] = [at, at]
-            spans += [(at, at + len(short)) for short in self.shorts if text.startswith(short, at)]
-            found = search(text, at + 1)
-        spans += [(first, last + FRAGMENT) for first, last in runs.values()]
+        if self.runs is not None:
+            grams = self.grams
+            for stretch in self.runs.finditer(text):
+                first, end = stretch.span()
+                runs: dict[tuple[int, int], list[int]] = {}  # (secret, alignment) -> [first, last] window of a run
+                for at in range(first, end - FRAGMENT + 1):
+                    for number, offset in grams.get(text[at : at + FRAGMENT], ()):
+                        run = runs.get((number, at - offset))
+                        if run is not None and run[1] == at - 1:
+                            run[1] = at
+                            continue
+                        if run is not None:
+                            spans.append((run[0], run[1] + FRAGMENT))
+                        runs[(number, at - offset)] = [at, at]
+                spans += [(a, b + FRAGMENT) for a, b in runs.values()]
+        if self.short_pattern is not None:
+            found = self.short_pattern.search(text)
+            while found is not None:
+                at = found.start()
+                spans += [(at, at + len(short)) for short in self.shorts if text.startswith(short, at)]
+                found = self.short_pattern.search(text, at + 1)
         return spans
 
 
