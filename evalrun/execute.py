@@ -31,7 +31,7 @@ from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
 from evalrun.process import ProcessOutcome, ProcessRequest, run_process
 from evalrun.reports_in.json_report import read_json_report
-from evalrun.reports_in.parsed import ParsedReport
+from evalrun.reports_in.parsed import REPORT_LIMIT, ParsedReport
 from evalrun.reports_in.rules import judge
 from evalrun.results import CheckResult, EvalResult, Status
 from evalrun.secrets import PLACEHOLDER
@@ -360,6 +360,7 @@ def _run_recorded(
             shell=spec.shell,
             grace=grace,
             stdout_path=stdout_path,
+            stdout_limit=REPORT_LIMIT + 1,  # what a TAP report is read up to, and one byte to tell it is more
         ),
         cancel,
         on_spawn=remember,

@@ -63,7 +63,8 @@ class ProcessRequest:
     shell: bool = False
     grace: float = 2.0  # seconds between SIGTERM and SIGKILL to the group
     tail_bytes: int = 64 * 1024  # how much of the end of each stream to keep
-    stdout_path: Path | None = None  # all stdout bytes are also streamed here
+    stdout_path: Path | None = None  # stdout bytes are also streamed here...
+    stdout_limit: int | None = None  # ...at most this many; the rest is read (the child never blocks), not saved
 
     def __post_init__(self) -> None:
         # Accept lists and str paths from callers, store the declared types.
@@ -304,6 +305,7 @@ def _supervise(
     exited_at: float | None = None
     timed_out = cancelled = False
     sink_error: str | None = None
+    saved = 0  # stdout bytes written to the sink
     finished = False
     try:
         while True:
@@ -362,8 +364,12 @@ def _supervise(
                     continue
                 key.data.add(chunk)
                 if key.data is out and sink is not None and sink_error is None:
+                    if request.stdout_limit is not None:  # past the limit nothing is saved: disk is bounded too
+                        chunk = chunk[: max(0, request.stdout_limit - saved)]
                     try:
-                        sink.write(chunk)
+                        if chunk:
+                            sink.write(chunk)
+                            saved += len(chunk)
                     except OSError as exc:
                         sink_error = f"cannot write stdout to {request.stdout_path}: {exc.strerror}"
         finished = True

@@ -104,18 +104,17 @@ def scrub(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str
 
     The one place evalrun hides known secrets in text. Fragments count because
     a cut (by a scorer, a pipe's tail, a capped field) may leave part of a key.
+    One pass: a compiled pattern finds the few places where a fragment may show
+    (``_Matcher``); a text with none is returned after that one scan.
     """
     if not text:
         return text
-    values, pieces = _prepared(frozenset(s for s in secrets if s))
-    if not any(piece in text for piece in pieces):  # the common case: nothing to hide, found at C speed
+    matcher = _matcher(frozenset(s for s in secrets if s))
+    if matcher is None or len(text) < matcher.shortest:  # a JSON key, a number: too short to hold anything
         return text
-    spans: list[tuple[int, int]] = []
-    for secret in values:
-        if len(secret) <= FRAGMENT:
-            spans += [(start, start + len(secret)) for start in _occurrences(text, secret)]
-            continue
-        spans += _fragment_spans(text, secret)
+    spans = matcher.spans(text)
+    if not spans:  # the common case: nothing to hide, found in one scan at C speed
+        return text
     # evalrun's own placeholder is never a secret, whatever a key happens to share with it.
     kept = [(m, m + len(PLACEHOLDER)) for m in _occurrences(text, PLACEHOLDER)]
     spans = [(a, b) for a, b in spans if not any(k0 <= a and b <= k1 for k0, k1 in kept)]
@@ -132,32 +131,78 @@ def _occurrences(text: str, needle: str) -> list[int]:
     return found
 
 
+class _Matcher:
+    """Every place of a text where a secret, or a run of ``FRAGMENT`` of its characters, shows.
+
+    One scan of the text (``runs``, a compiled pattern) finds its stretches of
+    ``FRAGMENT`` or more characters that all occur in some key fragment: only
+    inside them can a fragment show, and ordinary text has few. In a stretch,
+    each window of ``FRAGMENT`` characters is looked up among the fragments
+    (``grams``: which secret, at which offset); consecutive windows on one
+    alignment of text and secret make one run, the span of its whole shared
+    stretch, as the former search found by growing each fragment's match both
+    ways. Secrets of ``FRAGMENT`` characters or fewer are found whole by one
+    more pattern (``shorts``), overlapping occurrences included.
+    """
+
+    def __init__(self, secrets: frozenset[str]) -> None:
+        self.shorts = sorted(s for s in secrets if len(s) <= FRAGMENT)
+        self.short_pattern = re.compile(_trie_pattern(self.shorts)) if self.shorts else None
+        self.grams: dict[str, list[tuple[int, int]]] = {}
+        for number, secret in enumerate(sorted(s for s in secrets if len(s) > FRAGMENT)):
+            for offset in range(len(secret) - FRAGMENT + 1):
+                self.grams.setdefault(secret[offset : offset + FRAGMENT], []).append((number, offset))
+        chars = "[" + "".join(re.escape(c) for c in sorted({c for gram in self.grams for c in gram})) + "]"
+        self.runs = re.compile(f"(?<!{chars}){chars}{{{FRAGMENT},}}") if self.grams else None
+        self.shortest = min([FRAGMENT, *map(len, self.shorts)])
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        spans: list[tuple[int, int]] = []
+        if self.runs is not None:
+            grams = self.grams
+            for stretch in self.runs.finditer(text):
+                first, end = stretch.span()
+                runs: dict[tuple[int, int], list[int]] = {}  # (secret, alignment) -> [first, last] window of a run
+                for at in range(first, end - FRAGMENT + 1):
+                    for number, offset in grams.get(text[at : at + FRAGMENT], ()):
+                        run = runs.get((number, at - offset))
+                        if run is not None and run[1] == at - 1:
+                            run[1] = at
+                            continue
+                        if run is not None:
+                            spans.append((run[0], run[1] + FRAGMENT))
+                        runs[(number, at - offset)] = [at, at]
+                spans += [(a, b + FRAGMENT) for a, b in runs.values()]
+        if self.short_pattern is not None:
+            found = self.short_pattern.search(text)
+            while found is not None:
+                at = found.start()
+                spans += [(at, at + len(short)) for short in self.shorts if text.startswith(short, at)]
+                found = self.short_pattern.search(text, at + 1)
+        return spans
+
+
+def _trie_pattern(words: list[str]) -> str:
+    """A regular expression that matches where any of ``words`` starts (the shortest one suffices)."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a word ends here
+
+    def build(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""  # a word ends here: whatever follows, there is a match
+        branches = [re.escape(char) + build(child) for char, child in sorted(node.items())]
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return build(trie)
+
+
 @lru_cache(maxsize=64)
-def _prepared(secrets: frozenset[str]) -> tuple[list[str], tuple[str, ...]]:
-    """The secrets longest first, and every piece whose presence means something to hide:
-    a short secret whole, a long one's every run of FRAGMENT characters."""
-    values = sorted(secrets, key=len, reverse=True)
-    pieces = {s if len(s) <= FRAGMENT else s[i : i + FRAGMENT] for s in values for i in range(max(1, len(s) - FRAGMENT + 1))}
-    return values, tuple(pieces)
-
-
-def _fragment_spans(text: str, secret: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` that are runs of ``FRAGMENT`` or more consecutive characters of ``secret``."""
-    spans: list[tuple[int, int]] = []
-    for offset in range(0, len(secret) - FRAGMENT + 1):
-        gram = secret[offset : offset + FRAGMENT]
-        start = text.find(gram)
-        while start != -1:
-            # Grow the match both ways while text and secret agree.
-            left, right = start, start + FRAGMENT
-            s_left, s_right = offset, offset + FRAGMENT
-            while left > 0 and s_left > 0 and text[left - 1] == secret[s_left - 1]:
-                left, s_left = left - 1, s_left - 1
-            while right < len(text) and s_right < len(secret) and text[right] == secret[s_right]:
-                right, s_right = right + 1, s_right + 1
-            spans.append((left, right))
-            start = text.find(gram, start + 1)
-    return spans
+def _matcher(secrets: frozenset[str]) -> _Matcher | None:
+    return _Matcher(secrets) if secrets else None
 
 
 def _replace_spans(text: str, spans: list[tuple[int, int]], replacement: str) -> str:

@@ -45,7 +45,10 @@ one send (``upstream.body_pieces``); a replayed one goes out in one send. In
 every mode the client gets the answer's last byte first, and the call is
 counted (usage, cost, notes, the fixture) just after: until then it is
 pending, and ``eval_report`` and a call under a tokens or usd cap wait for it
-(``_settling``), so neither can miss it.
+(``_settling``), so neither can miss it. A relayed stream is pending for the
+report from its first byte: an SDK stops reading at ``[DONE]`` and its eval
+may end before the upstream ends the stream. A report whose wait runs out
+(``WRITE_WAIT_S``) in record mode fails the eval, naming each unwritten call.
 
 Errors the proxy itself answers have the shape both SDK families parse,
 ``{"type": "error", "error": {"type": K, "code": K, "message": ...}}``, carry
