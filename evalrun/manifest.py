@@ -119,6 +119,9 @@ class TierConfig(_Strict):
     alpha: float | None = Field(default=None, gt=0, lt=1)
     too_little_data: Literal["note", "fail"] | None = None  # a rate comparison that cannot tell: note it, or exit 4
     experiments: ExperimentList = None  # the tier's default for its evals
+    # Isolation (evalrun.isolation): t1/t2 run in a loopback-only network namespace where the system allows it.
+    network: Literal["loopback", "host"] | None = None  # unset: "loopback" for t1 and t2; t3 is never isolated
+    require_isolation: bool = False  # cannot isolate: exit 2, not a warning
 
 
 class ModelsConfig(_Strict):
@@ -514,6 +517,14 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
     _check_sessions_apart(label, manifest)
     _check_keys_stay_out(label, manifest)
     for tier_name, tier in manifest.tiers.items():
+        if tier_name == "t3" and (tier.network == "loopback" or tier.require_isolation):
+            key = "network" if tier.network == "loopback" else "require_isolation"
+            raise ManifestError(f"{label}: tiers.t3.{key}: t3 is live and never isolated; remove it, or isolate t1 and t2")
+        if tier.require_isolation and tier.network == "host":
+            raise ManifestError(
+                f'{label}: tiers.{tier_name}.require_isolation: the tier sets network = "host", which is never isolated; '
+                f"drop one of them"
+            )
         for req in tier.require:
             parse_requirement(label, manifest.probes, req, f"tiers.{tier_name}.require")
         _check_experiment_list(label, manifest, tier.experiments, f"tiers.{tier_name}.experiments")

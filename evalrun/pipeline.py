@@ -260,7 +260,29 @@ def check_writable(path: Path, flag: str) -> Path:
 def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str]) -> RunResults:
     """Guard, probe, start services and the model proxy, execute; results not yet compared or judged.
 
-    Ctrl-C or SIGTERM at any phase ends here as results that mark every planned
+    t1 and t2 do all that inside a loopback-only network namespace where the
+    system allows it (evalrun.isolation); the header line says which.
+    """
+    from evalrun.isolation import explain_isolation, header, network_policy, refuse, run_isolated
+
+    policy = network_policy(plan.manifest, request.tier)
+    if not policy.isolate:
+        if request.tier in ("t1", "t2"):
+            console.warn(header(policy, policy.why_not))
+        return _collect(plan, request, console, environ)
+    entered, results, why = run_isolated(
+        lambda: _collect(plan, request, console, environ), lambda: console.note(header(policy, None))
+    )
+    if entered and results is not None:
+        return results.model_copy(update={"evals": explain_isolation(results.evals, request.tier)})
+    if policy.required:
+        raise refuse(policy, why or "unknown")
+    console.warn(header(policy, why))
+    return _collect(plan, request, console, environ)
+
+
+def _collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str]) -> RunResults:
+    """Ctrl-C or SIGTERM at any phase ends here as results that mark every planned
     eval either done or interrupted.
     """
     manifest, tier = plan.manifest, request.tier

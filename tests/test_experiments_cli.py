@@ -44,6 +44,7 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     experiments = manifest["experiments"]
     assert set(experiments) == {"mini", "nano"}  # the repository's own two columns
     agent = next(e for e in manifest["evals"] if e["name"] == "agent-tools")
+    agent.pop("bites", None)  # evalrun bites: not what this module tests (tests/test_own_bites.py)
     text = "[tiers.t1]\n[tiers.t2]\n\n" + _table("models", {"judge": manifest["models"]["judge"]})
     text += "".join(_table(f'models.prices."{m}"', p) for m, p in manifest["models"]["prices"].items())
     for name, table in experiments.items():
@@ -127,7 +128,7 @@ def test_each_column_has_its_own_baseline_table_and_a_column_that_regresses_is_n
     proj: Project = own["proj"]
     update: RunOutcome = own["update"]
     assert update.code == 0, update.output
-    baseline = tomllib.loads((proj.root / "baselines" / "t2.toml").read_text())
+    baseline = _tables(proj.root / "baselines" / "t2.toml")
     assert set(baseline) == {"agent-tools[mini]", "agent-tools[nano]"}  # a skipped column is not a baseline
     assert baseline["agent-tools[mini]"] == baseline["agent-tools[nano]"] and len(baseline["agent-tools[nano]"]) == 7
     # One column's baseline asks for more than it gives: that column, and only it, regresses.
@@ -303,20 +304,26 @@ def test_a_plain_name_never_splits_unless_it_looks_like_a_cell(name: str) -> Non
         assert cell_name(base, column) == name and base and column
 
 
+def _tables(path: Path) -> dict[str, Any]:
+    """A baseline's check tables, without its gate settings (docs/gate-settings.md)."""
+    return {k: v for k, v in tomllib.loads(path.read_text()).items() if k != "/settings"}
+
+
 def test_baseline_update_narrowed_to_one_column_keeps_the_other_columns_tables(project: Any) -> None:
     proj = _small(project, "[experiments.a]\n[experiments.b]\n\n", EVAL.format(name="x", extra=""))
     assert proj.run("baseline", "--update", "t1").code == 0
     path = proj.root / "baselines" / "t1.toml"
-    assert set(tomllib.loads(path.read_text())) == {"x[a]", "x[b]"}
+    assert set(_tables(path)) == {"x[a]", "x[b]"}
     text = path.read_text()
     path.write_text(text.replace('["x[b]"]\n', '["x[b]"]\nold = 2\n'))
     assert tomllib.loads(path.read_text())["x[b]"] == {"ran": 1, "old": 2}
     r = proj.run("baseline", "--update", "t1", "--experiment", "a")
     assert r.code == 0, r.output
-    assert tomllib.loads(path.read_text()) == {"x[a]": {"ran": 1}, "x[b]": {"ran": 1, "old": 2}}
+    assert _tables(path) == {"x[a]": {"ran": 1}, "x[b]": {"ran": 1, "old": 2}}
     r = proj.run("baseline", "--update", "t1", "--experiment", "b")
     assert r.code == 0, r.output
-    assert tomllib.loads(path.read_text()) == {"x[a]": {"ran": 1}, "x[b]": {"ran": 1}}
+    assert _tables(path) == {"x[a]": {"ran": 1}, "x[b]": {"ran": 1}}
+    assert set(tomllib.loads(path.read_text())["/settings"]) == {"x[a]", "x[b]"}  # each column's gate settings
 
 
 def test_dry_without_probes_marks_a_column_with_requirements_unprobed_not_runnable(project: Any) -> None:

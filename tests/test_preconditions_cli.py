@@ -217,6 +217,8 @@ def test_service_that_never_gets_ready_fails_its_evals(project) -> None:
 def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(project) -> None:
     port = _free_port()
     proj = _service_project(project, port)
+    manifest = proj.root / "manifest.toml"  # the test itself connects to the service: not isolated
+    manifest.write_text('[tiers.t2]\nnetwork = "host"\n' + manifest.read_text())
     # The scorer hangs until its evalrun is gone, then leaves too: nothing outlives the test.
     (proj.root / "e" / "score.py").write_text(
         "import os, time\nparent = os.getppid()\nwhile os.getppid() == parent:\n    time.sleep(0.05)\n"

@@ -1,0 +1,288 @@
+"""Isolation: t1 and t2 run inside a network namespace that has only loopback.
+
+"t1 needs no network" was a comment until something enforced it. Where the
+system allows it (root, or unprivileged user namespaces), the run phase of t1
+and t2 (probes, the services evalrun starts, the replay proxy, the scorers) runs
+in a forked child that entered a new network namespace and brought its own
+``lo`` up: they all share that loopback, and nothing else is reachable. A
+listener on the host, even on the host's 127.0.0.1, is not. The parent stays
+on the host network: it compares, writes the results and reports, and appends
+to the history (a PostgreSQL history on another machine stays reachable).
+
+Per tier (``[tiers.t1]``): ``network = "loopback"`` (the default for t1 and t2:
+isolated where possible, else a warning ``network: not isolated: <why>``) or
+``"host"`` (never isolated), and ``require_isolation = true`` to make "cannot
+isolate" a one-line exit 2. t3 is live and never isolated.
+
+How: ``fork``; the child calls ``unshare(CLONE_NEWNET)`` as root, else
+``unshare(CLONE_NEWUSER | CLONE_NEWNET)`` with its own uid and gid mapped to
+themselves (so files it writes stay the user's, and PostgreSQL does not see
+root), raises ``lo`` with ``SIOCSIFFLAGS``, reports success on a pipe, then
+runs the body and pickles what it returned (or raised) to a file the parent
+reads. The parent forwards SIGINT and SIGTERM to the child, which is in a
+process group of its own, so a Ctrl-C reaches it once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import pickle
+import signal
+import socket
+import struct
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from evalrun.errors import UsageError
+
+if TYPE_CHECKING:
+    from evalrun.manifest import Manifest
+    from evalrun.results import EvalResult
+
+T = TypeVar("T")
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+ISOLATED = "isolated (loopback only)"
+
+
+@dataclass(frozen=True)
+class NetworkPolicy:
+    """What the manifest asks of a tier's network."""
+
+    tier: str
+    isolate: bool  # try to isolate
+    required: bool  # cannot isolate: exit 2
+    why_not: str = ""  # when not trying: why
+
+
+def network_policy(manifest: Manifest, tier: str) -> NetworkPolicy:
+    if tier not in ("t1", "t2"):
+        return NetworkPolicy(tier, False, False, f"{tier} is live and never isolated")
+    config = manifest.tier(tier)
+    if config.network == "host":
+        return NetworkPolicy(tier, False, False, f'tiers.{tier} sets network = "host"')
+    return NetworkPolicy(tier, True, config.require_isolation)
+
+
+def header(policy: NetworkPolicy, why_not: str | None) -> str:
+    """The run's header line: ``network: isolated (loopback only)`` or ``network: not isolated: <why>``."""
+    return f"network: {ISOLATED}" if why_not is None else f"network: not isolated: {why_not}"
+
+
+def refuse(policy: NetworkPolicy, why_not: str) -> UsageError:
+    return UsageError(
+        f"{policy.tier}: require_isolation = true, but the run cannot be isolated: {why_not}; "
+        f"run as root or allow unprivileged user namespaces, or drop require_isolation from [tiers.{policy.tier}]"
+    )
+
+
+# --------------------------------------------------------------------------- entering the namespace
+
+
+def enter_loopback_namespace() -> str | None:
+    """Move this (single-threaded) process into a new network namespace with ``lo`` up; None, or why not."""
+    if not sys.platform.startswith("linux"):
+        return "network namespaces are Linux only"
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        unshare = libc.unshare
+    except (OSError, AttributeError) as exc:
+        return f"no unshare() in the C library ({exc})"
+    uid, gid = os.geteuid(), os.getegid()
+    if uid == 0:
+        if unshare(CLONE_NEWNET) != 0:
+            return f"unshare(CLONE_NEWNET) failed as root: {os.strerror(ctypes.get_errno())}"
+    else:
+        if unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+            code = ctypes.get_errno()
+            hint = ("user namespaces are limited to 0 here (user.max_user_namespaces)" if code == errno.ENOSPC
+                    else "unprivileged user namespaces are not allowed (kernel.unprivileged_userns_clone, "
+                         "AppArmor, or a container's seccomp)")
+            return f"uid {uid} cannot create a network namespace: unshare: {os.strerror(code)}; {hint}"
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                with open(f"/proc/self/{name}", "w") as fh:
+                    fh.write(text + "\n")
+        except OSError as exc:
+            return f"cannot map uid {uid} into the new user namespace: {exc.strerror or exc}"
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            request = struct.pack("16sH22x", b"lo", 0)
+            flags = struct.unpack("16sH22x", fcntl.ioctl(sock, _SIOCGIFFLAGS, request))[1]
+            fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
+    except OSError as exc:
+        return f"cannot bring up loopback in the new namespace: {exc.strerror or exc}"
+    return None
+
+
+# --------------------------------------------------------------------------- running a body there
+
+
+def run_isolated(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple[bool, T | None, str | None]:
+    """Run ``body`` in a forked child inside a loopback-only namespace.
+
+    Returns ``(True, what body returned, None)``; what it raised is raised here.
+    When the namespace cannot be made: ``(False, None, why)``, and nothing ran.
+    The child answers on a pipe (no file to leave behind when evalrun is
+    killed): a status frame (``ok`` or why not), then the pickled outcome.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    read_end, write_end = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_end)
+        _child(body, on_entered, write_end, parent)
+    os.close(write_end)
+    with _forwarding(pid):
+        try:
+            data = _read_all(read_end)
+        finally:
+            os.close(read_end)
+        code = _wait(pid)
+    size = int.from_bytes(data[:4], "big") if len(data) >= 4 else 0
+    status, rest = data[4 : 4 + size], data[4 + size :]
+    if status != b"ok":
+        return False, None, status.decode("utf-8", "replace") or f"the isolated child ended before it could say why (wait status {code})"
+    try:
+        kind, value = pickle.loads(rest)
+    except Exception as exc:  # noqa: BLE001 - a child killed half-way: a truncated pickle raises many kinds
+        raise RuntimeError(f"the isolated run ended without its results (wait status {code}: {exc})") from None
+    if kind == "raise":
+        raise value
+    return True, value, None
+
+
+def _child(body: Callable[[], Any], on_entered: Callable[[], None], fd: int, parent: int) -> None:
+    code = 0
+    try:
+        _die_with(parent)
+        try:
+            os.setpgid(0, 0)  # the parent forwards signals: a terminal's Ctrl-C reaches this process once
+        except OSError:
+            pass
+        why = enter_loopback_namespace()
+        status = b"ok" if why is None else why.encode("utf-8", "replace")[:4000]
+        _write_all(fd, len(status).to_bytes(4, "big") + status)
+        if why is not None:
+            return
+        try:
+            on_entered()
+            outcome: tuple[str, Any] = ("ok", body())
+        except BaseException as exc:  # noqa: BLE001 - carried to the parent, raised there
+            outcome = ("raise", exc)
+        try:
+            data = pickle.dumps(outcome)
+        except Exception as exc:  # noqa: BLE001 - an exception that does not pickle
+            data = pickle.dumps(("raise", RuntimeError(f"{type(outcome[1]).__name__}: {outcome[1]} ({exc})")))
+        _write_all(fd, data)
+    except BaseException:  # noqa: BLE001 - whatever happens, the child never returns into the parent's code
+        code = 70
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """A SIGKILLed evalrun takes its isolated child along, as it did its own work before: what the child
+    started (scorer groups, services) is then a leftover the next run stops, as any killed run's."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(70)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except InterruptedError:
+            continue
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _wait(pid: int) -> int:
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return -1
+
+
+@contextmanager
+def _forwarding(pid: int) -> Iterator[None]:
+    def forward(signum: int, frame: object) -> None:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    previous: dict[int, Any] = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous[signum] = signal.signal(signum, forward)
+            except ValueError:  # not the main thread: the child gets no forwarded signal
+                pass
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+# --------------------------------------------------------------------------- explaining a failure
+
+_NETWORK_ERRORS = (
+    "network is unreachable", "enetunreach", "no route to host", "temporary failure in name resolution",
+    "name or service not known", "nodename nor servname", "no address associated with hostname",
+    "failed to resolve", "getaddrinfo", "connection refused", "econnrefused", "connecterror", "connection error",
+)
+
+
+def explain_isolation(results: list[EvalResult], tier: str) -> list[EvalResult]:
+    """A failing eval whose words mention a connection error says that its tier is isolated."""
+    from evalrun.results import Status
+
+    out = []
+    for result in results:
+        if result.status in (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.SKIPPED):
+            words = " ".join([result.message or "", result.output_tail or "",
+                              *(c.message or "" for c in result.checks if not c.passed)]).lower()
+            if any(marker in words for marker in _NETWORK_ERRORS):
+                note = (f"{tier} is isolated (loopback only): nothing outside this run's own loopback is reachable; "
+                        f'if the eval must reach the network, set network = "host" in [tiers.{tier}] or move it to t3')
+                result = result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
+        out.append(result)
+    return out
