@@ -27,6 +27,7 @@ from evalrun.models.scorer_env import endpoint_env
 from evalrun.models.replay.fixtures import default_session
 from evalrun.models.replay.proxy import MODES, ReplayProxy
 from evalrun.models.replay.state import ProxyEvalReport
+from evalrun.text import neutralise
 
 
 def serve(
@@ -39,7 +40,8 @@ def serve(
     echo: Callable[[str], None] | None = None,
 ) -> int:
     """Run the proxy until Ctrl-C (or SIGTERM); return the exit code."""
-    say = echo or _print
+    shown = echo or _print
+    say: Callable[[str], None] = lambda line: shown(neutralise(line))  # call lines name what clients sent
     _check_arguments(fixtures, mode, upstream, port, eval_name)
     proxy = ReplayProxy(
         mode,  # type: ignore[arg-type]  # checked above
