@@ -292,3 +292,15 @@ def test_annotations_escape_per_the_workflow_command_rules_around_neutralised_te
         "::error file=evals/a%3Ab%2Cc,title=evalrun a%3Ab%2Cc::50%25 done%0Anext\\x1b[2J%0A"
         "1 failed check: x\\r::error::forged: m%0A\\x3a:warning::w"
     ]
+
+
+def test_the_terminal_shows_markup_and_emoji_codes_in_scorer_text_as_written() -> None:
+    screen = _Terminal()
+    console = Console(screen, env={"TERM": "xterm", "CI": "true"})
+    result = EvalResult(name="e", tier="t1", dir="evals/e", status=Status.FAILED,
+                        message='check "[bold red]PASS[/] :white_check_mark:" failed\x1b[2J')
+    console.eval_finished(result)
+    console.summary([result.model_copy(update={"name": "[blink]e[/] :tada:"})])
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", screen.getvalue())
+    assert '"[bold red]PASS[/] :white_check_mark:" failed\\x1b[2J' in shown
+    assert "[blink]e[/] :tada:" in shown

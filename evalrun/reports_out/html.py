@@ -172,9 +172,9 @@ def _template() -> Any:
 
 def _neutralised(value: Any) -> Any:
     """Every ``{{ }}`` of the page, before autoescaping: text neutralised (lines kept), the page's own markup not."""
-    from markupsafe import Markup
-
-    if value is None or isinstance(value, (bool, int, float, Markup)):
+    if isinstance(value, str):
+        return value if hasattr(value, "__html__") else neutralise(value, lines=True)  # Markup: a macro's output
+    if value is None or isinstance(value, (bool, int, float)):
         return value
     return neutralise(str(value), lines=True)
 

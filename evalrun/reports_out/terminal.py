@@ -65,7 +65,8 @@ class Console:
             from rich.console import Console as RichConsole
 
             self._rich = RichConsole(
-                file=self.stream, no_color=not self.color, highlight=False, soft_wrap=True
+                file=self.stream, no_color=not self.color, highlight=False, soft_wrap=True,
+                emoji=False,  # a check named ":cross_mark:" is shown as named, as markup is escaped
             )
 
     # -- lines ---------------------------------------------------------------
