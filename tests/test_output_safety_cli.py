@@ -178,3 +178,40 @@ def test_on_a_terminal_a_scorer_cannot_clear_the_screen(project) -> None:
     # What remains after evalrun's own codes (colour, the progress bar's cursor moves) is plain text.
     own = re.sub(r"\x1b\[[0-9;]*m|\x1b\[\?25[lh]|\x1b\[[0-9]*[AK]|\r", "", screen)
     assert _CONTROL.search(own) is None, own
+
+
+def test_replay_serve_shows_a_hostile_fixtures_model_name_inert(tmp_path) -> None:
+    import shutil
+    import signal
+    import subprocess
+
+    import httpx
+
+    from conftest import REPO, default_sigint
+
+    fixture = json.loads((REPO / "evals/agent/fixtures/@nano/weather-paris/0001.json").read_text())
+    fixture["session"] = "demo"
+    fixture["response"]["body"]["model"] = "gpt\x1b[2J" + FORGED
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "0001.json").write_text(json.dumps(fixture), encoding="utf-8")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", "replay", "serve", "--fixtures", str(tmp_path), "--mode", "replay",
+         "--eval", "demo"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
+        env={**os.environ, **GITHUB},
+    )
+    try:
+        assert child.stdout is not None
+        banner = child.stdout.readline()
+        url = re.search(r"on (http://127\.0\.0\.1:\d+/t/[0-9a-f]{32}) ", banner)
+        assert url, banner
+        answer = httpx.post(f"{url.group(1)}/v1/chat/completions", json=fixture["request"]["body"], trust_env=False)
+        assert answer.status_code == 200, answer.text
+    finally:
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    shutil.rmtree(tmp_path / "demo")
+    shown = banner + out + err
+    assert_no_forgery(shown)
+    assert command_lines(shown) == []
+    assert r"models gpt\x1b[2J\r::add-mask::abc\r::error file=forged.py,line=1::forged" in out, out
