@@ -51,8 +51,6 @@ def first_line(text: str, limit: int = 200) -> str:
     return ""
 
 
-# Colour and style codes (SGR: ESC [ ... m): only presentation, as test tools print them; dropped.
-_SGR = re.compile(r"\x1b\[[0-9;:]*m")
 # What must never reach an output raw: the C0 controls but tab (and newline, in a block), DEL, the
 # C1 controls (CSI, NEL, ...), the Unicode line and paragraph separators, bidirectional overrides
 # (text that reads other than it is), and what UTF-8 or XML 1.0 cannot carry (lone surrogates,
@@ -68,18 +66,18 @@ _NAMED = {"\r\n": "\\r\\n", "\r": "\\r", "\n": "\\n"}
 def neutralise(text: str, *, lines: bool = False) -> str:
     """``text`` made inert for any output: no control character, no line GitHub reads as a command.
 
-    Colour codes are dropped; every other control is shown as its escape (ESC as
-    ``\\x1b``, CR as ``\\r``, U+2028 as ``\\u2028``), tab kept; a line break
+    Every control is shown as its escape (ESC as ``\\x1b``, so colour codes
+    too; CR as ``\\r``, U+2028 as ``\\u2028``), tab kept; a line break
     is shown as ``\\n`` so the text stays one line, or with ``lines`` kept as a
     real newline (CRLF becomes one) for text shown as a block (evidence, output
     tails). A line that would start with ``::`` or ``##[`` has its first
     character shown as ``\\x3a`` or ``\\x23``. Backslashes are not doubled:
     the form is for reading (the results file keeps the exact text). Applying
-    it twice changes nothing.
+    it twice changes nothing. Nothing is dropped, so it never joins pieces of a
+    secret that the redaction before it saw apart (``k3y\\x1b[mPART`` stays apart).
     """
     if text.isprintable() and not text.lstrip().startswith(("::", "##[")):
         return text  # most text: no control, tab or line break at all (a quick test, in C)
-    text = _SGR.sub("", text)
     text = (_UNSAFE_IN_LINES if lines else _UNSAFE_IN_LINE).sub(_lines_kept if lines else _visible, text)
     return _COMMAND_START.sub(_defused, text)
 

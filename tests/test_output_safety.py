@@ -270,7 +270,8 @@ def test_neutralised_text_is_inert_stable_and_stays_so_when_cut(text: str, lines
         ("a\r\nb", r"a\r\nb", "a\nb"),
         ("::error::x", r"\x3a:error::x", r"\x3a:error::x"),
         ("  ##[group]x", r"  \x23#[group]x", r"  \x23#[group]x"),
-        ("\x1b[31mred\x1b[0m \x1b[2Jclear \x1b]0;t\x07", r"red \x1b[2Jclear \x1b]0;t\x07", r"red \x1b[2Jclear \x1b]0;t\x07"),
+        ("\x1b[31mred\x1b[0m \x1b[2Jclear \x1b]0;t\x07", r"\x1b[31mred\x1b[0m \x1b[2Jclear \x1b]0;t\x07",
+         r"\x1b[31mred\x1b[0m \x1b[2Jclear \x1b]0;t\x07"),
         ("\x9b2J \x85 \u2028 \u202e \x00 \x7f", r"\x9b2J \x85 \u2028 \u202e \x00 \x7f", r"\x9b2J \x85 \u2028 \u202e \x00 \x7f"),
         ("x\ud800", r"x\ud800", r"x\ud800"),
         ("tab\tstays; std::vector and tests/a.py::test stay", "tab\tstays; std::vector and tests/a.py::test stay",
@@ -304,3 +305,13 @@ def test_the_terminal_shows_markup_and_emoji_codes_in_scorer_text_as_written() -
     shown = re.sub(r"\x1b\[[0-9;]*m", "", screen.getvalue())
     assert '"[bold red]PASS[/] :white_check_mark:" failed\\x1b[2J' in shown
     assert "[blink]e[/] :tada:" in shown
+
+
+def test_neutralising_never_joins_pieces_of_a_key_the_redaction_saw_apart() -> None:
+    key = "sk-proj-NEUTRALISE-NEVER-JOINS-0123456789"
+    pieces = [key[i:i + 6] for i in range(0, len(key), 6)]  # shorter than any fragment the redaction looks for
+    for glue in ("\x1b[m", "\x1b[0m", "\x00", "\r\n"):
+        screen = io.StringIO()
+        Console(screen, env={"CI": "true"}, secrets={key}).line("check " + glue.join(pieces))
+        assert key not in screen.getvalue(), glue
+        assert key not in neutralise(glue.join(pieces)) and key not in neutralise(glue.join(pieces), lines=True)

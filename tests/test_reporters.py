@@ -271,7 +271,7 @@ def test_markdown_failures_regressions_skips_and_stale() -> None:
     assert "scorer exited 3 without a report" in text
     assert "<summary>evidence: forged, insert: refused</summary>" in text
     assert "````\nstate: ```row 17```" in text  # the fence outgrows the evidence's backticks
-    assert "\x1b" not in text and "\x00" not in text and "red\\x00nul" in text  # colours dropped, NUL spelled
+    assert "\x1b" not in text and "\x00" not in text and "red\\x1b[0m\\x00nul" in text  # colours, NUL spelled
     assert "### Baseline regressions (`baselines/t2.toml`)" in text
     assert 'check "gone check" vanished' in html.replace("&quot;", '"')
     assert "<strong>needs-key</strong>: skipped: env OPENAI_API_KEY is not set" in html

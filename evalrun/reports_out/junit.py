@@ -20,9 +20,10 @@ GitHub test-report actions):
   (``baseline: check "x" vanished``); a vanished eval's regression goes into a
   ``<testsuite name="evalrun baseline">``.
 
-Every text goes through ``evalrun.text.neutralise`` (colour codes dropped,
-other controls and what XML 1.0 cannot carry, such as NULs, spelled out), so a
-scorer's output can never make the file unreadable or carry an escape sequence.
+Every text goes through ``evalrun.text.neutralise`` (controls, colour codes
+and what XML 1.0 cannot carry, such as NULs, spelled out: ``\x1b[31m``,
+``\x00``), so a scorer's output can never make the file unreadable or carry an
+escape sequence.
 """
 
 from __future__ import annotations
@@ -187,5 +188,5 @@ def _seconds(value: float) -> str:
 
 
 def _clean(text: str) -> str:
-    """Text XML 1.0 can carry, inert: colour codes dropped, other controls spelled out, lines kept."""
+    """Text XML 1.0 can carry, inert: controls spelled out (colour codes too), lines kept."""
     return neutralise(text, lines=True)
