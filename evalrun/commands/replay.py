@@ -40,8 +40,11 @@ def serve(
     echo: Callable[[str], None] | None = None,
 ) -> int:
     """Run the proxy until Ctrl-C (or SIGTERM); return the exit code."""
-    shown = echo or _print
-    say: Callable[[str], None] = lambda line: shown(neutralise(line))  # call lines name what clients sent
+    write_line = echo or _print
+
+    def say(line: str) -> None:  # call lines and the summary name what clients and fixtures sent
+        write_line(neutralise(line))
+
     _check_arguments(fixtures, mode, upstream, port, eval_name)
     proxy = ReplayProxy(
         mode,  # type: ignore[arg-type]  # checked above
