@@ -3,7 +3,8 @@
 This module owns turning history records into that page. Jinja2 renders it
 with autoescaping on, because check names, messages, evidence and metric names
 come from scorers and are untrusted; every value is neutralised first
-(``evalrun.text.neutralise``), so no control character reaches the page. Charts are small hand-written inline SVG
+(``evalrun.text.neutralise``), so no control character reaches the page.
+Charts are small hand-written inline SVG
 (a few path and polyline elements computed here): no chart library, no script
 needed to draw them, nothing fetched when the file is opened (the page's
 Content-Security-Policy forbids every network source).
