@@ -445,8 +445,11 @@ def _redacted(text: str) -> str:
 
 
 def _say(line: str) -> None:
+    """An error line on stderr (GitHub reads workflow commands there too): redacted by the caller, then neutralised."""
+    from evalrun.text import neutralise
+
     try:
-        print(line, file=sys.stderr, flush=True)
+        print(neutralise(line), file=sys.stderr, flush=True)
     except OSError:
         pass
 

@@ -456,7 +456,7 @@ def write(results: RunResults, outputs: Outputs, console: Console, environ: Mapp
             console.warn(f"GITHUB_STEP_SUMMARY: {exc}")
     if environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(results):
-            console.line(line)
+            console.command(line)
 
 
 def _write_output(write_one: Callable[[], None], flag: str, path: Path) -> None:

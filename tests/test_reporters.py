@@ -271,7 +271,7 @@ def test_markdown_failures_regressions_skips_and_stale() -> None:
     assert "scorer exited 3 without a report" in text
     assert "<summary>evidence: forged, insert: refused</summary>" in text
     assert "````\nstate: ```row 17```" in text  # the fence outgrows the evidence's backticks
-    assert "\x1b" not in text and "\x00" not in text and "red\\x00nul" in text  # colours dropped, NUL spelled
+    assert "\x1b" not in text and "\x00" not in text and "red\\x1b[0m\\x00nul" in text  # colours, NUL spelled
     assert "### Baseline regressions (`baselines/t2.toml`)" in text
     assert 'check "gone check" vanished' in html.replace("&quot;", '"')
     assert "<strong>needs-key</strong>: skipped: env OPENAI_API_KEY is not set" in html
@@ -360,8 +360,9 @@ def test_annotations_escape_per_workflow_command_rules() -> None:
     assert pipes.startswith("::error file=evals/pipes | <b>,title=evalrun pipes | <b>::1 of 2 checks failed%0A")
     assert "forged, insert: refused: insert as user B%0Asucceeded | 100%25 <script>" in pipes
     assert "\n" not in "".join(lines) and "\r" not in "".join(lines)
-    odd = _results(evals=[_eval("a:b,c", Status.FAILED, message="50% done\r\nnext")], baseline=None)
-    assert github_annotations(odd) == ["::error file=evals/a%3Ab%2Cc,title=evalrun a%3Ab%2Cc::50%25 done%0D%0Anext"]
+    # The scorer's text is neutralised first (CRLF is one line break, a lone CR is shown as \r), then escaped.
+    odd = _results(evals=[_eval("a:b,c", Status.FAILED, message="50% done\r\nnext\rover")], baseline=None)
+    assert github_annotations(odd) == ["::error file=evals/a%3Ab%2Cc,title=evalrun a%3Ab%2Cc::50%25 done%0Anext\\rover"]
 
 
 def test_annotations_regressions_and_stale_baseline() -> None:

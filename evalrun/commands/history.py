@@ -48,8 +48,11 @@ def show_history(
         what = " ".join(filter(None, [f"--eval {eval_name}" if eval_name else "", f"--check {check}" if check else ""]))
         raise UsageError(f"{what}: no such check in the last {len(runs)} runs{' of ' + tier if tier else ''}")
     if as_json:
-        console.line(json.dumps({"history": shown, "runs": [_run_json(r) for r in runs],
-                                 "checks": [_series_json(s) for s in series]}, indent=2))
+        # ASCII JSON: every control and line break in a stored name is a JSON escape, so each line is inert.
+        document = json.dumps({"history": shown, "runs": [_run_json(r) for r in runs],
+                               "checks": [_series_json(s) for s in series]}, indent=2, ensure_ascii=True)
+        for line in document.split("\n"):
+            console.line(line)
         return 0
     if not runs:
         console.note(f"no runs{' of ' + tier if tier else ''} in the history yet ({shown})")

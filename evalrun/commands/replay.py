@@ -27,6 +27,7 @@ from evalrun.models.scorer_env import endpoint_env
 from evalrun.models.replay.fixtures import default_session
 from evalrun.models.replay.proxy import MODES, ReplayProxy
 from evalrun.models.replay.state import ProxyEvalReport
+from evalrun.text import neutralise
 
 
 def serve(
@@ -39,7 +40,11 @@ def serve(
     echo: Callable[[str], None] | None = None,
 ) -> int:
     """Run the proxy until Ctrl-C (or SIGTERM); return the exit code."""
-    say = echo or _print
+    write_line = echo or _print
+
+    def say(line: str) -> None:  # call lines and the summary name what clients and fixtures sent
+        write_line(neutralise(line))
+
     _check_arguments(fixtures, mode, upstream, port, eval_name)
     proxy = ReplayProxy(
         mode,  # type: ignore[arg-type]  # checked above

@@ -8,17 +8,10 @@ failed, skipped or regressed eval.
 
 from __future__ import annotations
 
-import re
-
 from evalrun.baseline import update_command
 from evalrun.errors import ExitCode
 from evalrun.results import BaselineChange, EvalResult, JudgeCalibration, RunResults, Status
 from evalrun.verdict import VERDICT_WORDS
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-# C0/C1 controls other than tab and newlines, and what XML 1.0 cannot carry (surrogates, U+FFFE/U+FFFF).
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-
 
 def describe_verdict(results: RunResults) -> str:
     """``failed (exit 1)``: the verdict a reader needs first."""
@@ -75,10 +68,6 @@ def update_hint(results: RunResults) -> str:
         return results.baseline.update_command
     return update_command(results.tier)
 
-
-def printable(text: str) -> str:
-    """Scorer output made safe to show: terminal colour codes dropped, other controls spelled out (``\\x00``)."""
-    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", _ANSI.sub("", text))
 
 
 def calibration_lines(cal: JudgeCalibration) -> list[str]:

@@ -4,9 +4,11 @@ Annotations put each problem on the pull request where it belongs: an
 ``::error`` for every failed, errored or timed-out eval and every baseline
 regression, a ``::warning`` for every eval that was not checked and one for a
 stale baseline. They point at the eval's folder (``file=``), or at the
-baseline file when the eval itself is gone. Text is escaped per GitHub's
-workflow-command rules, so a scorer's message can neither break the command
-nor start a new one.
+baseline file when the eval itself is gone. Scorer text is neutralised
+(``evalrun.text.neutralise``: controls shown, no line that starts a command),
+then escaped per GitHub's workflow-command rules (``%``, CR and LF in the
+message; also ``:`` and ``,`` in properties), so it can neither break the
+command nor start a new one.
 
 ``append_github_step_summary`` appends the Markdown summary to the file named
 by ``$GITHUB_STEP_SUMMARY``; GitHub collects it when the step ends. A file it
@@ -23,6 +25,7 @@ from evalrun.errors import ReportError
 from evalrun.reports_out.describe import describe_failure, describe_unchecked, update_hint
 from evalrun.reports_out.markdown import render_markdown
 from evalrun.results import RunResults, Status
+from evalrun.text import neutralise
 
 
 def github_annotations(results: RunResults) -> list[str]:
@@ -73,10 +76,11 @@ def append_github_step_summary(results: RunResults, env: Mapping[str, str]) -> P
 
 
 def _command(level: str, file: str, title: str, message: str) -> str:
-    props = f"title={_escape_property(title)}"
+    # The message may hold lines (GitHub shows them in the annotation); properties are one line each.
+    props = f"title={_escape_property(neutralise(title))}"
     if file:
-        props = f"file={_escape_property(file)},{props}"
-    return f"::{level} {props}::{_escape_data(message)}"
+        props = f"file={_escape_property(neutralise(file))},{props}"
+    return f"::{level} {props}::{_escape_data(neutralise(message, lines=True))}"
 
 
 def _escape_data(text: str) -> str:

@@ -2,7 +2,9 @@
 
 This module owns turning history records into that page. Jinja2 renders it
 with autoescaping on, because check names, messages, evidence and metric names
-come from scorers and are untrusted. Charts are small hand-written inline SVG
+come from scorers and are untrusted; every value is neutralised first
+(``evalrun.text.neutralise``), so no control character reaches the page.
+Charts are small hand-written inline SVG
 (a few path and polyline elements computed here): no chart library, no script
 needed to draw them, nothing fetched when the file is opened (the page's
 Content-Security-Policy forbids every network source).
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from evalrun.atomic import write_atomic
 from evalrun.history.records import GitInfo, RunRecord
 from evalrun.history.series import ABSENT, FAILED, CheckSeries, check_series, last_failure, ordered_for_attention
+from evalrun.text import neutralise
 
 if TYPE_CHECKING:
     from evalrun.reports_out.terminal import Console
@@ -163,9 +166,18 @@ def _template() -> Any:
     """The compiled template, once per process (compiling it costs more than rendering a small report)."""
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_neutralised,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     return env.get_template("report.html")
+
+
+def _neutralised(value: Any) -> Any:
+    """Every ``{{ }}`` of the page, before autoescaping: text neutralised (lines kept), the page's own markup not."""
+    if isinstance(value, str):
+        return value if hasattr(value, "__html__") else neutralise(value, lines=True)  # Markup: a macro's output
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return neutralise(str(value), lines=True)
 
 
 def write_html_report(path: Path, runs: list[RunRecord], notes: list[str] | None = None) -> None:

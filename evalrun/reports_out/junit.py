@@ -20,8 +20,10 @@ GitHub test-report actions):
   (``baseline: check "x" vanished``); a vanished eval's regression goes into a
   ``<testsuite name="evalrun baseline">``.
 
-Characters XML 1.0 cannot carry (terminal colour codes, NULs) are removed or
-spelled out, so a scorer's output can never make the file unreadable.
+Every text goes through ``evalrun.text.neutralise`` (controls, colour codes
+and what XML 1.0 cannot carry, such as NULs, spelled out: ``\x1b[31m``,
+``\x00``), so a scorer's output can never make the file unreadable or carry an
+escape sequence.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.atomic import write_atomic
-from evalrun.text import truncate
-from evalrun.reports_out.describe import describe_failure, describe_unchecked, printable, regression_case_name
+from evalrun.text import neutralise, truncate
+from evalrun.reports_out.describe import describe_failure, describe_unchecked, regression_case_name
 from evalrun.results import BaselineChange, EvalResult, RunResults, Status
 
 EVAL_CASE = "(eval)"
@@ -186,5 +188,5 @@ def _seconds(value: float) -> str:
 
 
 def _clean(text: str) -> str:
-    """Text XML 1.0 can carry: colour codes dropped, other forbidden characters spelled out."""
-    return printable(text)
+    """Text XML 1.0 can carry, inert: controls spelled out (colour codes too), lines kept."""
+    return neutralise(text, lines=True)

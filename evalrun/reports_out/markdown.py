@@ -3,9 +3,10 @@
 Order is what a reviewer needs first: the verdict and exit code, the counts, a
 table of evals, then failures with their messages (evidence folded away),
 baseline regressions, what was not checked and why, and a stale-baseline note
-with the command that updates it. Every piece of scorer text is escaped, so a
-message cannot break the table or inject markup, and the whole stays well
-under GitHub's 1 MiB step-summary limit however many checks fail.
+with the command that updates it. Every piece of scorer text is neutralised
+(``evalrun.text.neutralise``) and escaped, so a message cannot break the table,
+inject markup or carry a control character, and the whole stays well under
+GitHub's 1 MiB step-summary limit however many checks fail.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 
 from evalrun.atomic import write_atomic
 from evalrun.reports_out.matrix import markdown_lines, side_by_side
-from evalrun.text import one_line, truncate
-from evalrun.reports_out.describe import describe_unchecked, describe_verdict, printable, update_hint
+from evalrun.text import neutralise, one_line, truncate
+from evalrun.reports_out.describe import describe_unchecked, describe_verdict, update_hint
 from evalrun.results import BaselineChange, CheckResult, RunResults, Status
 
 _ICONS = {
@@ -50,7 +51,7 @@ def render_markdown(results: RunResults) -> str:
     text = "\n\n".join(part for part in parts if part) + "\n"
     if len(text.encode("utf-8")) > _MAX_BYTES:
         text = truncate(text, _MAX_BYTES) + "\n\n_Summary cut to fit; the results file has everything._\n"
-    return text
+    return neutralise(text, lines=True)  # the final string: whatever a piece missed, nothing raw leaves
 
 
 def write_markdown(results: RunResults, path: Path) -> None:
@@ -230,19 +231,19 @@ def _stale(results: RunResults) -> list[str]:
 
 
 def _details(summary: str, body: str) -> str:
-    text = printable(truncate(body, _EVIDENCE_BYTES))
+    text = neutralise(truncate(body, _EVIDENCE_BYTES), lines=True)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
-    title = html.escape(one_line(printable(summary), 200))
+    title = html.escape(neutralise(one_line(summary, 200)))
     return f"<details><summary>{title}</summary>\n\n{fence}\n{text}\n{fence}\n\n</details>"
 
 
 def _md(text: str) -> str:
     """Scorer text made inert in Markdown and table cells: one line, markup escaped."""
-    flat = " ".join(printable(text).split())
+    flat = neutralise(" ".join(text.split()))
     return _MD_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
 
 
 def _code(text: str) -> str:
     """Text for inside a single-backtick code span (backticks and pipes can't be escaped there)."""
-    return " ".join(text.split()).replace("`", "'").replace("|", "/")
+    return neutralise(" ".join(text.split())).replace("`", "'").replace("|", "/")

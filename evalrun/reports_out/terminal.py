@@ -4,6 +4,12 @@ On a terminal: a live progress bar (rich) and coloured status words. In CI or
 when piped: plain lines, no escape codes. ``NO_COLOR`` (any non-empty value)
 turns colour off everywhere. Lines are printed as evals finish, so a CI log
 shows progress on a long run too.
+
+The console is the last gate before the screen: every line is scrubbed of
+secrets, then neutralised (``evalrun.text.neutralise``), so text from a scorer,
+a report or the history is one inert line whatever it holds: no escape code, no
+line GitHub reads as a workflow command. evalrun's own annotations go out
+through ``command`` alone.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import IO, Any
 
 from evalrun.results import EvalResult, Status
 from evalrun.secrets import scrub
+from evalrun.text import neutralise
 
 _WORDS = {
     Status.PASSED: ("PASS", "green"),
@@ -58,12 +65,14 @@ class Console:
             from rich.console import Console as RichConsole
 
             self._rich = RichConsole(
-                file=self.stream, no_color=not self.color, highlight=False, soft_wrap=True
+                file=self.stream, no_color=not self.color, highlight=False, soft_wrap=True,
+                emoji=False,  # a check named ":cross_mark:" is shown as named, as markup is escaped
             )
 
     # -- lines ---------------------------------------------------------------
     def line(self, text: str, style: str | None = None) -> None:
-        text = scrub(text, self._secrets) if self._secrets else text
+        """One line; whatever ``text`` holds, it is shown as one line and can never become a command."""
+        text = self._shown(text)
         with self._lock:
             if self._rich is not None:
                 from rich.markup import escape
@@ -73,6 +82,18 @@ class Console:
                 target.print(markup)
             else:
                 self._write(text)
+
+    def command(self, text: str) -> None:
+        """A workflow command evalrun wrote itself (``::error ...``); the rest of the line still neutralised."""
+        if not text.startswith("::"):
+            raise ValueError(f"not a workflow command: {text[:40]!r}")
+        text = "::" + self._shown(text[2:])
+        with self._lock:
+            self._write(text)  # plain: GitHub reads it only where evalrun prints plain lines
+
+    def _shown(self, text: str) -> str:
+        """Redacted, then neutralised: the order every text leaving evalrun takes (cut in between, by callers)."""
+        return neutralise(scrub(text, self._secrets) if self._secrets else text)
 
     def _write(self, text: str) -> None:
         """A plain line; a reader that went away (``| head -1``) stops the printing, never the run."""
@@ -99,8 +120,7 @@ class Console:
         detail = f"{_counts(result)}; {result.message}" if result.status is Status.PASSED and result.message else (
             result.message or _counts(result)
         )
-        text = f"{word:<11} {result.name}  {detail}"
-        text = scrub(text, self._secrets) if self._secrets else text
+        text = self._shown(f"{word:<11} {result.name}  {detail}")
         if result.status is Status.PASSED:
             text += f"  ({result.duration_s:.1f} s)"
         with self._lock:
@@ -113,8 +133,8 @@ class Console:
                 target.print(w + body)
                 if self._progress is not None:
                     self._progress.advance(self._task)
-                if result.name in self._running:
-                    self._running.remove(result.name)
+                if self._shown(result.name) in self._running:
+                    self._running.remove(self._shown(result.name))
                     self._show_running()
             else:
                 self._write(text)
@@ -122,13 +142,16 @@ class Console:
     def eval_started(self, name: str) -> None:
         """The progress bar names the evals that are running."""
         with self._lock:
-            self._running.append(name)
+            self._running.append(self._shown(name))
             self._show_running()
 
     def _show_running(self) -> None:
         if self._progress is not None:
+            from rich.markup import escape
+
             shown = ", ".join(self._running[:3]) + (f" +{len(self._running) - 3}" if len(self._running) > 3 else "")
-            self._progress.update(self._task, description=f"{self._label}: {shown}" if shown else self._label)
+            # The description is rich markup: names are escaped, as every printed line is.
+            self._progress.update(self._task, description=escape(f"{self._label}: {shown}" if shown else self._label))
 
     # -- progress ------------------------------------------------------------
     def start_progress(self, total: int, label: str) -> None:
@@ -160,7 +183,7 @@ class Console:
             return
         rows = [
             (
-                r.name,
+                self._shown(r.name),
                 _WORDS[r.status][0],
                 str(len(r.checks)),
                 str(sum(c.assertions for c in r.checks)),
@@ -170,11 +193,12 @@ class Console:
         ]
         header = ("eval", "status", "checks", "assertions", "time")
         if self._rich is not None and self.color:
+            from rich.markup import escape
             from rich.table import Table
 
             table = Table(*header, title=None, show_lines=False)
             for row, r in zip(rows, results):
-                table.add_row(row[0], f"[{_WORDS[r.status][1]}]{row[1]}[/]", *row[2:])
+                table.add_row(escape(row[0]), f"[{_WORDS[r.status][1]}]{row[1]}[/]", *row[2:])
             with self._lock:
                 self._rich.print(table)
             return
