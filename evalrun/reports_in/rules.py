@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from evalrun.reports_in.crash_line import is_stack_frame, js_error_line
 from evalrun.reports_in.parsed import ParsedReport
 from evalrun.results import CheckResult, Status
 from evalrun.text import MESSAGE_LIMIT, shorten
@@ -62,9 +63,13 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
         if why:
             msg += f": {why}"
         return Verdict(Status.ERROR, _clip(msg), checks, parsed.metrics)
-    note = parsed.skipped_note()
+    note = "; ".join(filter(None, [parsed.skipped_note(), *parsed.notes])) or None
     if parsed.skip_all is not None and not checks:
         return Verdict(Status.SKIPPED, _clip(note or f"skipped: {parsed.skip_all}"), checks, parsed.metrics)
+    if not checks and parsed.skips:
+        # Every test skipped (pytest -k picking only skipped tests): not checked, with the reasons, as TAP's 1..0 # SKIP.
+        return Verdict(Status.SKIPPED, _clip(f"everything skipped in {parsed.source}: " + "; ".join(parsed.skipped)),
+                       checks, parsed.metrics)
     if not checks:
         return Verdict(Status.FAILED, "the report has no checks", checks, parsed.metrics)
     if failed:
@@ -103,17 +108,20 @@ _ERRORISH = re.compile(
 
 def explain_failure(output: str) -> str:
     """The line(s) that explain a crash: a Python traceback's final exception line,
-    else the last lines that look like an error, else the last non-empty line."""
+    else a JavaScript/TypeScript error line (``crash_line``), else the last lines
+    that look like an error (never a stack frame), else the last non-empty line."""
     lines = [ln.rstrip() for ln in output.splitlines()]
     if _TRACEBACK_START in lines:
         start = len(lines) - 1 - lines[::-1].index(_TRACEBACK_START)
         for ln in reversed(lines[start + 1 :]):
             if ln and not ln.startswith((" ", "\t")) and _EXCEPTION_LINE.match(ln):
                 return _clip(ln)
-    errorish = [ln.strip() for ln in lines if ln.strip() and _ERRORISH.search(ln)]
+    if js := js_error_line(lines):
+        return _clip(js)
+    errorish = [ln.strip() for ln in lines if ln.strip() and _ERRORISH.search(ln) and not is_stack_frame(ln)]
     if errorish:
         return _clip(" | ".join(errorish[-3:]))
-    tail = [ln.strip() for ln in lines if ln.strip()]
+    tail = [ln.strip() for ln in lines if ln.strip() and not is_stack_frame(ln)] or [ln.strip() for ln in lines if ln.strip()]
     return _clip(tail[-1]) if tail else ""
 
 
