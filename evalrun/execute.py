@@ -33,7 +33,7 @@ from evalrun.process import ProcessOutcome, ProcessRequest, run_process
 from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.parsed import ParsedReport
 from evalrun.reports_in.rules import judge
-from evalrun.results import CheckResult, EvalResult, Status
+from evalrun.results import CheckResult, EvalResult, SkippedTest, Status
 from evalrun.secrets import PLACEHOLDER
 from evalrun.text import one_line, shorten
 
@@ -422,6 +422,7 @@ def _judge_outcome(
         message=verdict.message,
         checks=verdict.checks,
         metrics=verdict.metrics,
+        skipped_tests=[SkippedTest(name=s.name, reason=s.reason) for s in verdict.skips],
         **base,
     )
 

@@ -18,7 +18,8 @@ _FRAME = re.compile(r"^\s*(?:at\s+\S|❯\s|→\s)")  # node/V8 "at f (file:1:2)"
 _ERROR = re.compile(  # Error: x / TypeError: x / Error [ERR_X]: x / Uncaught SyntaxError: x
     r"^\s*(?:Uncaught\s+)?(?:[A-Z][A-Za-z]*)?(?:Error|Exception)(?:\s*\[[A-Z0-9_]+\])?:\s*\S"
 )
-_CODE = re.compile(r"^\s*\[[A-Z][A-Z0-9_]{2,}\]\s+\S")  # a bundler's "[PARSE_ERROR] Expected ..." (rolldown, esbuild)
+# a bundler's "[PARSE_ERROR] Expected ..." (rolldown, esbuild); not a log level ("[INFO] ...", Maven's "[ERROR] ...")
+_CODE = re.compile(r"^\s*\[(?!(?:INFO|DEBUG|TRACE|NOTE|WARN|WARNING|ERROR|FATAL)\])[A-Z][A-Z0-9_]{2,}\]\s+\S")
 _TSC = re.compile(r"\berror TS\d+:\s*\S")
 
 

@@ -55,6 +55,7 @@ from xml.parsers import expat
 
 from evalrun.errors import ReportError
 from evalrun.files import FileReadError, iter_chunks
+from evalrun.reports_in.crash_line import js_error_line
 from evalrun.reports_in.parsed import (
     ASSERTIONS_LIMIT,
     CHECK_LIMIT,
@@ -404,7 +405,9 @@ def _to_check(check_name: str, cases: list[_Case], file_label: str, secrets: tup
 
 def _failure(outcome: _Outcome, secrets: tuple[str, ...]) -> tuple[str, str]:
     text = scrub(outcome.body, secrets)
-    message = scrub(outcome.message, secrets) or _first_line(text) or outcome.type or outcome.tag
+    # Without a message attribute (jest-junit writes none) the text's error line says it, not "● Test suite failed to run".
+    message = scrub(outcome.message, secrets) or js_error_line(text.splitlines()[:200]) or _first_line(text)
+    message = message or outcome.type or outcome.tag
     prefix = "error: " if outcome.tag == "error" else ""
     return prefix + one_line(message), text
 

@@ -9,11 +9,11 @@ error. It also finds the line that explains a crash, so users read
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalrun.reports_in.crash_line import is_stack_frame, js_error_line
-from evalrun.reports_in.parsed import ParsedReport
+from evalrun.reports_in.parsed import ParsedReport, Skip
 from evalrun.results import CheckResult, Status
 from evalrun.text import MESSAGE_LIMIT, shorten
 
@@ -26,10 +26,16 @@ class Verdict:
     message: str | None
     checks: list[CheckResult]
     metrics: dict[str, Any]
+    skips: list[Skip] = field(default_factory=list)  # the report's skipped tests: not checks, but reported
 
 
 def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int | None, output: str) -> Verdict:
     """Apply DESIGN.md's rules to a scorer that ran to its end (not timed out)."""
+    verdict = _judge(parsed, report_error, exit_code, output)
+    return replace(verdict, skips=list(parsed.skips)) if parsed is not None and parsed.skips else verdict
+
+
+def _judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int | None, output: str) -> Verdict:
     if parsed is None:
         why = explain_failure(output)
         if exit_code == 0 and report_error and report_error.startswith("invalid report"):
@@ -55,7 +61,10 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
     if exit_code != 0 and failed:
         # Test runners (node, prove, pytest) exit non-zero because a test failed:
         # the failed check is the explanation, and the eval has failed either way.
-        return Verdict(Status.FAILED, _clip(f"{_failed_message(failed)} (exited {exit_code})"), checks, parsed.metrics)
+        message = _failed_message(failed)
+        if failed[0].message == _NODE_FILE_FAILED and (why := explain_failure(output)):
+            message += f": {why}"  # node's JUnit says only "test failed" for a file that could not load; its output says why
+        return Verdict(Status.FAILED, _clip(f"{message} (exited {exit_code})"), checks, parsed.metrics)
     if exit_code != 0:
         why = explain_failure(output)
         passed = sum(c.passed for c in checks)
@@ -98,6 +107,7 @@ def _apply_check_rules(check: CheckResult) -> CheckResult:
     return check
 
 
+_NODE_FILE_FAILED = "test failed"  # node --test's whole message for a test file that failed to load
 _TRACEBACK_START = "Traceback (most recent call last):"
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(: .*)?$")
 _ERRORISH = re.compile(
