@@ -111,6 +111,7 @@ def _run_plan(
     baseline = load_baseline(baseline_path(manifest, request.tier))  # a bad baseline is exit 2, before any scorer
     collected = collect(plan, request, console, environ)
     judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
+    positional_warnings(judged, baseline, console)
     write(judged, outputs, console, environ)
     record(judged, shown, console, environ, source="run")
     report(judged, console, outputs)
@@ -407,6 +408,18 @@ def write_html(
 
     if warning := write_html_after_run(manifest, results, outputs.html, environ, console):
         console.warn(warning)
+
+
+def positional_warnings(results: RunResults, baseline: Baseline | None, console: Console) -> None:
+    """Warn of each eval whose checks not yet in the baseline are named by position: said once, when they appear."""
+    from evalrun.reports_in.positional import find_positional
+    from evalrun.reports_out.positional import positional_warning
+
+    for result in results.evals:
+        known = (baseline or {}).get(result.name, {})
+        names = [c.name for c in result.checks if c.name not in known]
+        if names and (found := find_positional(names)) is not None:
+            console.warn(positional_warning(result.name, found))
 
 
 def report(results: RunResults, console: Console, outputs: Outputs | None = None) -> None:
