@@ -363,3 +363,30 @@ def test_suite_counts_that_match_give_no_note(tmp_path: Path) -> None:
         '<testcase name="b"><failure/></testcase></testsuite>',
     )
     assert report.notes == []
+
+
+def test_a_file_prefix_that_meets_another_name_is_refused_not_merged(tmp_path: Path) -> None:
+    xml = (
+        '<testsuites><testsuite name="a.js"><testcase name="x"/></testsuite>'
+        '<testsuite name="s"><testcase name="x" file="a.js"/></testsuite>'
+        '<testsuite name="s"><testcase name="x" file="b.js"/></testsuite></testsuites>'
+    )
+    # "s > x" from a.js would become "a.js > s > x"; here the names are "a.js > x" and "s > x": no clash, two checks each
+    report = _parse_text(tmp_path, xml)
+    assert sorted(c.name for c in report.checks) == ["a.js > s > x", "a.js > x", "b.js > s > x"]
+
+    clash = (
+        '<testsuites><testsuite name="a.js"><testsuite name="s"><testcase name="x"/></testsuite></testsuite>'
+        '<testsuite name="s"><testcase name="x" file="a.js"/></testsuite>'
+        '<testsuite name="s"><testcase name="x" file="b.js"/></testsuite></testsuites>'
+    )
+    with pytest.raises(ReportError, match=r"testcase 's > x' at line 1 and line 1: the same name"):
+        _parse_text(tmp_path, clash)
+
+
+def test_a_refused_name_is_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    path.write_text('<testsuites><testcase name="key sk-live-123456"/><testcase name="key sk-live-123456"/></testsuites>')
+    with pytest.raises(ReportError) as info:
+        parse_junit(path, secrets=["sk-live-123456"])
+    assert "sk-live-123456" not in str(info.value)

@@ -154,7 +154,7 @@ def parse_junit(path: Path, label: str | None = None, secrets: Iterable[str] = (
     secrets = tuple(secrets)
     checks: list[CheckResult] = []
     skipped: list[Skip] = []
-    for check_name, cases in reader.groups().items():
+    for check_name, cases in reader.groups(secrets).items():
         check = _to_check(scrub(check_name, secrets), cases, name, secrets)
         if isinstance(check, CheckResult):
             checks.append(check)
@@ -237,7 +237,8 @@ class _Reader:
             if not self.suites and name == _RUN_SUITE:
                 name = ""
             parent = self.suites[-1] if self.suites else _ROOT
-            parent.nested = True
+            if self.suites:
+                parent.nested = True  # never _ROOT: it is shared by every read
             self.suite_count += 1
             suite = parent.child(self.depth, name, self.suite_count, attrs, self.parser.CurrentLineNumber)
             self.suites.append(suite)
@@ -305,7 +306,7 @@ class _Reader:
         own = f"{classname}.{name}" if classname else name
         return shorten(f"{path} > {own}" if path else own, NAME_LIMIT)
 
-    def groups(self) -> dict[str, list[_Case]]:
+    def groups(self, secrets: tuple[str, ...]) -> dict[str, list[_Case]]:
         """The testcases of each check, by its name: one place each (see the module's docstring)."""
         by_name: dict[str, list[_Case]] = {}
         for case in self.cases:
@@ -319,15 +320,16 @@ class _Reader:
                 grouped.setdefault(name, []).extend(cases)
                 continue
             files = [file for _, file in places]
-            if all(files) and len(set(files)) == len(files):
-                for (_, file), own in places.items():
-                    grouped.setdefault(shorten(f"{file} > {name}", NAME_LIMIT), []).extend(own)
+            named = {place: shorten(f"{place[1]} > {name}", NAME_LIMIT) for place in places}
+            if all(files) and len(set(files)) == len(files) and not any(n in by_name or n in grouped for n in named.values()):
+                for place, own in places.items():
+                    grouped[named[place]] = own
                 continue
             first, second = (own[0] for own in list(places.values())[:2])
             same_file = first.place[1] and first.place[1] == second.place[1]
             apart = f"two suites of {first.place[1]}" if same_file else "places the report does not tell apart by file"
             raise ReportError(
-                f"junit report {self.label}: testcase {shorten(name, 200)!r} at line {first.line} and line "
+                f"junit report {self.label}: testcase {shorten(scrub(name, secrets), 200)!r} at line {first.line} and line "
                 f"{second.line}: the same name in {apart}, which evalrun will not merge into one check; "
                 f"give the tests distinct names, or have the tool name its suites by file (see {_RECIPES})"
             )
