@@ -33,7 +33,7 @@ from evalrun.process import ProcessOutcome, ProcessRequest, run_process
 from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.parsed import REPORT_LIMIT, ParsedReport
 from evalrun.reports_in.rules import judge
-from evalrun.results import CheckResult, EvalResult, Status
+from evalrun.results import CheckResult, EvalResult, SkippedTest, Status
 from evalrun.secrets import PLACEHOLDER
 from evalrun.text import one_line, shorten
 
@@ -311,10 +311,11 @@ def run_scorer(
         env["EVALRUN_EXPERIMENT"] = planned.experiment
         if planned.column is not None and planned.column.model:
             env["EVALRUN_MODEL"] = planned.column.model
-    if spec.format == "junit" and spec.junit:
+    written = spec.junit if spec.format == "junit" else spec.reportlog if spec.format == "pytest-reportlog" else None
+    if written:
         # A report left by an earlier run must never pass for this run's.
         try:
-            (planned.dir / spec.junit).unlink(missing_ok=True)
+            (planned.dir / written).unlink(missing_ok=True)
         except IsADirectoryError:
             pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
     argv = tuple(spec.run)
@@ -423,6 +424,7 @@ def _judge_outcome(
         message=verdict.message,
         checks=verdict.checks,
         metrics=verdict.metrics,
+        skipped_tests=[SkippedTest(name=s.name, reason=s.reason) for s in verdict.skips],
         **base,
     )
 
@@ -479,6 +481,11 @@ def _read_report(
 
         assert spec.junit is not None
         return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}", secrets=secrets)
+    if spec.format == "pytest-reportlog":
+        from evalrun.reports_in.reportlog import parse_reportlog
+
+        assert spec.reportlog is not None
+        return parse_reportlog(planned.dir / spec.reportlog, label=f"{spec.dir}/{spec.reportlog}", secrets=secrets)
     return read_json_report(report_path, secrets=secrets)
 
 

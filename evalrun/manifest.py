@@ -189,8 +189,9 @@ class EvalSpec(_Strict):
     tags: list[str] = Field(default_factory=list)
     shell: bool = False
     env: EnvTable = Field(default_factory=dict)
-    format: Literal["json", "tap", "junit"] = "json"
+    format: Literal["json", "tap", "junit", "pytest-reportlog"] = "json"
     junit: str | None = None
+    reportlog: str | None = None  # with format = "pytest-reportlog": the file pytest --report-log writes
     services: list[str] = Field(default_factory=list)
     model: bool | None = None
     paths: list[str] = Field(default_factory=list)
@@ -492,6 +493,15 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             raise ManifestError(f'{where}.junit: format = "junit" needs junit = "path of the XML the scorer writes"')
         if spec.junit is not None:
             _check_inside(f"{where}.junit", spec.junit, folder)
+        if spec.format == "pytest-reportlog" and not spec.reportlog:
+            raise ManifestError(
+                f'{where}.reportlog: format = "pytest-reportlog" needs reportlog = "the file pytest --report-log '
+                f'writes", e.g. "out/report.jsonl"'
+            )
+        if spec.reportlog is not None:
+            if spec.format != "pytest-reportlog":
+                raise ManifestError(f'{where}.reportlog: only read with format = "pytest-reportlog"; set it or drop the key')
+            _check_inside(f"{where}.reportlog", spec.reportlog, folder)
         for service in spec.services:
             if service not in manifest.services:
                 raise ManifestError(f"{where}.services: unknown service {service!r}; define [services.{service}]")

@@ -118,6 +118,7 @@ def _run_plan(
         with _sigterm_as_interrupt():
             collected = collect(plan, request, console, environ)
             judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
+            positional_warnings(judged, baseline, console)
             return deliver(judged, shown, outputs, console, environ, source="run")
     except KeyboardInterrupt:
         if collected is None:
@@ -497,6 +498,18 @@ def write_html(
 
     if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning):
         console.warn(warning)
+
+
+def positional_warnings(results: RunResults, baseline: Baseline | None, console: Console) -> None:
+    """Warn of each eval whose checks not yet in the baseline are named by position: said once, when they appear."""
+    from evalrun.reports_in.positional import find_positional
+    from evalrun.reports_out.positional import positional_warning
+
+    for result in results.evals:
+        known = (baseline or {}).get(result.name, {})
+        names = [c.name for c in result.checks if c.name not in known]
+        if names and (found := find_positional(names)) is not None:
+            console.warn(positional_warning(result.name, found))
 
 
 def report(results: RunResults, console: Console, outputs: Outputs | None = None) -> None:

@@ -110,6 +110,15 @@ class RepeatSummary(BaseModel):
     runs_detail: list[RunRecord] = Field(default_factory=list)
 
 
+class SkippedTest(BaseModel):
+    """A test the scorer's report lists but did not run (TAP ``# SKIP``, JUnit ``<skipped>``, a todo): not a check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    reason: str = ""
+
+
 class EvalResult(BaseModel):
     """The record of one planned eval."""
 
@@ -129,6 +138,7 @@ class EvalResult(BaseModel):
     models: dict[str, Any] | None = None  # provider, models that answered, calls, tokens
     partial: bool = False  # timed out or interrupted: ``checks`` are those it finished before it was stopped
     repeats: RepeatSummary | None = None  # only for an eval that repeats (repeat > 1)
+    skipped_tests: list[SkippedTest] = Field(default_factory=list)  # its report's skips (TAP, JUnit), in its order
 
     def check_counts(self) -> dict[str, int]:
         return {c.name: c.assertions for c in self.checks}

@@ -165,9 +165,14 @@ def test_real_node_junit_names_come_from_the_describe_path(tmp_path: Path) -> No
         ("sub > works", True, None),  # node's classname is "test" for all: the describe path tells them apart
         ("sub > negative > works", True, None),
         ("future feature", True, "TODO not written yet: fails as expected"),  # as a TAP "# TODO" reads
-        ("done feature", True, "TODO remove me: passes now; remove the TODO"),
     ]
-    assert report.skipped == ["needs a database (no database)"]
+    # node writes a todo that did not fail the same whether its body passed or it has none (it.todo):
+    # not a check, never counted as a pass.
+    assert report.skipped == [
+        "done feature (TODO remove me; did not fail)",
+        "needs a database (no database)",
+        "not started (TODO; did not fail)",
+    ]
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -252,3 +257,136 @@ def test_check_names_by_producer(tmp_path: Path, xml: str, name: str) -> None:
     path.write_text(xml)
 
     assert [c.name for c in parse_junit(path).checks] == [name]
+
+
+# --- one check per place: the same name from two files is two checks, or refused ---------------
+
+def _parse_text(tmp_path: Path, xml: str):
+    path = tmp_path / "r.xml"
+    path.write_text(xml)
+    return parse_junit(path)
+
+
+def test_same_name_in_two_files_is_two_checks_named_by_file(tmp_path: Path) -> None:
+    """jest-junit with addFileAttribute: two files with describe('math') it('adds')."""
+    report = _parse_text(
+        tmp_path,
+        '<testsuites name="jest tests">'
+        '<testsuite name="math" tests="2" failures="0" skipped="0">'
+        '<testcase classname="math adds" name="math adds" file="tests/a.test.js"/>'
+        '<testcase classname="math only a" name="math only a" file="tests/a.test.js"/></testsuite>'
+        '<testsuite name="math" tests="1" failures="1" skipped="0">'
+        '<testcase classname="math adds" name="math adds" file="tests/b.test.js"><failure>boom</failure></testcase>'
+        '</testsuite></testsuites>',
+    )
+
+    assert [(c.name, c.passed) for c in report.checks] == [
+        ("tests/a.test.js > math > math adds.math adds", True),  # only the names that collide get the file
+        ("tests/b.test.js > math > math adds.math adds", False),
+        ("math > math only a.math only a", True),
+    ]
+
+
+def test_same_name_in_two_suites_without_files_is_refused_naming_both_lines(tmp_path: Path) -> None:
+    """node's reporter (and jest-junit by default) name suites after the describe and write no file."""
+    xml = (
+        "<testsuites>\n"
+        '<testsuite name="math"><testcase name="adds" classname="test"/></testsuite>\n'
+        '<testsuite name="math"><testcase name="adds" classname="test"/></testsuite>\n'
+        "</testsuites>"
+    )
+    with pytest.raises(ReportError) as info:
+        _parse_text(tmp_path, xml)
+
+    message = str(info.value)
+    assert message.startswith(
+        "junit report r.xml: testcase 'math > adds' at line 2 and line 3: the same name in places the report "
+        "does not tell apart by file, which evalrun will not merge into one check; "
+    ), message
+    assert "docs/recipes-junit.md" in message and "\n" not in message
+
+
+def test_same_name_outside_any_suite_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match=r"testcase 'top' at line 1 and line 1: the same name"):
+        _parse_text(tmp_path, '<testsuites><testcase name="top"/><testcase name="top"/></testsuites>')
+
+
+def test_same_name_in_one_suite_is_still_one_check(tmp_path: Path) -> None:
+    """pytest's teardown twin: the second <testcase> of a test is in the same suite, the same file."""
+    report = _parse_text(
+        tmp_path,
+        '<testsuites><testsuite name="pytest"><testcase classname="t" name="x" file="t.py"><failure message="f"/>'
+        '</testcase><testcase classname="t" name="y" file="t.py"/>'
+        '<testcase classname="t" name="x" file="t.py"><error message="teardown"/></testcase></testsuite></testsuites>',
+    )
+
+    assert [(c.name, c.passed, c.message) for c in report.checks] == [
+        ("t.x", False, "f; error: teardown"), ("t.y", True, None)
+    ]
+
+
+def test_jest_junit_todo_property_makes_a_todo_not_a_pass(tmp_path: Path) -> None:
+    report = _parse_text(
+        tmp_path,
+        '<testsuites name="jest tests"><testsuite name="math" tests="1" failures="0" skipped="0">'
+        '<testcase classname="math adds" name="math adds"><properties><property name="status" value="passed"/>'
+        '</properties></testcase>'
+        '<testcase classname="math later" name="math later"><properties><property name="status" value="todo"/>'
+        '</properties></testcase></testsuite></testsuites>',
+    )
+
+    assert [c.name for c in report.checks] == ["math > math adds.math adds"]
+    assert report.skipped == ["math > math later.math later (todo)"]
+    assert report.notes == []
+
+
+def test_jest_junit_todo_without_the_property_is_said_in_a_note(tmp_path: Path) -> None:
+    """jest-junit leaves a todo out of the suite's tests count but writes it like a pass."""
+    report = _parse_text(
+        tmp_path,
+        '<testsuites name="jest tests"><testsuite name="math" tests="2" failures="0" skipped="1">\n'
+        '<testcase classname="math adds" name="math adds"/><testcase classname="math later" name="math later"/>'
+        '<testcase classname="math s" name="math s"><skipped/></testcase></testsuite></testsuites>',
+    )
+
+    assert len(report.checks) == 2
+    assert report.notes == [
+        'suite "math" at line 1 lists 3 testcases but counts 2 tests: 1 is a todo written as passing, '
+        "counted as passes here; jest-junit marks them with a testcase property status (see docs/recipes-junit.md)"
+    ]
+
+
+def test_suite_counts_that_match_give_no_note(tmp_path: Path) -> None:
+    report = _parse_text(
+        tmp_path,
+        '<testsuite name="s" tests="2" failures="1" errors="0" skipped="0"><testcase name="a"/>'
+        '<testcase name="b"><failure/></testcase></testsuite>',
+    )
+    assert report.notes == []
+
+
+def test_a_file_prefix_that_meets_another_name_is_refused_not_merged(tmp_path: Path) -> None:
+    xml = (
+        '<testsuites><testsuite name="a.js"><testcase name="x"/></testsuite>'
+        '<testsuite name="s"><testcase name="x" file="a.js"/></testsuite>'
+        '<testsuite name="s"><testcase name="x" file="b.js"/></testsuite></testsuites>'
+    )
+    # "s > x" from a.js would become "a.js > s > x"; here the names are "a.js > x" and "s > x": no clash, two checks each
+    report = _parse_text(tmp_path, xml)
+    assert sorted(c.name for c in report.checks) == ["a.js > s > x", "a.js > x", "b.js > s > x"]
+
+    clash = (
+        '<testsuites><testsuite name="a.js"><testsuite name="s"><testcase name="x"/></testsuite></testsuite>'
+        '<testsuite name="s"><testcase name="x" file="a.js"/></testsuite>'
+        '<testsuite name="s"><testcase name="x" file="b.js"/></testsuite></testsuites>'
+    )
+    with pytest.raises(ReportError, match=r"testcase 's > x' at line 1 and line 1: the same name"):
+        _parse_text(tmp_path, clash)
+
+
+def test_a_refused_name_is_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    path.write_text('<testsuites><testcase name="key sk-live-123456"/><testcase name="key sk-live-123456"/></testsuites>')
+    with pytest.raises(ReportError) as info:
+        parse_junit(path, secrets=["sk-live-123456"])
+    assert "sk-live-123456" not in str(info.value)

@@ -30,6 +30,8 @@ ASSETS = Path(__file__).parent / "assets" / "manifest"
         ("unknown_probe.toml", "unknown probe 'db'; define [probes.db]"),
         ("unknown_tier_table.toml", "tiers.t4: unknown tier"),
         ("junit_without_path.toml", 'format = "junit" needs junit ='),
+        ("reportlog_without_path.toml", 'evals[0] ("a").reportlog: format = "pytest-reportlog" needs reportlog ='),
+        ("reportlog_wrong_format.toml", 'evals[0] ("a").reportlog: only read with format = "pytest-reportlog"'),
         ("unknown_service.toml", "unknown service 'db'; define [services.db]"),
     ],
 )

@@ -9,7 +9,7 @@ import pytest
 
 from evalrun.errors import ReportError
 from evalrun.reports_in.json_report import read_json_report
-from evalrun.reports_in.parsed import ParsedReport
+from evalrun.reports_in.parsed import ParsedReport, Skip
 from evalrun.reports_in.rules import explain_failure, judge
 from evalrun.results import CheckResult, Status
 
@@ -132,3 +132,50 @@ def test_every_committed_schema_is_fresh(name: str) -> None:
     assert schema_path(name).read_text(encoding="utf-8") == render_schema(generate_schema(name)), (
         f"{schema_path(name)} is stale; regenerate it with: python -m evalrun.commands.schema --write"
     )
+
+
+VITEST_BROKEN_CONFIG = """failed to load config from /tmp/vx/vitest.config.ts
+
+\x1b[31m⎯⎯⎯⎯⎯⎯⎯\x1b[39m\x1b[1m\x1b[41m Startup Error \x1b[49m\x1b[22m\x1b[31m⎯⎯⎯⎯⎯⎯⎯⎯\x1b[39m
+Error: Build failed with 1 error:
+
+[PARSE_ERROR] Expected `}` but found `EOF`
+   ╭─[ vitest.config.ts:2:63 ]
+   │
+ 2 │ export default defineConfig({ test: { include: ['tests/**'] }
+───╯
+
+    at aggregateBindingErrorsIntoJsError (file:///n/rolldown/dist/shared/error-z4CTM_u3.mjs:110:18)
+    at unwrapBindingResult (file:///n/rolldown/dist/shared/error-z4CTM_u3.mjs:78:128)
+    at async createVitest (file:///n/vitest/dist/chunks/cli-api.B0Pz1_R7.js:14288:18) {
+  errors: [Getter/Setter]
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("out", "expected"),
+    [
+        (VITEST_BROKEN_CONFIG, "[PARSE_ERROR] Expected `}` but found `EOF`"),  # vitest 4 (rolldown), verbatim
+        ("x.js:1\nTypeError: cfg.map is not a function\n    at load (x.js:1:5)\n    at runErrorHandler (y.js:2:1)\n",
+         "TypeError: cfg.map is not a function"),
+        ("node:internal\nError [ERR_MODULE_NOT_FOUND]: Cannot find package 'vitest'\n    at packageResolve (node:1:2)\n",
+         "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'vitest'"),
+        ("src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n",
+         "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'."),
+    ],
+)
+def test_explain_javascript_crash_finds_the_error_line_not_a_stack_frame(out: str, expected: str) -> None:
+    assert explain_failure(out) == expected
+
+
+def test_explain_never_picks_a_stack_frame_among_error_looking_lines() -> None:
+    out = "something broke badly\n    at handleErrorFrame (x.js:1:1)\n    at abortAll (x.js:2:2)\n"
+    assert explain_failure(out) == "something broke badly"
+
+
+def test_every_test_skipped_is_a_skip_with_the_reasons() -> None:
+    """pytest -k selecting only skipped tests: not checked (exit 4), never "no checks" (exit 1)."""
+    parsed = ParsedReport(checks=[], skips=[Skip("t.test_a", "no gpu"), Skip("t.test_b")], source="JUnit")
+    v = judge(parsed, None, 0, "")
+    assert (v.status, v.message) == (Status.SKIPPED, "everything skipped in JUnit: t.test_a (no gpu); t.test_b")

@@ -125,9 +125,11 @@ def test_tap_any_stream_with_stderr(stream: str, stderr: str) -> None:
 _attr_value = st.sampled_from(["", "x", "test", "pytest", "3", "3.0", "3.5", "-1", "9" * 5000, "a > b", "&amp;", "&lt;",
                                "pytest.xfail", "todo", "skipped"]) | st.text(
     alphabet=st.characters(blacklist_characters='<&"', blacklist_categories=("Cs", "Cc")), max_size=6)
-_attr = st.tuples(st.sampled_from(["name", "classname", "assertions", "message", "type"]), _attr_value).map(
+_attr = st.tuples(st.sampled_from(["name", "classname", "assertions", "message", "type", "file", "filepath", "tests",
+                                   "skipped", "failures", "errors", "value"]), _attr_value).map(
     lambda kv: f' {kv[0]}="{kv[1]}"')
-_tag = st.sampled_from(["testsuites", "testsuite", "testcase", "failure", "error", "skipped", "system-out", "x"])
+_tag = st.sampled_from(["testsuites", "testsuite", "testcase", "failure", "error", "skipped", "system-out", "x",
+                        "properties", "property"])
 
 
 @st.composite
@@ -137,7 +139,11 @@ def _xml(draw: st.DrawFn, depth: int = 0) -> str:
     if depth >= 4 or draw(st.booleans()):
         return f"<{tag}{attrs}/>"
     pieces = st.sampled_from(["text", "&amp;", " ", "<!-- c -->", f'<testcase name="n" assertions="{"9" * 5000}"/>',
-                              '<testcase name="n"><skipped type="pytest.xfail"/><failure/></testcase>'])
+                              '<testcase name="n"><skipped type="pytest.xfail"/><failure/></testcase>',
+                              '<testcase name="n" file="a.js"/>', '<testcase name="n" file="b.js"/>',
+                              '<testcase name="n"><properties><property name="status" value="todo"/></properties>'
+                              '</testcase>', '<testsuite name="s" tests="1" failures="0" skipped="0">'
+                              '<testcase name="n"/><testcase name="m"/></testsuite>'])
     children = draw(st.lists(_xml(depth + 1) | pieces, max_size=4))
     return f"<{tag}{attrs}>{''.join(children)}</{tag}>"
 
@@ -208,3 +214,40 @@ def test_a_check_named_or_explained_over_lines_fails_its_eval_in_one_line(tmp_pa
         verdict = judge(read_json_report(path), None, 0, "")
         assert verdict.message and "\n" not in verdict.message and "\r" not in verdict.message
         assert verdict.checks[0].name == checks[0]["name"]  # the check itself keeps its name
+
+
+# --- pytest's report log -----------------------------------------------------------
+
+from evalrun.reports_in.reportlog import parse_reportlog  # noqa: E402
+
+_nodeid = st.sampled_from(["t.py::a", "t.py::b[case0]", "", "x" * 2000]) | st.text(max_size=8)
+_longrepr = st.one_of(
+    st.none(), st.text(max_size=20), st.lists(st.text(max_size=10) | st.integers(), max_size=4),
+    st.fixed_dictionaries({}, optional={"reprcrash": st.fixed_dictionaries(
+        {}, optional={"message": st.text(max_size=20) | st.integers(), "path": st.text(max_size=5),
+                      "lineno": st.integers() | st.text(max_size=3)}) | _json, "longrepr": _json}),
+    _json,
+)
+_log_record = st.fixed_dictionaries(
+    {"$report_type": st.sampled_from(["TestReport", "SubTestReport", "CollectReport", "SessionStart", "SessionFinish",
+                                      "WarningMessage", "x"])},
+    optional={
+        "nodeid": _nodeid | _json, "when": st.sampled_from(["setup", "call", "teardown", None, 3]),
+        "outcome": st.sampled_from(["passed", "failed", "skipped", None, 1]), "longrepr": _longrepr,
+        "wasxfail": st.text(max_size=8) | st.none() | st.integers(),
+        "_subtest.context": st.fixed_dictionaries({}, optional={"msg": _scalars, "kwargs": _json}) | _json,
+    },
+)
+
+
+@SETTINGS
+@given(st.binary(max_size=2000))
+def test_reportlog_any_bytes(data: bytes) -> None:
+    _through(parse_reportlog, data)
+
+
+@SETTINGS
+@given(st.lists(_log_record | _json, max_size=12), st.sampled_from(["\n", "\r\n", "\n\n"]))
+def test_reportlog_any_records(records: list[object], newline: str) -> None:
+    text = newline.join(json.dumps(r, allow_nan=True) for r in records)
+    _through(lambda p: parse_reportlog(p, secrets={"sk-test-secret"}), text.encode())

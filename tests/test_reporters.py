@@ -15,7 +15,7 @@ from evalrun.reports_in.junit import parse_junit
 from evalrun.reports_out.github import append_github_step_summary, github_annotations
 from evalrun.reports_out.junit import render_junit, write_junit
 from evalrun.reports_out.markdown import render_markdown, write_markdown
-from evalrun.results import BaselineChange, BaselineComparison, CheckResult, EvalResult, RunResults, Status
+from evalrun.results import BaselineChange, BaselineComparison, CheckResult, EvalResult, RunResults, SkippedTest, Status
 
 NASTY = 'insert as user B\nsucceeded | 100% <script>alert(1)</script> `tick` *star*'
 
@@ -442,3 +442,41 @@ def test_markdown_failure_section_says_each_thing_once_through_the_cli(project) 
     assert proj.run("t1", "--markdown", "summary.md").code == 1
     failures = (proj.root / "summary.md").read_text().split("### Failures\n\n")[1].split("\n\n###")[0]
     assert failures.splitlines()[2:] == ["- check **y** failed: expected 1, got 2", "- check **z** failed"]
+
+
+def _with_skips() -> RunResults:
+    py = _eval(
+        "py",
+        Status.PASSED,
+        message="skipped in JUnit: t.test_gpu (no gpu); t.test_db",
+        checks=[CheckResult(name="t.test_adds", assertions=1, passed=True),
+                CheckResult(name="t.test_bug", assertions=1, passed=True, message="xfail bug 12: fails as expected")],
+        skipped_tests=[SkippedTest(name="t.test_gpu", reason="no gpu"), SkippedTest(name="t.test_db")],
+    )
+    return _results(evals=[py], baseline=None)
+
+
+def test_junit_keeps_the_scorers_skipped_tests_and_expected_failure_notes(tmp_path: Path) -> None:
+    """pytest skipped 2 and xfailed 1: the JUnit evalrun writes says so, not skipped="0"."""
+    suite = _junit(tmp_path, _with_skips()).find("testsuite[@name='py']")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("skipped"), suite.get("failures")) == ("4", "2", "0")
+    skipped = {c.get("name"): c.find("skipped").get("message") for c in suite.iter("testcase") if c.find("skipped") is not None}
+    assert skipped == {"t.test_gpu": "no gpu", "t.test_db": "skipped in the scorer's report"}
+    note = suite.find("testcase[@name='t.test_bug']/system-out")
+    assert note is not None and note.text == "xfail bug 12: fails as expected"
+    _check_junit_10(suite)
+
+
+def test_junit_with_skipped_tests_validates_against_the_published_junit_10_schema(tmp_path: Path) -> None:
+    schema = _published_junit_schema()
+    root = _junit(tmp_path, _with_skips())
+    for tc in root.iter("testcase"):
+        tc.attrib.pop("assertions", None)
+    schema.validate(ET.tostring(root, encoding="unicode"))
+
+
+def test_closing_line_counts_the_tests_skipped_inside_evals() -> None:
+    from evalrun.reports_out.terminal import closing_line
+
+    assert closing_line(_with_skips().evals) == "1 passed, 0 failed, 0 skipped (2 tests skipped inside evals)"

@@ -15,6 +15,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from evalrun.baseline import (
+    Baseline,
     baseline_fingerprint,
     baseline_lock,
     baseline_path,
@@ -31,7 +32,7 @@ from evalrun.baseline_judges import updated_judges
 from evalrun.baseline_settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, keep_and_record, load
+from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, keep_and_record, load, positional_warnings
 from evalrun.plan import make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
@@ -62,11 +63,13 @@ def update_baselines(
         raise UsageError("--from-results reads one tier's results; use it with --update TIER, not --all")
     pending: list[tuple[str, Path, RunResults, set[str], bool]] = []
     snapshots: dict[Path, str | None] = {}
+    earlier: dict[str, Baseline | None] = {}  # each tier's baseline before this update: its names are not new
     for tier in tiers:
         plan = make_plan(manifest, tier, evals, tags, experiments)
         path = check_writable(baseline_path(manifest, tier), "baseline")
         early = load_baseline(path)  # a bad baseline is exit 2 before any scorer starts
         snapshots[path] = baseline_fingerprint(path)  # what the file was before any scorer could touch it
+        earlier[tier] = early
         if from_results is not None:
             results = load_results(from_results)
             if results.tier != tier:
@@ -108,6 +111,8 @@ def update_baselines(
                 raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
             mark_written(manifest, path)
             written.append((tier, path, new, notes))
+    for tier, _path, results, _names, _filtered in pending:
+        positional_warnings(results, earlier[tier], console)
     for tier, path, new, notes in written:
         for note in notes:
             console.note(f"{tier}: {note}")

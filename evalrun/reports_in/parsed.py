@@ -40,16 +40,33 @@ def expected_failure_note(label: str, reason: str, *, failed: bool) -> str:
 
 
 @dataclass(frozen=True)
+class Skip:
+    """A test the report lists but did not run (a skip, a todo): not a check, shown with its reason."""
+
+    name: str
+    reason: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.reason})" if self.reason else self.name
+
+
+@dataclass(frozen=True)
 class ParsedReport:
     """A report in any format (JSON, TAP, JUnit), before the runner's rules."""
 
     checks: list[CheckResult]
     metrics: dict[str, Any] = field(default_factory=dict)
     problem: str | None = None  # an eval-level failure: "Bail out! db gone", "planned 3, ran 2"
-    skipped: list[str] = field(default_factory=list)  # "name (reason)" of each skipped test: not checks
+    skips: list[Skip] = field(default_factory=list)  # each skipped test, in report order: not checks
     skip_all: str | None = None  # the whole stream was skipped (TAP "1..0 # SKIP why"): the reason
     source: str = ""  # "TAP" or "JUnit", for messages
     running: str | None = None  # the check in progress when the report was written (JSON, from the SDK)
+    notes: list[str] = field(default_factory=list)  # what the reader could not tell, said with the eval's message
+
+    @property
+    def skipped(self) -> list[str]:
+        """``name (reason)`` of each skipped test."""
+        return [str(s) for s in self.skips]
 
     def skipped_note(self) -> str | None:
         """One line for the eval's message, e.g. ``skipped in TAP: network (no network)``; None if none."""

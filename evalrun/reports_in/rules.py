@@ -9,10 +9,11 @@ error. It also finds the line that explains a crash, so users read
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalrun.reports_in.parsed import ParsedReport
+from evalrun.reports_in.crash_line import is_stack_frame, js_error_line
+from evalrun.reports_in.parsed import ParsedReport, Skip
 from evalrun.results import CheckResult, Status
 from evalrun.text import MESSAGE_LIMIT, shorten
 
@@ -25,10 +26,16 @@ class Verdict:
     message: str | None
     checks: list[CheckResult]
     metrics: dict[str, Any]
+    skips: list[Skip] = field(default_factory=list)  # the report's skipped tests: not checks, but reported
 
 
 def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int | None, output: str) -> Verdict:
     """Apply the scorer contract's rules to a scorer that ran to its end (not timed out)."""
+    verdict = _judge(parsed, report_error, exit_code, output)
+    return replace(verdict, skips=list(parsed.skips)) if parsed is not None and parsed.skips else verdict
+
+
+def _judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int | None, output: str) -> Verdict:
     if parsed is None:
         why = explain_failure(output)
         if exit_code == 0 and report_error and report_error.startswith("invalid report"):
@@ -60,7 +67,10 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
     if exit_code != 0 and failed:
         # Test runners (node, prove, pytest) exit non-zero because a test failed:
         # the failed check is the explanation, and the eval has failed either way.
-        return Verdict(Status.FAILED, _clip(f"{_failed_message(failed)} (exited {exit_code})"), checks, parsed.metrics)
+        message = _failed_message(failed)
+        if failed[0].message == _NODE_FILE_FAILED and (why := explain_failure(output)):
+            message += f": {why}"  # node's JUnit says only "test failed" for a file that could not load; its output says why
+        return Verdict(Status.FAILED, _clip(f"{message} (exited {exit_code})"), checks, parsed.metrics)
     if exit_code != 0:
         why = explain_failure(output)
         passed = sum(c.passed for c in checks)
@@ -68,9 +78,13 @@ def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int 
         if why:
             msg += f": {why}"
         return Verdict(Status.ERROR, _clip(msg), checks, parsed.metrics)
-    note = parsed.skipped_note()
+    note = "; ".join(filter(None, [parsed.skipped_note(), *parsed.notes])) or None
     if parsed.skip_all is not None and not checks:
         return Verdict(Status.SKIPPED, _clip(note or f"skipped: {parsed.skip_all}"), checks, parsed.metrics)
+    if not checks and parsed.skips:
+        # Every test skipped (pytest -k picking only skipped tests): not checked, with the reasons, as TAP's 1..0 # SKIP.
+        return Verdict(Status.SKIPPED, _clip(f"everything skipped in {parsed.source}: " + "; ".join(parsed.skipped)),
+                       checks, parsed.metrics)
     if not checks:
         return Verdict(Status.FAILED, "the report has no checks", checks, parsed.metrics)
     if failed:
@@ -99,6 +113,7 @@ def _apply_check_rules(check: CheckResult) -> CheckResult:
     return check
 
 
+_NODE_FILE_FAILED = "test failed"  # node --test's whole message for a test file that failed to load
 _TRACEBACK_START = "Traceback (most recent call last):"
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(: .*)?$")
 _ERRORISH = re.compile(
@@ -109,17 +124,20 @@ _ERRORISH = re.compile(
 
 def explain_failure(output: str) -> str:
     """The line(s) that explain a crash: a Python traceback's final exception line,
-    else the last lines that look like an error, else the last non-empty line."""
+    else a JavaScript/TypeScript error line (``crash_line``), else the last lines
+    that look like an error (never a stack frame), else the last non-empty line."""
     lines = [ln.rstrip() for ln in output.splitlines()]
     if _TRACEBACK_START in lines:
         start = len(lines) - 1 - lines[::-1].index(_TRACEBACK_START)
         for ln in reversed(lines[start + 1 :]):
             if ln and not ln.startswith((" ", "\t")) and _EXCEPTION_LINE.match(ln):
                 return _clip(ln)
-    errorish = [ln.strip() for ln in lines if ln.strip() and _ERRORISH.search(ln)]
+    if js := js_error_line(lines):
+        return _clip(js)
+    errorish = [ln.strip() for ln in lines if ln.strip() and _ERRORISH.search(ln) and not is_stack_frame(ln)]
     if errorish:
         return _clip(" | ".join(errorish[-3:]))
-    tail = [ln.strip() for ln in lines if ln.strip()]
+    tail = [ln.strip() for ln in lines if ln.strip() and not is_stack_frame(ln)] or [ln.strip() for ln in lines if ln.strip()]
     return _clip(tail[-1]) if tail else ""
 
 

@@ -43,6 +43,7 @@ from evalrun.reports_in.parsed import (
     REPORT_WHAT,
     NameDeduper,
     ParsedReport,
+    Skip,
     expected_failure_note,
 )
 from evalrun.reports_in.tap_diagnostics import find_test_more_blocks, fold_diagnostics, read_yaml_field
@@ -303,7 +304,7 @@ class _Parser:
             checks=checks,
             metrics={},
             problem="; ".join(problems) or None,
-            skipped=skipped,
+            skips=skipped,
             skip_all=skip_all,
             source="TAP",
         )
@@ -414,17 +415,17 @@ def _summarize(frame: _Frame, secrets: tuple[str, ...]) -> _Summary:
     return summary
 
 
-def _to_checks(points: list[_Point], secrets: tuple[str, ...]) -> tuple[list[CheckResult], list[str]]:
+def _to_checks(points: list[_Point], secrets: tuple[str, ...]) -> tuple[list[CheckResult], list[Skip]]:
     names = NameDeduper()
     checks: list[CheckResult] = []
-    skipped: list[str] = []
+    skipped: list[Skip] = []
     for point in points:
         name = names.unique(shorten(scrub(point.name, secrets), NAME_LIMIT))
         weight = _weight(point)
         if weight == 0:
             reason = point.reason if point.directive == "skip" else "all its subtests were skipped"
             reason = one_line(scrub(reason, secrets), 200)
-            skipped.append(f"{name} ({reason})" if reason else name)
+            skipped.append(Skip(name, reason))
             continue
         checks.append(_to_check(point, name, weight, secrets))
     return checks, skipped

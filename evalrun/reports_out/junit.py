@@ -9,7 +9,10 @@ GitHub test-report actions):
   the schema orders them) and, when it did not pass, the scorer's output tail
   as ``<system-out>``;
 - a ``<testcase>`` per check (``classname`` = ``<tier>.<eval>``, ``assertions``)
-  with a ``<failure>`` when it failed; a flaky check of a repeated eval passes
+  with a ``<failure>`` when it failed, its note (an expected failure's "xfail
+  bug 12: fails as expected") as ``<system-out>`` when it passed with one, and
+  a ``<testcase>`` with ``<skipped>`` and its reason per test the scorer's
+  report skipped (TAP ``# SKIP``, JUnit ``<skipped>``, a todo); a flaky check of a repeated eval passes
   with a ``<flakyFailure>`` per failing run (Surefire's convention) and its
   rate in the suite's ``rate.<check>`` / ``flaky.<check>`` properties;
 - an eval-level testcase named ``(eval)`` when the eval as a whole has
@@ -97,12 +100,17 @@ def _suite_for_eval(result: EvalResult, regressions: list[BaselineChange]) -> ET
                     ET.SubElement(case, "flakyFailure", {"message": _clean(line), "type": "flaky"})
                 text = f"flaky: {check.message or ''}\n{check.evidence or ''}".strip()
                 ET.SubElement(case, "system-out").text = _clean(truncate(text, _OUTPUT_LIMIT))
+            elif check.message:  # a pass with a note: an expected failure, a todo that passes now
+                ET.SubElement(case, "system-out").text = _clean(truncate(check.message, _OUTPUT_LIMIT))
         if result.status in (Status.ERROR, Status.TIMEOUT):
             case = _case(suite, EVAL_CASE, classname, time=result.duration_s)
             _outcome(case, "error", describe_failure(result), result.output_tail, kind=result.status.value)
         elif result.status is Status.FAILED and all(check.passed for check in result.checks):
             case = _case(suite, EVAL_CASE, classname, time=result.duration_s)
             _outcome(case, "failure", describe_failure(result), result.output_tail, kind="eval")
+    for test in result.skipped_tests:  # what the scorer's own report skipped: a skipped testcase each, with its reason
+        case = _case(suite, test.name, classname)
+        ET.SubElement(case, "skipped", {"message": _clean(test.reason or "skipped in the scorer's report")})
     for change in regressions:
         case = _case(suite, regression_case_name(change), classname)
         _outcome(case, "failure", change.message, _counts(change), kind="baseline")

@@ -222,6 +222,9 @@ def closing_line(results: Sequence[EvalResult]) -> str:
         text += f", {budget} not checked (budget)"
     if interrupted:
         text += f", {interrupted} interrupted"
+    tests = sum(len(r.skipped_tests) for r in results)
+    if tests:  # tests the scorers' own reports skipped, inside evals that ran: never hidden behind "0 skipped"
+        text += f" ({tests} test{'s' if tests != 1 else ''} skipped inside evals)"
     return text
 
 

@@ -1,5 +1,5 @@
 // A real node:test suite for JUnit identity: the same test name under two describes,
-// a TODO that fails as expected, a TODO that passes now, a skip. DROP_ADD=1 removes
+// a TODO that fails as expected, a TODO that passes now, a skip, an empty it.todo. DROP_ADD=1 removes
 // describe('add') > it('works'), as a user deleting one test would.
 import { describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,3 +25,5 @@ test('future feature', { todo: 'not written yet' }, () => {
 test('done feature', { todo: 'remove me' }, () => {});
 
 test('needs a database', { skip: 'no database' }, () => {});
+
+it.todo('not started');

@@ -1,0 +1,82 @@
+"""Check names that are positions: found per tool, warned by the run once and by evalrun check."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from evalrun.reports_in.positional import Positional, find_positional
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (["t.test_case[case0]", "t.test_case[case1]", "t.test_case[case2]", "t.test_other"],
+         Positional("pytest", "t.test_case[case0]", 3)),
+        (["t.test_x[case0-fast]", "t.test_x[case1-fast]"], Positional("pytest", "t.test_x[case0-fast]", 2)),
+        (["promptfoo > test 0: says hello", "promptfoo > test 1: says bye"],
+         Positional("promptfoo", "promptfoo > test 0: says hello", 2)),
+        (["s > testcase 4"], Positional("numbered", "s > testcase 4", 1)),
+        (["test 4"], Positional("numbered", "test 4", 1)),  # Test::More's ok() without a description
+    ],
+)
+def test_positional_names_by_tool(names: list[str], expected: Positional) -> None:
+    assert find_positional(names) == expected
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["t.test_model[gpt4]", "t.test_model[claude3]"],  # ids that end in digits are not indexes
+        ["t.test_case[case1]", "t.test_case[case2]"],  # no case0: not pytest's counting
+        ["t.test_adds", "math > adds", "test adds 2 numbers", "latest 3"],
+        ["t.test_case[case0]"],  # one case: nothing to shift
+    ],
+)
+def test_names_that_are_identities_are_not_positional(names: list[str]) -> None:
+    assert find_positional(names) is None
+
+
+PY_CASES = """
+import pytest
+
+class Case:
+    def __init__(self, text, want):
+        self.text, self.want = text, want
+
+CASES = [Case("a", 1), Case("bb", 2), Case("ccc", 3)]
+
+@pytest.mark.parametrize("case", CASES)
+def test_case(case):
+    assert len(case.text) == case.want
+"""
+
+
+def test_run_warns_once_and_check_always_for_pytest_parametrize_over_objects(project) -> None:
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=out.xml", "test_x.py"]
+    proj = project(
+        {
+            "manifest.toml": (
+                '[[evals]]\nname = "py"\ntier = "t1"\ndir = "e"\nrun = [' + ", ".join(f'"{a}"' for a in argv) + "]\n"
+                'format = "junit"\njunit = "out.xml"\nenv = { PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }\n'
+            ),
+            "e/test_x.py": PY_CASES,
+        }
+    )
+    warning = (
+        'warning: py: 3 check names are positions (e.g. "test_x.test_case[case0]"): removing one case renames '
+        "every later one; name the cases with parametrize's ids= (or pytest.param(..., id=...))"
+    )
+
+    r = proj.run("baseline", "--update", "t1")
+    assert r.code == 0, r.output
+    assert warning in r.out, r.out
+
+    r = proj.run("t1")  # in the baseline now: the run said it when they appeared
+    assert r.code == 0, r.output
+    assert "positions" not in r.out, r.out
+
+    r = proj.run("check")
+    assert r.code == 0, r.output
+    assert warning.replace("warning: py:", "warning: t1 py:") in r.out, r.out
