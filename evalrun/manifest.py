@@ -158,8 +158,9 @@ class EvalSpec(_Strict):
     tags: list[str] = Field(default_factory=list)
     shell: bool = False
     env: EnvTable = Field(default_factory=dict)
-    format: Literal["json", "tap", "junit"] = "json"
+    format: Literal["json", "tap", "junit", "inspect", "promptfoo"] = "json"
     junit: str | None = None
+    promptfoo: str | None = None  # with format = "promptfoo": the file `promptfoo eval -o` writes
     services: list[str] = Field(default_factory=list)
     model: bool | None = None
     paths: list[str] = Field(default_factory=list)
@@ -458,6 +459,7 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             raise ManifestError(f'{where}.junit: format = "junit" needs junit = "path of the XML the scorer writes"')
         if spec.junit is not None:
             _check_inside(f"{where}.junit", spec.junit, folder)
+        _check_tool_format(where, spec, folder)
         for service in spec.services:
             if service not in manifest.services:
                 raise ManifestError(f"{where}.services: unknown service {service!r}; define [services.{service}]")
@@ -539,6 +541,29 @@ def _check_experiments(label: str, manifest: Manifest) -> None:
                     f"which is already an eval's name; rename one of them"
                 )
 
+
+
+def _check_tool_format(where: str, spec: EvalSpec, folder: Path) -> None:
+    """The keys of the eval tools' native formats (docs/recipes-eval-tools.md)."""
+    if spec.format == "promptfoo" and not spec.promptfoo:
+        raise ManifestError(
+            f'{where}.promptfoo: format = "promptfoo" needs promptfoo = "the file promptfoo eval -o writes", '
+            f'e.g. "out.json"'
+        )
+    if spec.promptfoo is not None:
+        if spec.format != "promptfoo":
+            raise ManifestError(f'{where}.promptfoo: only read with format = "promptfoo"; set it or drop the key')
+        if not spec.promptfoo.endswith(".json"):
+            raise ManifestError(
+                f"{where}.promptfoo: {spec.promptfoo!r} must end in .json (promptfoo picks its output's format "
+                f'by the extension), e.g. "out.json"'
+            )
+        _check_inside(f"{where}.promptfoo", spec.promptfoo, folder)
+    if spec.format == "inspect" and "INSPECT_LOG_DIR" in spec.env:
+        raise ManifestError(
+            f'{where}.env.INSPECT_LOG_DIR: with format = "inspect" evalrun sets it (a fresh folder per run); '
+            f"drop it from env"
+        )
 
 
 def _check_inside(where: str, relative: str, folder: Path) -> None:
