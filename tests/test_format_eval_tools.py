@@ -333,3 +333,54 @@ def test_any_promptfoo_output_gives_checks_or_one_line(tmp_path_factory, rows: A
     else:
         path.write_text(json.dumps({"results": {"results": rows, "stats": stats}}))
     _one_outcome(lambda: parse_promptfoo(path, "out.json"))
+
+
+# --- through the CLI: where evalrun finds the logs, the manifest keys -------------------------------------------
+
+EVAL_TOML = '[[evals]]\nname = "tool"\ntier = "t1"\ndir = "e"\nrun = ["python", "scorer.py"]\n'
+INSPECT_SCORER = f"""\
+import os, shutil, sys
+folder = os.environ["INSPECT_LOG_DIR"]
+assert folder.startswith(os.environ["EVALRUN_WORKDIR"]), folder
+if os.path.exists("write-log"):
+    os.makedirs(folder)
+    shutil.copy({str(ASSETS / "inspect-sample-error.eval")!r}, os.path.join(folder, "2026_quiz_x.eval"))
+"""
+
+
+def test_inspect_logs_are_read_from_the_fresh_folder_evalrun_gives_each_run(project) -> None:
+    proj = project({"manifest.toml": EVAL_TOML + 'format = "inspect"\n', "e/scorer.py": INSPECT_SCORER,
+                    "e/write-log": ""})
+    r = proj.run("t1")
+    assert r.code == 1, r.output
+    result = proj.eval_result("tool")
+    assert 'check "quiz > b > includes" failed: sample errored: RuntimeError' in result["message"]
+    assert len(result["checks"]) == 6
+    (proj.root / "e" / "write-log").unlink()  # the next run writes no log: the last one's is not found
+    r = proj.run("t1")
+    assert r.code == 1, r.output
+    assert "Inspect wrote no log there; evalrun sets INSPECT_LOG_DIR" in proj.eval_result("tool")["message"]
+
+
+def test_a_promptfoo_output_left_by_an_earlier_run_is_deleted_before_the_scorer_starts(project) -> None:
+    proj = project({"manifest.toml": EVAL_TOML.replace('"scorer.py"', '"-c", "pass"') + 'format = "promptfoo"\npromptfoo = "out/o.json"\n',
+                    "e/out/o.json": (ASSETS / "promptfoo-out.json").read_text()})
+    r = proj.run("t1")
+    assert r.code == 1, r.output
+    assert "promptfoo output e/out/o.json: no such file" in proj.eval_result("tool")["message"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [('format = "promptfoo"\n', 'format = "promptfoo" needs promptfoo = "the file promptfoo eval -o writes"'),
+     ('format = "promptfoo"\npromptfoo = "out.xml"\n', "must end in .json"),
+     ('format = "promptfoo"\npromptfoo = "../out.json"\n', "lies outside the eval's folder"),
+     ('format = "json"\npromptfoo = "out.json"\n', 'only read with format = "promptfoo"'),
+     ('format = "inspect"\nenv = { INSPECT_LOG_DIR = "logs" }\n', "with format = \"inspect\" evalrun sets it")],
+)
+def test_tool_format_keys_in_the_manifest_are_checked_in_one_line(project, extra: str, says: str) -> None:
+    proj = project({"manifest.toml": EVAL_TOML + extra, "e/scorer.py": "pass\n"})
+    r = proj.run("t1")
+    assert r.code == 2, r.output
+    lines = [line for line in r.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0] and "manifest.toml" in lines[0], r.err
