@@ -188,7 +188,8 @@ def _open_eval(raw: bytes, where: str) -> _Log:
         archive = zipfile.ZipFile(io.BytesIO(raw))
         infos = archive.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, struct.error) as exc:
-        raise ReportError(f"inspect log {where}: not an Inspect .eval file ({shorten(one_line(str(exc)), 120)}); {_FIX}") from None
+        why = shorten(one_line(str(exc)), 120)
+        raise ReportError(f"inspect log {where}: not an Inspect .eval file ({why}); {_FIX}") from None
     if len(infos) > _MEMBERS:
         raise ReportError(f"inspect log {where}: more than {_MEMBERS:,} members, more than evalrun reads; {_FIX}")
     members = {info.filename: info for info in infos}

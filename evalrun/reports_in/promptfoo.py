@@ -34,7 +34,15 @@ from typing import Any
 from evalrun.errors import ReportError
 from evalrun.files import FileReadError, read_bounded
 from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, CHECK_LIMIT, NAME_LIMIT, ParsedReport
-from evalrun.reports_in.tool_json import TOOL_LOG_LIMIT, TOOL_LOG_WHAT, load_json, metric_value, obj, scalar_text, text_of
+from evalrun.reports_in.tool_json import (
+    TOOL_LOG_LIMIT,
+    TOOL_LOG_WHAT,
+    load_json,
+    metric_value,
+    obj,
+    scalar_text,
+    text_of,
+)
 from evalrun.results import CheckResult
 from evalrun.secrets import scrub
 from evalrun.text import one_line, shorten, truncate
@@ -59,7 +67,8 @@ def parse_promptfoo(path: Path, label: str | None = None, secrets: Iterable[str]
         raw = read_bounded(path, TOOL_LOG_LIMIT, TOOL_LOG_WHAT)
     except FileReadError as exc:
         if exc.missing:
-            raise ReportError(f"{where}: no such file; promptfoo did not write it - check -o and the eval's promptfoo path") from None
+            fix = "promptfoo did not write it - check -o and the eval's promptfoo path"
+            raise ReportError(f"{where}: no such file; {fix}") from None
         raise ReportError(f"{where}: {exc.reason}; {_FIX}") from None
     data = load_json(raw, where, _FIX)
     summary = obj(obj(data).get("results"))
