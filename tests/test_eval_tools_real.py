@@ -348,3 +348,23 @@ def test_promptfoo_bad_config_exits_1_with_promptfoos_error_line(promptfoo_suite
     outcome = promptfoo_suite["bad_config"]
     assert outcome.code == 1, outcome.output
     assert "YAMLException" in promptfoo_suite["bad_result"]["message"], promptfoo_suite["bad_result"]["message"]
+
+
+def test_the_tools_run_where_no_outside_connection_can_succeed() -> None:
+    # What keeps the runs above honest: in the namespace they run in, any outside connection fails at once.
+    prefix = offline_prefix()
+    if not prefix:
+        pytest.skip("unshare -rn is not available here: the tools ran with their telemetry, updates and "
+                    "downloads turned off, but not in a network namespace")
+    code = textwrap.dedent("""\
+        import socket
+        try:
+            socket.create_connection(("192.0.2.1", 443), timeout=5)
+        except OSError as exc:
+            print("refused", exc.errno)
+        else:
+            print("connected")
+    """)
+    proc = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("refused"), proc.stdout
