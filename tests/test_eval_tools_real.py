@@ -108,12 +108,13 @@ def inspect_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def inspect_suite(tmp_path_factory: pytest.TempPathFactory, inspect_env: dict[str, str]) -> dict[str, Any]:
-    """The variants' logs (one real ``inspect eval`` of four tasks) and a project baselined by a real run."""
+    """The variants' logs (one real ``inspect eval`` of four tasks, JSON logs) and a project baselined by a real run (.eval)."""
     root = tmp_path_factory.mktemp("inspect")
     proj = Project(root).write({"e/tasks.py": INSPECT_TASKS, "e/copy_log.py": COPY_LOG})
     logs = root / "variant-logs"
+    # The variants write JSON logs, the baseline run an .eval: the two formats give the same names.
     argv = [*offline_prefix(), str(inspect_bin()), "eval", *(f"tasks.py@{t}" for t in INSPECT_VARIANTS),
-            "--model", "mockllm/model"]
+            "--model", "mockllm/model", "--log-format", "json"]
     variants = subprocess.Popen(
         argv, cwd=root / "e", env={**proj.env(inspect_env), "INSPECT_LOG_DIR": str(logs)},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -138,6 +139,7 @@ def inspect_suite(tmp_path_factory: pytest.TempPathFactory, inspect_env: dict[st
         log = read_eval_log(str(path))
         by_task[log.eval.task_registry_name] = (path, log)
     assert set(by_task) == set(INSPECT_VARIANTS), output
+    assert all(path.suffix == ".json" for path, _ in by_task.values())
     return {
         "project": proj, "baseline": baseline, "baseline_results": baseline_results, "bad_config": bad_config,
         "bad_result": bad_result, "logs": by_task, "variants_exit": variants.returncode, "output": output,
