@@ -37,6 +37,8 @@ from evalrun.results import CheckResult, EvalResult, SkippedTest, Status
 from evalrun.secrets import PLACEHOLDER
 from evalrun.text import one_line, shorten
 
+INSPECT_LOG_DIR_NAME = "inspect-logs"  # format = "inspect": INSPECT_LOG_DIR is this folder of the workdir
+
 OUTPUT_TAIL_CHARS = 4000
 
 
@@ -311,11 +313,14 @@ def run_scorer(
         env["EVALRUN_EXPERIMENT"] = planned.experiment
         if planned.column is not None and planned.column.model:
             env["EVALRUN_MODEL"] = planned.column.model
-    written = spec.junit if spec.format == "junit" else spec.reportlog if spec.format == "pytest-reportlog" else None
-    if written:
+    if spec.format == "inspect":
+        # A fresh folder of this run's own: no log of an earlier run can pass for this one's.
+        env["INSPECT_LOG_DIR"] = str(workdir / INSPECT_LOG_DIR_NAME)
+    left_report = {"junit": spec.junit, "pytest-reportlog": spec.reportlog, "promptfoo": spec.promptfoo}.get(spec.format)
+    if left_report:
         # A report left by an earlier run must never pass for this run's.
         try:
-            (planned.dir / written).unlink(missing_ok=True)
+            (planned.dir / left_report).unlink(missing_ok=True)
         except IsADirectoryError:
             pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
     argv = tuple(spec.run)
@@ -326,7 +331,9 @@ def run_scorer(
     finally:
         if record is not None:
             record.unlink(missing_ok=True)
-    result = _judge_outcome(planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets)
+    result = _judge_outcome(
+        planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets, workdir=workdir
+    )
     return _noting_escaped(result, outcome)
 
 
@@ -385,6 +392,7 @@ def _judge_outcome(
     duration: float,
     *,
     secrets: frozenset[str] = frozenset(),
+    workdir: Path | None = None,
 ) -> EvalResult:
     spec = planned.spec
     tail = outcome.text_tail()
@@ -412,7 +420,7 @@ def _judge_outcome(
             report_error = f"invalid report: the scorer's stdout could not be saved ({outcome.stdout_path_error})"
         else:
             try:
-                parsed = _read_report(planned, report_path, stdout_path, outcome, secrets)
+                parsed = _read_report(planned, report_path, stdout_path, outcome, secrets, workdir)
             except ReportError as exc:
                 report_error = str(exc)
         verdict = judge(parsed, report_error, outcome.exit_code, tail)
@@ -467,6 +475,7 @@ def _read_report(
     stdout_path: Path | None,
     outcome: ProcessOutcome,
     secrets: frozenset[str],
+    workdir: Path | None,
 ) -> ParsedReport:
     spec = planned.spec
     if spec.format == "tap":
@@ -486,6 +495,16 @@ def _read_report(
 
         assert spec.reportlog is not None
         return parse_reportlog(planned.dir / spec.reportlog, label=f"{spec.dir}/{spec.reportlog}", secrets=secrets)
+    if spec.format == "inspect":
+        from evalrun.reports_in.inspect_log import parse_inspect
+
+        assert workdir is not None
+        return parse_inspect(workdir / INSPECT_LOG_DIR_NAME, "$INSPECT_LOG_DIR", secrets=secrets)
+    if spec.format == "promptfoo":
+        from evalrun.reports_in.promptfoo import parse_promptfoo
+
+        assert spec.promptfoo is not None
+        return parse_promptfoo(planned.dir / spec.promptfoo, label=f"{spec.dir}/{spec.promptfoo}", secrets=secrets)
     return read_json_report(report_path, secrets=secrets)
 
 

@@ -189,9 +189,10 @@ class EvalSpec(_Strict):
     tags: list[str] = Field(default_factory=list)
     shell: bool = False
     env: EnvTable = Field(default_factory=dict)
-    format: Literal["json", "tap", "junit", "pytest-reportlog"] = "json"
+    format: Literal["json", "tap", "junit", "pytest-reportlog", "inspect", "promptfoo"] = "json"
     junit: str | None = None
     reportlog: str | None = None  # with format = "pytest-reportlog": the file pytest --report-log writes
+    promptfoo: str | None = None  # with format = "promptfoo": the file `promptfoo eval -o` writes
     services: list[str] = Field(default_factory=list)
     model: bool | None = None
     paths: list[str] = Field(default_factory=list)
@@ -502,6 +503,7 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             if spec.format != "pytest-reportlog":
                 raise ManifestError(f'{where}.reportlog: only read with format = "pytest-reportlog"; set it or drop the key')
             _check_inside(f"{where}.reportlog", spec.reportlog, folder)
+        _check_tool_format(where, spec, folder)
         for service in spec.services:
             if service not in manifest.services:
                 raise ManifestError(f"{where}.services: unknown service {service!r}; define [services.{service}]")
@@ -648,6 +650,29 @@ def _check_experiments(label: str, manifest: Manifest) -> None:
                     f"which is already an eval's name; rename one of them"
                 )
 
+
+
+def _check_tool_format(where: str, spec: EvalSpec, folder: Path) -> None:
+    """The keys of the eval tools' native formats (docs/recipes-eval-tools.md)."""
+    if spec.format == "promptfoo" and not spec.promptfoo:
+        raise ManifestError(
+            f'{where}.promptfoo: format = "promptfoo" needs promptfoo = "the file promptfoo eval -o writes", '
+            f'e.g. "out.json"'
+        )
+    if spec.promptfoo is not None:
+        if spec.format != "promptfoo":
+            raise ManifestError(f'{where}.promptfoo: only read with format = "promptfoo"; set it or drop the key')
+        if not spec.promptfoo.endswith(".json"):
+            raise ManifestError(
+                f"{where}.promptfoo: {spec.promptfoo!r} must end in .json (promptfoo picks its output's format "
+                f'by the extension), e.g. "out.json"'
+            )
+        _check_inside(f"{where}.promptfoo", spec.promptfoo, folder)
+    if spec.format == "inspect" and "INSPECT_LOG_DIR" in spec.env:
+        raise ManifestError(
+            f'{where}.env.INSPECT_LOG_DIR: with format = "inspect" evalrun sets it (a fresh folder per run); '
+            f"drop it from env"
+        )
 
 
 def _check_inside(where: str, relative: str, folder: Path) -> None:
