@@ -413,7 +413,9 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
     """Baseline lines, what was not checked, models, the summary table, the closing line, the verdict, the files."""
     console.line("")
     if results.baseline is not None:
-        for text in format_comparison(results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED):
+        for text in format_comparison(
+            results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED, selection=results.selection
+        ):
             console.line(text, "red" if text.startswith("regression") else "yellow")
     unchecked = [r for r in results.evals if r.status.is_unchecked]
     if unchecked:
