@@ -197,6 +197,9 @@ class Manifest(_Strict):
     path: Path
     root: Path
     tiers: dict[str, TierConfig]
+    # Folders (relative to the manifest) put in front of PYTHONPATH for the scorers and the python: probe,
+    # so a scorer imports the project under test without editing sys.path.
+    pythonpath: list[str] = Field(default_factory=list)
     probes: dict[str, Probe] = Field(default_factory=dict)  # the named [probes.NAME]
     services: dict[str, ServiceSpec] = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
@@ -220,6 +223,10 @@ class Manifest(_Strict):
 
     def eval_dir(self, spec: EvalSpec) -> Path:
         return (self.root / spec.dir).resolve()
+
+    def python_paths(self) -> list[Path]:
+        """``pythonpath``'s folders, absolute, in the manifest's order."""
+        return [(self.root / entry).resolve() for entry in self.pythonpath]
 
     def names(self) -> list[str]:
         return [e.name for e in self.evals]
@@ -245,6 +252,7 @@ _ServiceTables = Annotated[
 
 
 class _RawManifest(_Strict):
+    pythonpath: list[str] = Field(default_factory=list)
     tiers: dict[str, TierConfig] = Field(default_factory=dict)
     probes: _ProbeTables = Field(default_factory=dict)
     services: _ServiceTables = Field(default_factory=dict)
@@ -301,6 +309,7 @@ def _load_manifest(path: Path, label: str) -> Manifest:
         path=path,
         root=root,
         tiers=raw.tiers or {t: TierConfig() for t in TIERS},
+        pythonpath=raw.pythonpath,
         probes=probes,
         services=parse_service_tables(label, root, raw.services, probes),
         baseline=raw.baseline,
@@ -438,6 +447,7 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
     for tier in manifest.tiers:
         if tier not in TIERS:
             raise ManifestError(f"{label}: tiers.{tier}: unknown tier; use one of {', '.join(TIERS)}")
+    _check_pythonpath(label, manifest)
     seen: dict[str, int] = {}
     for index, spec in enumerate(manifest.evals):
         where = f'{label}: evals[{index}] ("{spec.name}")'
@@ -485,6 +495,18 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             parse_requirement(label, manifest.probes, req, f"tiers.{tier_name}.require")
         _check_experiment_list(label, manifest, tier.experiments, f"tiers.{tier_name}.experiments")
     _check_experiments(label, manifest)
+
+
+def _check_pythonpath(label: str, manifest: Manifest) -> None:
+    """Each ``pythonpath`` entry is a folder, named relative to the manifest (so the suite runs on any machine)."""
+    for index, entry in enumerate(manifest.pythonpath):
+        where = f"{label}: pythonpath[{index}]"
+        if not entry.strip() or ":" in entry:
+            raise ManifestError(f"{where}: {entry!r} is not a folder name; list one folder per entry, e.g. \"src\"")
+        if Path(entry).is_absolute():
+            raise ManifestError(f"{where}: {entry!r} is absolute; name the folder relative to the manifest, e.g. \"src\"")
+        if not (manifest.root / entry).is_dir():
+            raise ManifestError(f"{where}: {entry!r} is not a folder next to the manifest; create it or fix the path")
 
 
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")

@@ -32,6 +32,7 @@ from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_en
 from evalrun.manifest import Manifest, load_manifest
 from evalrun.models.cost import describe_cost, run_cost
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
+from evalrun.models.scorer_env import with_pythonpath
 from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.preconditions import (
     Preconditions, check_tier_guard, probe_environment, probe_evals, ready_check, skips_are_failures,
@@ -310,7 +311,7 @@ def _start_and_execute(
                     evals=runs,
                     tier=tier,
                     jobs=request.jobs or default_jobs(),
-                    base_env=scorer_base_env(models.base_env),
+                    base_env=with_pythonpath(scorer_base_env(models.base_env), manifest.python_paths()),
                     prepare=prepare,
                     finalize=finalize,
                     on_start=started,
