@@ -16,6 +16,7 @@ import tomllib
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
@@ -124,6 +125,24 @@ class ModelsConfig(_Strict):
     upstream: str | None = None  # where record and live modes send calls (default: by API style)
     judge: str | None = Field(default=None, min_length=1)  # the model the scorer SDK's judge() asks
     prices: dict[str, Price] = Field(default_factory=dict)  # per model name; no network lookup
+
+    @field_validator("upstream")
+    @classmethod
+    def _upstream_is_a_base_url(cls, url: str | None) -> str | None:
+        problem = upstream_problem(url) if url is not None else None
+        if problem:
+            raise ValueError(problem)
+        return url
+
+
+def upstream_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an upstream (``http://host:port`` or ``http://host:port/v1``), or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return 'must be a base URL such as "https://api.openai.com" or "http://127.0.0.1:8765/v1"'
+    if parts.query or parts.fragment:
+        return "must have no query or fragment; give the base URL the API paths follow"
+    return None
 
 
 class BaselineConfig(_Strict):
