@@ -400,11 +400,15 @@ def report(
 @app.command()
 def init(
     folder: Annotated[Path, typer.Argument(metavar="[FOLDER]", help="Where to start (default: here).")] = Path("."),
+    model: Annotated[
+        bool,
+        typer.Option("--model", metavar="", help="Also a t2/t3 eval pair calling a model through the openai SDK."),
+    ] = False,
 ) -> int:
     """Start a project: a commented manifest, one passing t1 eval, baselines/, and .gitignore for .evalrun/."""
     from evalrun.commands.init import init_project
 
-    return init_project(folder=folder, console=_console())
+    return init_project(folder=folder, console=_console(), model=model)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
