@@ -258,5 +258,5 @@ NEXT_WITH_MODEL = (
     "        without a key: python evals/fake_upstream.py, and in another shell",
     "        OPENAI_API_KEY=sk-fake EVALRUN_UPSTREAM=http://127.0.0.1:8765/v1 evalrun t3 --record",
     "      evalrun t2                 replays the recorded answers: no model, no key; commit evals/answer/fixtures/",
-    "      evalrun baseline --update --all, and commit baselines/",
+    "      evalrun baseline --update t1 and evalrun baseline --update t2, then commit baselines/",
 )
