@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 from evalrun.errors import ExitCode, UsageError, file_label
+from evalrun.manifest import Manifest
 from evalrun.models.fixture_state import FixtureState, fixture_state
 from evalrun.pipeline import RunRequest, describe_filters, load, select
 from evalrun.plan import make_plan
@@ -112,14 +113,15 @@ def dry(
     return int(ExitCode.OK)
 
 
-def _last_messages(manifest, tier: str) -> dict[str, str]:  # noqa: ANN001 - a Manifest
+def _last_messages(manifest: Manifest, tier: str) -> dict[str, str]:
     """Each eval's message in the tier's last results file (what it left unplayed), or nothing."""
+    from evalrun.errors import ResultsError
     from evalrun.results import load_results
 
     path = manifest.root / ".evalrun" / "results" / f"{tier}.json"
     try:
         return {r.name: r.message or "" for r in load_results(path).evals} if path.is_file() else {}
-    except Exception:  # noqa: BLE001 - an unreadable last run only means no "unplayed" figure
+    except ResultsError:  # an unreadable last run only means no "unplayed" figure
         return {}
 
 
