@@ -156,7 +156,7 @@ FAKE_UPSTREAM = '''\
     # stop it (Ctrl-C), then replay what was recorded, with no model and no key:
     evalrun t2
 
-It answers POST .../chat/completions with the text after the last ':' of the last
+It answers POST /v1/chat/completions with the text after the last ':' of the last
 message, as a model told "Reply with ...: pong" would. Standard library only.
 """
 
@@ -168,8 +168,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            return self._send(404, {"error": {"message": f"fake upstream: no route {self.path}", "type": "not_found"}})
+        if self.path.split("?", 1)[0] != "/v1/chat/completions":
+            message = f"fake upstream: no route {self.path}; it answers POST /v1/chat/completions"
+            return self._send(404, {"error": {"message": message, "type": "not_found"}})
         messages = body.get("messages") or [{}]
         content = str(messages[-1].get("content", ""))
         text = content.rsplit(":", 1)[-1].strip()
