@@ -43,7 +43,8 @@ class _Typer(typer.Typer):
     """A Typer whose commands and groups show ``--help`` as a plain flag, including commands added later."""
 
     def __init__(self, **kwargs) -> None:  # noqa: ANN003
-        super().__init__(cls=_Group, **kwargs)
+        kwargs.setdefault("cls", _Group)
+        super().__init__(**kwargs)
 
     def command(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
         kwargs.setdefault("cls", _Command)
