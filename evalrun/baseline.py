@@ -727,13 +727,18 @@ def _sorted_baseline(data: Mapping[str, Mapping[str, int]]) -> Baseline:
 
 
 def format_comparison(
-    cmp: BaselineComparison, evals: Iterable[EvalResult] = (), run_failed: bool = False
+    cmp: BaselineComparison,
+    evals: Iterable[EvalResult] = (),
+    run_failed: bool = False,
+    selection: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Plain terminal lines: regressions, then the stale note, then what was not compared.
 
-    ``evals`` (the run's results) lets an eval that failed before its scorer
-    started say why it was not compared, one line each. A failed run is never
-    suggested as a baseline: ``baseline --update`` would refuse it.
+    ``evals`` (the run's results) lets each eval that ran but was not compared
+    say why, one line each (it crashed, timed out, was skipped, failed before
+    its scorer started); ``selection`` (the results file's) names the filters
+    that left the others out. A failed run is never suggested as a baseline:
+    ``baseline --update`` would refuse it.
     """
     run = f"once every eval passes, run: {cmp.update_command}" if run_failed else f"run: {cmp.update_command}"
     lines = [f"regression: {change.message}" for change in cmp.regressions]
@@ -749,15 +754,49 @@ def format_comparison(
         lines.extend(f"  {change.message}" for change in cmp.stale)
     for change in cmp.undecided:
         lines.append(f"{'unchecked' if change.fails else 'note'}: {change.message}")
-    unstarted = {r.name: r for r in evals if failed_before_scorer(r)}
-    plain = [name for name in cmp.not_compared if name not in unstarted]
+    ran = {r.name: r for r in evals}
+    filtered = set((selection or {}).get("filtered_out") or [])
+    left_out: list[str] = []
+    unknown: list[str] = []
     for name in cmp.not_compared:
-        if name in unstarted:
-            why = one_line(unstarted[name].message or unstarted[name].status.value)
-            lines.append(f"not compared: {name} failed before its scorer started ({why})")
-    if plain:
-        lines.append(f"not compared: {', '.join(plain)}")
+        if name in ran:
+            lines.append(f"not compared: {name} {_why_not_compared(ran[name])}")
+        elif name in filtered:
+            left_out.append(name)
+        else:
+            unknown.append(name)
+    if left_out:
+        lines.append(f"not compared: {', '.join(left_out)}: left out by {_describe_selection(selection or {})}")
+    if unknown:
+        lines.append(f"not compared: {', '.join(unknown)}" + (": not in this run" if evals else ""))
     return lines
+
+
+def _why_not_compared(result: EvalResult) -> str:
+    """``crashed (exit 3: ...)``: why an eval that was in the run has no checks to diff, in one line."""
+    detail = f" ({one_line(result.message, 300)})" if result.message else ""
+    if failed_before_scorer(result):
+        return f"failed before its scorer started{detail}"
+    words = {
+        Status.ERROR: "errored",
+        Status.TIMEOUT: "timed out",
+        Status.SKIPPED: "was skipped",
+        Status.INTERRUPTED: "was interrupted",
+        Status.BUDGET: "was stopped by the model budget",
+    }
+    return f"{words.get(result.status, result.status.value)}{detail}"
+
+
+def _describe_selection(selection: Mapping[str, Any]) -> str:
+    """``--eval a --experiment m``: the filters of a run, as typed."""
+    flags = (("evals", "--eval"), ("tags", "--tag"), ("experiments", "--experiment"),
+             ("changed_since", "--changed-since"), ("shard", "--shard"))
+    parts = []
+    for key, flag in flags:
+        value = selection.get(key)
+        for item in value if isinstance(value, list) else [value] if value else []:
+            parts.append(f"{flag} {item}")
+    return "this run's filters" + (f" ({' '.join(parts)})" if parts else "")
 
 
 def _summarize_stale(stale: Iterable[BaselineChange]) -> str:

@@ -21,7 +21,37 @@ import typer
 from evalrun import __version__
 from evalrun.errors import ExitCode, UsageError
 
-app = typer.Typer(
+class _HelpWithoutType:
+    """``--help`` is a flag: shown without the ``<bool>`` typer 0.29 prints for it (as every flag here, metavar "")."""
+
+    def get_help_option(self, ctx):  # noqa: ANN001, ANN201 - click's signature
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class _Command(_HelpWithoutType, typer.core.TyperCommand):
+    pass
+
+
+class _Group(_HelpWithoutType, typer.core.TyperGroup):
+    pass
+
+
+class _Typer(typer.Typer):
+    """A Typer whose commands and groups show ``--help`` as a plain flag, including commands added later."""
+
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003
+        kwargs.setdefault("cls", _Group)
+        super().__init__(**kwargs)
+
+    def command(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        kwargs.setdefault("cls", _Command)
+        return super().command(*args, **kwargs)
+
+
+app = _Typer(
     name="evalrun",
     help="A gate for eval suites that can fail: tiered manifest, loud skips, scorer subprocesses, baseline diff.",
     no_args_is_help=True,
@@ -29,9 +59,9 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-baseline_app = typer.Typer(help="Write or inspect the committed baseline of check names and assertion counts.")
+baseline_app = _Typer(help="Write or inspect the committed baseline of check names and assertion counts.")
 app.add_typer(baseline_app, name="baseline")
-replay_app = typer.Typer(help="The record/replay model proxy.", no_args_is_help=True)
+replay_app = _Typer(help="The record/replay model proxy.", no_args_is_help=True)
 app.add_typer(replay_app, name="replay")
 
 ManifestOpt = Annotated[Path, typer.Option("--manifest", "-m", metavar="PATH", help="Path of the manifest.")]
@@ -402,11 +432,15 @@ def report(
 @app.command()
 def init(
     folder: Annotated[Path, typer.Argument(metavar="[FOLDER]", help="Where to start (default: here).")] = Path("."),
+    model: Annotated[
+        bool,
+        typer.Option("--model", metavar="", help="Also a t2/t3 eval pair calling a model through the openai SDK."),
+    ] = False,
 ) -> int:
     """Start a project: a commented manifest, one passing t1 eval, baselines/, and .gitignore for .evalrun/."""
     from evalrun.commands.init import init_project
 
-    return init_project(folder=folder, console=_console())
+    return init_project(folder=folder, console=_console(), model=model)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

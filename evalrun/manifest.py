@@ -16,6 +16,7 @@ import tomllib
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
@@ -136,6 +137,24 @@ class ModelsConfig(_Strict):
     judge: str | None = Field(default=None, min_length=1)  # the model the scorer SDK's judge() asks
     prices: dict[str, Price] = Field(default_factory=dict)  # per model name; no network lookup
 
+    @field_validator("upstream")
+    @classmethod
+    def _upstream_is_a_base_url(cls, url: str | None) -> str | None:
+        problem = upstream_problem(url) if url is not None else None
+        if problem:
+            raise ValueError(problem)
+        return url
+
+
+def upstream_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an upstream (``http://host:port`` or ``http://host:port/v1``), or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return 'must be a base URL such as "https://api.openai.com" or "http://127.0.0.1:8765/v1"'
+    if parts.query or parts.fragment:
+        return "must have no query or fragment; give the base URL the API paths follow"
+    return None
+
 
 class BaselineConfig(_Strict):
     strict: bool = False
@@ -233,6 +252,9 @@ class Manifest(_Strict):
     path: Path
     root: Path
     tiers: dict[str, TierConfig]
+    # Folders (relative to the manifest) put in front of PYTHONPATH for the scorers and the python: probe,
+    # so a scorer imports the project under test without editing sys.path.
+    pythonpath: list[str] = Field(default_factory=list)
     probes: dict[str, Probe] = Field(default_factory=dict)  # the named [probes.NAME]
     services: dict[str, ServiceSpec] = Field(default_factory=dict)
     baseline: BaselineConfig = BaselineConfig()
@@ -256,6 +278,10 @@ class Manifest(_Strict):
 
     def eval_dir(self, spec: EvalSpec) -> Path:
         return (self.root / spec.dir).resolve()
+
+    def python_paths(self) -> list[Path]:
+        """``pythonpath``'s folders, absolute, in the manifest's order."""
+        return [(self.root / entry).resolve() for entry in self.pythonpath]
 
     def names(self) -> list[str]:
         return [e.name for e in self.evals]
@@ -281,6 +307,7 @@ _ServiceTables = Annotated[
 
 
 class _RawManifest(_Strict):
+    pythonpath: list[str] = Field(default_factory=list)
     tiers: dict[str, TierConfig] = Field(default_factory=dict)
     probes: _ProbeTables = Field(default_factory=dict)
     services: _ServiceTables = Field(default_factory=dict)
@@ -337,6 +364,7 @@ def _load_manifest(path: Path, label: str) -> Manifest:
         path=path,
         root=root,
         tiers=raw.tiers or {t: TierConfig() for t in TIERS},
+        pythonpath=raw.pythonpath,
         probes=probes,
         services=parse_service_tables(label, root, raw.services, probes),
         baseline=raw.baseline,
@@ -474,6 +502,7 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
     for tier in manifest.tiers:
         if tier not in TIERS:
             raise ManifestError(f"{label}: tiers.{tier}: unknown tier; use one of {', '.join(TIERS)}")
+    _check_pythonpath(label, manifest)
     seen: dict[str, int] = {}
     for index, spec in enumerate(manifest.evals):
         where = f'{label}: evals[{index}] ("{spec.name}")'
@@ -596,6 +625,18 @@ def _check_bites(where: str, manifest: Manifest, spec: EvalSpec, folder: Path) -
                 problem = _key_use(name, value, keys)
                 if problem:
                     raise ManifestError(f"{at}.env.{name}: {problem}; {spec.tier} gets no model key")
+
+
+def _check_pythonpath(label: str, manifest: Manifest) -> None:
+    """Each ``pythonpath`` entry is a folder, named relative to the manifest (so the suite runs on any machine)."""
+    for index, entry in enumerate(manifest.pythonpath):
+        where = f"{label}: pythonpath[{index}]"
+        if not entry.strip() or ":" in entry:
+            raise ManifestError(f"{where}: {entry!r} is not a folder name; list one folder per entry, e.g. \"src\"")
+        if Path(entry).is_absolute():
+            raise ManifestError(f"{where}: {entry!r} is absolute; name the folder relative to the manifest, e.g. \"src\"")
+        if not (manifest.root / entry).is_dir():
+            raise ManifestError(f"{where}: {entry!r} is not a folder next to the manifest; create it or fix the path")
 
 
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")

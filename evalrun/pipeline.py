@@ -34,6 +34,7 @@ from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_en
 from evalrun.manifest import Manifest, load_manifest
 from evalrun.models.cost import describe_cost, run_cost
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
+from evalrun.models.scorer_env import with_pythonpath
 from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.preconditions import (
     Preconditions, check_tier_guard, probe_environment, probe_evals, ready_check, skips_are_failures,
@@ -387,7 +388,7 @@ def _start_and_execute(
                     evals=runs,
                     tier=tier,
                     jobs=request.jobs or default_jobs(),
-                    base_env=scorer_base_env(models.base_env),
+                    base_env=with_pythonpath(scorer_base_env(models.base_env), manifest.python_paths()),
                     prepare=prepare,
                     finalize=finalize,
                     on_start=started,
@@ -516,7 +517,9 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
     """Baseline lines, what was not checked, models, the summary table, the closing line, the verdict, the files."""
     console.line("")
     if results.baseline is not None:
-        for text in format_comparison(results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED):
+        for text in format_comparison(
+            results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED, selection=results.selection
+        ):
             console.line(text, "red" if text.startswith("regression") else "yellow")
     unchecked = [r for r in results.evals if r.status.is_unchecked]
     if unchecked:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from evalrun.errors import TierGuardError
 from evalrun.manifest import Manifest
-from evalrun.models.scorer_env import scrub_environment
+from evalrun.models.scorer_env import scrub_environment, with_pythonpath
 from evalrun.plan import PlannedEval
 from evalrun.probes.run import check_probe, run_probes
 
@@ -42,8 +42,9 @@ class Preconditions:
 
 
 def probe_environment(manifest: Manifest, tier: str, environ: Mapping[str, str]) -> dict[str, str]:
-    """What the probes of ``tier`` see: the scorers' environment rule, so no provider key in t1/t2."""
-    return scrub_environment(environ, tier, None, manifest.models.key_vars)
+    """What the probes of ``tier`` see: the scorers' environment rule, so no provider key in t1/t2,
+    and the manifest's ``pythonpath`` (a ``python:`` probe imports what a scorer would)."""
+    return with_pythonpath(scrub_environment(environ, tier, None, manifest.models.key_vars), manifest.python_paths())
 
 
 def tier_guard_problem(manifest: Manifest, tier: str, env: Mapping[str, str]) -> str | None:

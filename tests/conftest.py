@@ -152,6 +152,20 @@ def _group_suffix(item: pytest.Item) -> str:
     return "@" + "_".join(sorted(names)) if names else ""
 
 
+# The quick subset (README, "Quick start"): ``python -m pytest -q -m "not slow"`` leaves out
+# the tests that run evalrun end to end as processes of their own (``Project.run``, fresh
+# starts, real servers and tools) and the Hypothesis property tests; what is left tests the
+# modules in-process, in well under 30 s.
+SLOW_FIXTURES = frozenset({"project", "suite", "postgres_url", "postgres_database", "history_env"})
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    names = set(getattr(item, "fixturenames", ()))
+    module = getattr(getattr(item, "module", None), "__dict__", {})
+    if names & SLOW_FIXTURES or "subprocess" in module or getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+        item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _xdist_group_holds(request: pytest.FixtureRequest) -> None:
     """A test marked ``xdist_group`` fails unless ``--dist loadgroup`` really keeps its group on one worker."""

@@ -159,6 +159,27 @@ def test_filtered_out_evals_are_listed_as_not_compared(project) -> None:
     assert json.loads((proj.root / ".evalrun/results/t1.json").read_text())["baseline"]["not_compared"] == ["b"]
 
 
+def test_each_eval_not_compared_says_why_in_one_line(project) -> None:
+    """A crash, an --eval filter and an --experiment filter: each 'not compared' line gives its reason."""
+    proj = _gate_project(project, {"a": {"x": 1}, "b": {"y": 1}})
+    with (proj.root / "manifest.toml").open("a") as fh:
+        fh.write('[experiments.m]\n[experiments.n]\n')
+    assert proj.run("baseline", "--update", "t1").code == 0, "a clean baseline first"
+    (proj.root / "evals" / "b" / "score.py").write_text("raise SystemExit(3)\n")
+    crashed = proj.run("t1")
+    assert crashed.code == 1
+    assert "not compared: b[m] errored (exited 3 (no report was written to $EVALRUN_REPORT))" in crashed.out
+    assert "not compared: b[n] errored (" in crashed.out
+    only_a = proj.run("t1", "--eval", "a")
+    assert "not compared: b[m], b[n]: left out by this run's filters (--eval a)" in only_a.out, only_a.out
+    column = proj.run("t1", "--eval", "a", "-x", "m")
+    assert "not compared: a[n], b[m], b[n]: left out by this run's filters (--eval a --experiment m)" in column.out
+    diff = proj.run("baseline", "diff", "t1")  # the same reasons from the results file, without a run
+    assert "left out by this run's filters (--eval a --experiment m)" in diff.out, diff.out
+    assert not [line for line in column.out.splitlines() + crashed.out.splitlines()
+                if line.startswith("not compared:") and line.rstrip().endswith(("]", "b"))]
+
+
 def test_update_all_writes_every_tier_and_an_unfiltered_update_drops_departed_evals(project) -> None:
     manifest = "".join(eval_entry(n, tier=t) for n, t in (("a", "t1"), ("b", "t2"), ("gone", "t1")))
     proj = project({"manifest.toml": manifest, **{f"evals/{n}/score.py": _scorer({"c": 1}) for n in ("a", "b", "gone")}})

@@ -85,6 +85,11 @@ def test_the_workflow_does_what_the_readme_says() -> None:
     assert "pull_request" in triggers and triggers["schedule"][0]["cron"]
     jobs = flow["jobs"]
     assert "evalrun t1 --junit" in _runs(jobs["t1"]) and jobs["t1"]["if"] == "github.event_name == 'pull_request'"
+    assert "evalrun t2 --junit" in _runs(jobs["t2"]) and jobs["t2"]["if"] == "github.event_name == 'pull_request'"
+    assert "secrets" not in json.dumps(jobs["t2"]), "t2 replays with no key: a fork's pull request runs it"
+    for name, job in jobs.items():  # the project's own requirements, never the other project's "evalrun"
+        assert 'python -m pip install -r "$REQUIREMENTS"' in _runs(job), name
+    assert "|| true" not in WORKFLOW.read_text()
     assert jobs["t3-shard"]["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
     assert "evalrun t3 --shard ${{ matrix.shard }}/4" in _runs(jobs["t3-shard"])
     merge = jobs["t3"]

@@ -80,6 +80,29 @@ def test_help_shows_placeholders_not_python_types_and_record_only_where_it_appli
     assert refused.code == 2 and "only t3 makes live calls" in refused.err
 
 
+def test_help_shows_no_type_after_any_flag_of_any_command(project) -> None:
+    """typer 0.29 printed ``--help  <bool>``; every command's real --help shows flags bare."""
+    import typer.main
+
+    from evalrun.cli import app
+
+    def paths(command, prefix: tuple[str, ...] = ()):  # noqa: ANN001, ANN202
+        yield prefix
+        for name, sub in getattr(command, "commands", {}).items():
+            if not sub.hidden:
+                yield from paths(sub, (*prefix, name))
+
+    proj = project({"manifest.toml": ""})
+    seen = 0
+    for path in paths(typer.main.get_command(app)):
+        out = proj.run(*path, "--help", env={"COLUMNS": "200"}).out
+        helps = [line for line in out.splitlines() if "--help" in line]
+        assert helps and "Show this message and exit." in helps[0], (path, out)
+        assert "<bool>" not in out, (path, out)
+        seen += 1
+    assert seen >= 14  # the top level, t1/t2/t3/run, merge, dry, baseline, baseline diff, replay serve, ...
+
+
 def test_dry_of_a_refused_tier_says_no_eval_would_run(project) -> None:
     proj = project(
         {

@@ -27,8 +27,14 @@ KEYS = {"OPENAI_API_KEY": "sk-openai-REAL-123456", "ANTHROPIC_API_KEY": "sk-ant-
         ("https://openrouter.ai/api", "/v1/chat/completions", "openai",
          "https://openrouter.ai/api/v1/chat/completions", "openrouter"),
         ("http://127.0.0.1:8080", "/v1/embeddings?x=1", "openai", "http://127.0.0.1:8080/v1/embeddings?x=1", "openai"),
+        # The SDKs' base URL form: its /v1 is the path's /v1, not a second one.
+        ("http://127.0.0.1:8080/v1", "/v1/chat/completions", "openai", "http://127.0.0.1:8080/v1/chat/completions", "openai"),
+        ("http://127.0.0.1:8080/v1/", "/v1/messages", "anthropic", "http://127.0.0.1:8080/v1/messages", "anthropic"),
+        ("https://openrouter.ai/api/v1", "/v1/chat/completions", "openai",
+         "https://openrouter.ai/api/v1/chat/completions", "openrouter"),
+        ("http://127.0.0.1:8080/v1", "/v2/x", "openai", "http://127.0.0.1:8080/v1/v2/x", "openai"),
     ],
-    ids=["openai-default", "anthropic-default", "prefix", "local"],
+    ids=["openai-default", "anthropic-default", "prefix", "local", "sdk-form", "sdk-form-slash", "prefix-v1", "not-v1"],
 )
 def test_the_upstream_is_chosen_by_flag_or_by_api_style(upstream, path, style, url, provider):
     target = choose_target(upstream, path, style)

@@ -138,7 +138,7 @@ def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, 
     comparison = compare_tier(
         manifest, results, baseline, strict=strict, update_command=update_command(tier, manifest.path), counts=counts
     )
-    lines = format_comparison(comparison, results.evals)
+    lines = format_comparison(comparison, results.evals, selection=results.selection)
     for text in lines:
         console.line(text)
     if not lines:

@@ -7,7 +7,9 @@ import shlex
 from pathlib import Path
 
 from evalrun.bites import describe_bite
-from evalrun.errors import ExitCode, UsageError
+from evalrun.errors import ExitCode, UsageError, file_label
+from evalrun.manifest import Manifest
+from evalrun.models.fixture_state import FixtureState, fixture_state
 from evalrun.pipeline import RunRequest, describe_filters, load, select
 from evalrun.plan import make_plan
 from evalrun.preconditions import Preconditions, probe_environment, probe_evals, tier_guard_problem
@@ -61,6 +63,7 @@ def dry(
             refused[t] = problem
             console.warn(f"tier {t} would be refused: {problem}")
     cells: list[tuple[str, str | None, str, str | None]] = []  # eval, experiment, word, why (the matrix)
+    last = {t: _last_messages(manifest, t) for t in tiers}
     for p in plan.evals:
         s = p.spec
         argv = " ".join(s.run) if s.shell else shlex.join(s.run)
@@ -74,8 +77,11 @@ def dry(
             word, why = "skip", f"would SKIP: {decision.skip}"
         else:
             word, why = "run", None
+        fixtures = fixture_state(manifest, p, environ, last[s.tier]) if manifest.uses_model(s) else None
         cells.append((s.name, p.experiment, word, why))
         verdict = why or "would run"
+        if word == "run" and fixtures is not None and fixtures.mode == "replay" and not (fixtures.recorded or fixtures.named):
+            verdict = f"would run, and FAIL: its model calls have no recordings in {_where(fixtures)}"
         repeat = settings_for(manifest, s)
         if repeat.repeats:  # "would run × 10 (floor 0.8, stop when decided)"
             verdict += f" × {repeat.count} (floor {repeat.floor:g}{', stop when decided' if repeat.stop else ''})"
@@ -88,6 +94,9 @@ def dry(
             console.line(f"  services: {', '.join(s.services)}")
         for bite in s.bites:  # evalrun bites: what it breaks and what must go red
             console.line(f"  bite {bite.name}: {describe_bite(bite)}; must fail: {', '.join(bite.fails)}")
+        if fixtures is not None:
+            for text in _model_lines(fixtures, s.name):
+                console.line(f"  {text}")
         if p.column is not None:
             changes = ", ".join([*p.column.env, *([f"model {p.column.model}"] if p.column.model else [])]) or "nothing"
             console.line(f"  experiment {p.experiment}: changes {changes}"
@@ -105,3 +114,49 @@ def dry(
     if plan.filtered_out:
         console.line(f"filtered out: {', '.join(plan.filtered_out)}")
     return int(ExitCode.OK)
+
+
+def _last_messages(manifest: Manifest, tier: str) -> dict[str, str]:
+    """Each eval's message in the tier's last results file (what it left unplayed), or nothing."""
+    from evalrun.errors import ResultsError
+    from evalrun.results import load_results
+
+    path = manifest.root / ".evalrun" / "results" / f"{tier}.json"
+    try:
+        return {r.name: r.message or "" for r in load_results(path).evals} if path.is_file() else {}
+    except ResultsError:  # an unreadable last run only means no "unplayed" figure
+        return {}
+
+
+def _where(state: FixtureState) -> str:
+    return f"{file_label(state.folder / state.session)}/"
+
+
+def _calls(count: int) -> str:
+    return f"{count} recorded call{'s' if count != 1 else ''}"
+
+
+def _model_lines(state: FixtureState, name: str) -> list[str]:
+    """``model: replay from evals/x/fixtures/x/: 3 recorded calls ...``: what the eval's model calls would meet."""
+    owner = f" (the fixtures of {state.owner})" if state.owner != name else ""
+    record_with = (f"record them with: evalrun t3 --record -e {state.recorders[0]}" if state.recorders
+                   else f'no t3 eval records them: give one fixtures_for = "{state.owner}"')
+    named = ", ".join(f"{session} ({count})" for session, count in state.named)
+    if state.mode == "replay":
+        if state.recorded or state.named:
+            fixtures = _calls(state.recorded)
+            if state.unplayed:
+                fixtures += f"; the last run left {state.unplayed} unplayed (re-record, or delete them)"
+        else:
+            fixtures = f"missing: nothing recorded in {file_label(state.folder)}/; {record_with}"
+        lines = [f"model: replay from {_where(state)}{owner}: {fixtures}"]
+    else:
+        recorded = _calls(state.recorded) if state.recorded else "nothing recorded yet"
+        lines = [f"model: live to {state.upstream}",
+                 f"  with --record: records into {_where(state)}{owner} ({recorded})"]
+    if named:
+        lines.append(f"  sessions its calls may name (X-Evalrun-Session), in {file_label(state.folder)}/: {named}")
+    for label, count in state.elsewhere:
+        lines.append(f"  recorded for another experiment: {label}/{state.session}/ ({_calls(count)})"
+                     if label.startswith("@") else f"  recorded without an experiment: fixtures/{state.session}/ ({_calls(count)})")
+    return lines

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from evalrun.errors import UsageError
+from evalrun.manifest import upstream_problem
 from evalrun.models.scorer_env import endpoint_env, scrub_environment
 from evalrun.secrets import key_values
 from evalrun.manifest import Manifest
@@ -47,7 +49,7 @@ class ModelCalls:
             mode = "replay" if tier == "t2" else ("record" if record else "live")
             self.proxy = ReplayProxy(
                 mode,
-                upstream=manifest.models.upstream,
+                upstream=upstream_url(manifest, environ),
                 budget=manifest.tier(tier).budget,
                 key_env=dict(environ),
                 redact_values=set(self.secrets),
@@ -136,6 +138,20 @@ class ModelCalls:
                 current = update.get("message", result.message)
                 update["message"] = f"{current}; {note}" if current else note
         return result.model_copy(update=update) if update else result
+
+
+UPSTREAM_VAR = "EVALRUN_UPSTREAM"  # overrides [models] upstream, e.g. a local fake upstream to try record mode
+
+
+def upstream_url(manifest: Manifest, environ: Mapping[str, str]) -> str | None:
+    """Where record and live modes send calls: ``EVALRUN_UPSTREAM``, else ``[models] upstream``, else by API style."""
+    value = environ.get(UPSTREAM_VAR)
+    if not value:
+        return manifest.models.upstream
+    problem = upstream_problem(value)
+    if problem:
+        raise UsageError(f"{UPSTREAM_VAR}={value!r}: {problem}")
+    return value
 
 
 def fixtures_dir(eval_dir: Path, experiment: str | None) -> Path:

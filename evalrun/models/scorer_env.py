@@ -29,7 +29,9 @@ machine-wide HTTP proxy cannot route the scorer's model calls elsewhere.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from evalrun.secrets import PLACEHOLDER, key_vars
 
@@ -85,3 +87,11 @@ def _bypass_http_proxy(env: dict[str, str]) -> None:
             if host not in hosts:
                 hosts.append(host)
         env[name] = ",".join(hosts)
+
+
+def with_pythonpath(env: Mapping[str, str], folders: list[Path]) -> dict[str, str]:
+    """``env`` with ``folders`` in front of its PYTHONPATH (the manifest's ``pythonpath``), the rest kept after them."""
+    out = dict(env)
+    if folders:
+        out["PYTHONPATH"] = os.pathsep.join([*map(str, folders), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    return out

@@ -14,7 +14,9 @@ path ends in ``/messages`` or it sends ``anthropic-version`` or ``x-api-key``.
 
 Upstream. ``--upstream URL`` (its path, if any, is a prefix: ``https://host/api``
 sends ``/v1/chat/completions`` to ``https://host/api/v1/chat/completions``);
-without it, https://api.openai.com or https://api.anthropic.com by style.
+without it, https://api.openai.com or https://api.anthropic.com by style. A
+prefix ending in ``/v1`` (the SDKs' form of a base URL, ``http://host:port/v1``)
+is the same upstream: its ``/v1`` is not doubled.
 """
 
 from __future__ import annotations
@@ -209,6 +211,9 @@ def choose_target(upstream: str | None, path: str, style: str) -> Target:
     base = upstream or DEFAULT_UPSTREAMS[style]
     parts = urlsplit(base)
     prefix = parts.path.rstrip("/")
+    if prefix.endswith("/v1") and (path == "/v1" or path.startswith(("/v1/", "/v1?"))):
+        # ``http://host:port/v1`` is how SDKs spell a base URL; the SDK's path already starts with /v1.
+        prefix = prefix[: -len("/v1")]
     origin = f"{parts.scheme}://{parts.netloc}"
     host = (parts.hostname or "").lower()
     return Target(base_url=origin, path=prefix + path, provider=_KNOWN_PROVIDERS.get(host, style))
