@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from evalrun.models.failures import grouped_failures, shortened
 from evalrun.models.scorer_env import endpoint_env, scrub_environment
 from evalrun.secrets import key_values
 from evalrun.manifest import Manifest
@@ -124,7 +125,10 @@ class ModelCalls:
             elif failures and result.status in (Status.PASSED, Status.FAILED):
                 # The code under test may have swallowed the proxy's error: the eval fails anyway.
                 update["status"] = Status.FAILED
-                update["message"] = "; ".join(failures) + (f"; {result.message}" if result.message else "")
+                # Grouped, each fix said once; the proxy's text the scorer quotes cut to the file it is about.
+                grouped = grouped_failures(failures, report.missing_fixtures)
+                quoted = shortened(result.message, failures, report.missing_fixtures) if result.message else ""
+                update["message"] = "; ".join(grouped) + (f"; {quoted}" if quoted else "")
             elif report.unplayed and result.status is Status.PASSED:
                 update["message"] = "note: " + "; ".join(report.unplayed)
             unpriced = (report.cost or {}).get("unpriced_calls")

@@ -243,6 +243,7 @@ class ReplayProxy:
                 providers=tuple(sorted(state.providers)),
                 models=tuple(sorted(state.models)),
                 missing=tuple(state.missing),
+                missing_fixtures=tuple(state.missing_fixtures),
                 unplayed=tuple(state.unplayed(self.mode)),
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
@@ -383,7 +384,7 @@ class ReplayProxy:
         chosen = choose(state, Call(session, index, method, path, value, sha), self.match)
         if isinstance(chosen, Refusal):
             message = self._redact(chosen.message)
-            state.note_missing(chosen.key, message)
+            state.note_missing(chosen.key, message, chosen.missing)
             self.note(message)
             handler.send_error_json(chosen.status, chosen.kind, message)
             return

@@ -45,6 +45,8 @@ class ProxyEvalReport:
     judge_calls: int = 0  # calls of the judge session: counted above too, their models listed apart
     judge_models: tuple[str, ...] = ()
     cost: dict[str, Any] | None = None  # {"usd", "unpriced_calls", "unpriced_models"} when prices are known
+    # The calls whose own fixture file is not there: (file, the message of ``missing`` that says so).
+    missing_fixtures: tuple[tuple[Path, str], ...] = ()
 
     @property
     def provider(self) -> str | None:
@@ -98,6 +100,7 @@ class EvalState:
         self.providers: set[str] = set()
         self.models: set[str] = set()
         self.missing: list[str] = []
+        self.missing_fixtures: list[tuple[Path, str]] = []
         self.budget_message: str | None = None
         self.judge_calls = 0
         self.judge_models: set[str] = set()
@@ -169,8 +172,10 @@ class EvalState:
             self.models.update(usage.models)
             self.answered_by.update((provider or "unknown provider", m) for m in usage.models)
 
-    def note_missing(self, key: tuple[str, int] | None, message: str) -> None:
+    def note_missing(self, key: tuple[str, int] | None, message: str, missing_file: Path | None = None) -> None:
         with self.lock:
             if key is not None:
                 self.served.add(key)  # requested: it is not also "unplayed"
             self.missing.append(message)
+            if missing_file is not None:
+                self.missing_fixtures.append((missing_file, message))

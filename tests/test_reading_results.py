@@ -1,0 +1,92 @@
+"""Reading a failing run (issue 22): short FAIL lines, the crash's place, -v, names with experiments, progress.
+
+The realistic runs use the repository's own agent eval (``evals/agent``) under
+its two experiments, replayed in t2 from copies of the committed fixtures, some
+of them removed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from conftest import Project
+
+REPO = Path(__file__).resolve().parents[1]
+AGENT_MANIFEST = """
+[tiers.t1]
+[tiers.t2]
+[models]
+judge = "gpt-4o-mini"
+[models.prices]
+"gpt-4o-mini" = { input = 0.15, output = 0.60 }
+"gpt-4.1-nano" = { input = 0.10, output = 0.40 }
+[experiments.mini]
+env = { AGENT_MODEL = "gpt-4o-mini" }
+tags = ["agent"]
+[experiments.nano]
+env = { AGENT_MODEL = "gpt-4.1-nano" }
+tags = ["agent"]
+[[evals]]
+name = "triage"
+tier = "t2"
+dir = "evals/agent"
+run = ["python", "score.py"]
+model = true
+timeout = 60
+tags = ["agent"]
+"""
+ENV = {"OPENAI_API_KEY": "", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def agent_project(root: Path, remove: tuple[str, ...] = ()) -> Project:
+    """The own agent eval as ``triage`` under mini and nano; ``remove``: fixture files (under fixtures/) deleted."""
+    shutil.copytree(REPO / "evals" / "agent", root / "evals" / "agent", ignore=shutil.ignore_patterns("__pycache__"))
+    for rel in remove:
+        (root / "evals" / "agent" / "fixtures" / rel).unlink()
+    return Project(root).write({"manifest.toml": AGENT_MANIFEST})
+
+
+def _fail_line(output: str, name: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith("FAIL") and f" {name} " in line)
+
+
+def test_missing_fixtures_are_one_grouped_clause_with_the_fix_said_once(tmp_path):
+    proj = agent_project(tmp_path, remove=(
+        "@mini/weather-paris/0001.json", "@mini/weather-paris/0002.json", "@mini/trip-tokyo/0001.json",
+        "@mini/convert-usd-eur/0001.json",
+    ))
+    run = proj.run("t2", env=ENV)
+    assert run.code == 1, run.output
+    line = _fail_line(run.out, "triage[mini]")
+    assert "3 calls had no fixture:" in line, line
+    named = line.split("3 calls had no fixture: ", 1)[1].split(" (in ", 1)[0]
+    assert sorted(named.split(", ")) == ["convert-usd-eur/0001", "trip-tokyo/0001", "weather-paris/0001"], line
+    assert "(in evals/agent/fixtures/@mini)" in line
+    assert line.count("evalrun t3 --record") == 1, line  # the fix, once
+    assert line.count("or make the code call the model") == 1, line
+    assert len(line) < 500, len(line)
+    # The check keeps its full message in the results file.
+    result = proj.eval_result("triage[mini]", "t2")
+    assert any("record it with `evalrun t3 --record`" in (c["message"] or "") for c in result["checks"])
+
+
+def test_a_missing_fixture_mid_session_is_named_not_blamed_on_the_next_recording(tmp_path):
+    proj = agent_project(tmp_path, remove=("@mini/trip-tokyo/0001.json",))
+    run = proj.run("t2", "-x", "mini", env=ENV)
+    assert run.code == 1, run.output
+    message = proj.eval_result("triage[mini]", "t2")["message"]
+    assert "evals/agent/fixtures/@mini/trip-tokyo/0001.json" in message, message
+    assert "does not match its recording" not in message, message
+    assert "1 call had no fixture" in message, message
+
+
+def test_consecutive_missing_fixtures_read_as_a_range_per_session(tmp_path):
+    from evalrun.models.failures import describe_missing
+
+    folder = tmp_path / "fixtures"
+    paths = [folder / "triage" / f"000{i}.json" for i in (1, 2, 3, 4)] + [folder / "judge" / "0001.json"]
+    paths.append(folder / "triage" / "0006.json")
+    text = describe_missing(paths)
+    assert text.startswith("6 calls had no fixture: triage/0001–0004, triage/0006, judge/0001 (in "), text
+    assert text.count("evalrun t3 --record") == 1
