@@ -10,6 +10,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import Project
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,3 +92,54 @@ def test_consecutive_missing_fixtures_read_as_a_range_per_session(tmp_path):
     text = describe_missing(paths)
     assert text.startswith("6 calls had no fixture: triage/0001–0004, triage/0006, judge/0001 (in "), text
     assert text.count("evalrun t3 --record") == 1
+
+
+CRASHING_PYTHON = {
+    "manifest.toml": """
+        [tiers.t1]
+        [[evals]]
+        name = "triage"
+        tier = "t1"
+        dir = "evals/triage"
+        run = ["python", "score.py"]
+    """,
+    "evals/triage/score.py": """
+        import rules
+
+        rules.urgency({"level": 3})
+    """,
+    "evals/triage/rules.py": """
+        import json
+
+
+        def urgency(ticket):
+            json.dumps(ticket)
+            return ticket["max_urgency"]
+    """,
+}
+
+
+def test_a_python_crash_names_the_innermost_frame_in_the_eval_folder(project):
+    run = project(CRASHING_PYTHON).run("t1")
+    assert run.code == 1, run.output
+    line = next(ln for ln in run.out.splitlines() if ln.startswith("ERROR"))
+    assert "KeyError: 'max_urgency' (at evals/triage/rules.py:6)" in line, line
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH (.ci/run installs it)")
+def test_a_node_crash_names_the_innermost_frame_in_the_eval_folder(project):
+    run = project({
+        "manifest.toml": CRASHING_PYTHON["manifest.toml"].replace('["python", "score.py"]', '["node", "score.js"]'),
+        "evals/triage/score.js": """
+            const rules = require("./lib/rules.js");
+            rules.urgency({ level: 3 });
+        """,
+        "evals/triage/lib/rules.js": """
+            exports.urgency = (ticket) => {
+              return ticket.max.urgency;
+            };
+        """,
+    }).run("t1")
+    assert run.code == 1, run.output
+    line = next(ln for ln in run.out.splitlines() if ln.startswith("ERROR"))
+    assert "TypeError" in line and "(at evals/triage/lib/rules.js:2)" in line, line
