@@ -133,6 +133,16 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             Optional[int],
             typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times (overrides the manifest's repeat)."),
         ] = None,
+        verbose: Annotated[
+            bool, typer.Option("--verbose", "-v", metavar="", help="Also print the output tail of every failing eval.")
+        ] = False,
+        last_failed: Annotated[
+            bool,
+            typer.Option(
+                "--last-failed", "--lf", metavar="",
+                help="Only the evals that failed, errored or regressed in the tier's last run (all if none did).",
+            ),
+        ] = False,
     ) -> int:
         from evalrun.commands.run import run_tier
         from evalrun.pipeline import RunRequest
@@ -160,6 +170,8 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             html_path=html_path,
             repeat=repeat,
             experiments=list(experiments or []),
+            verbose=verbose,
+            last_failed=last_failed,
         )
         return run_tier(request, _console())
 

@@ -40,7 +40,7 @@ from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, summary_lines,
 )
 from evalrun.reports_out.matrix import plain_lines, side_by_side
-from evalrun.reports_out.terminal import Console, closing_line
+from evalrun.reports_out.terminal import Console, closing_line, output_tails
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
 from evalrun.secrets import run_secrets
 from evalrun.leftovers import reap_leftovers
@@ -73,6 +73,8 @@ class RunRequest:
     html_path: Path | None = None  # also the HTML report: this run and the history's last runs
     repeat: int | None = None  # --repeat N: every planned eval runs N times (evalrun.repeats)
     experiments: list[str] = field(default_factory=list)  # --experiment NAME: only these columns
+    verbose: bool = False  # -v: the output tail of every failing eval after the summary
+    last_failed: bool = False  # --last-failed: only what failed, errored or regressed in the tier's last run
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ def _run_plan(
     judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
     write(judged, outputs, console, environ)
     record(judged, shown, console, environ, source="run")
-    report(judged, console, outputs)
+    report(judged, console, outputs, verbose=request.verbose)
     write_html(judged, shown, outputs, console, environ)
     return int(judged.exit_code or 0)
 
@@ -409,9 +411,15 @@ def write_html(
         console.warn(warning)
 
 
-def report(results: RunResults, console: Console, outputs: Outputs | None = None) -> None:
-    """Baseline lines, what was not checked, models, the summary table, the closing line, the verdict, the files."""
+def report(results: RunResults, console: Console, outputs: Outputs | None = None, *, verbose: bool = False) -> None:
+    """Baseline lines, what was not checked, models, the summary table, the closing line, the verdict, the files.
+
+    ``verbose``: first, the output tail of every eval that failed.
+    """
     console.line("")
+    if verbose:
+        for text in output_tails(results.evals):
+            console.line(text)
     if results.baseline is not None:
         for text in format_comparison(results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED):
             console.line(text, "red" if text.startswith("regression") else "yellow")

@@ -143,3 +143,30 @@ def test_a_node_crash_names_the_innermost_frame_in_the_eval_folder(project):
     assert run.code == 1, run.output
     line = next(ln for ln in run.out.splitlines() if ln.startswith("ERROR"))
     assert "TypeError" in line and "(at evals/triage/lib/rules.js:2)" in line, line
+
+
+def test_verbose_prints_the_output_tail_of_each_failing_eval_only(project):
+    files = dict(CRASHING_PYTHON)
+    files["manifest.toml"] += """
+        [[evals]]
+        name = "fine"
+        tier = "t1"
+        dir = "evals/fine"
+        run = ["python", "-c", "import json, os; print('fine output'); json.dump({'checks': [{'name': 'a', 'assertions': 1, 'passed': True}]}, open(os.environ['EVALRUN_REPORT'], 'w'))"]
+    """
+    files["evals/triage/score.py"] = "import rules\nprint('::error::not a workflow command \\x1b[2J')\nrules.urgency({})\n"
+    files["evals/fine/.keep"] = ""
+    proj = project(files)
+    quiet = proj.run("t1")
+    assert "Traceback" not in quiet.out
+    loud = proj.run("t1", "-v")
+    assert loud.code == 1, loud.output
+    lines = loud.out.splitlines()
+    header = lines.index("--- triage: output tail (ERROR)")
+    shown = lines[header + 1 : header + 12]
+    assert "  | Traceback (most recent call last):" in shown, shown
+    assert any(ln.startswith("  |") and "KeyError: 'max_urgency'" in ln for ln in shown), shown
+    assert "  | ::error::not a workflow command \\x1b[2J" in shown  # indented, the escape shown, not sent
+    assert not any(ln.startswith("::error::") for ln in lines)
+    assert "fine output" not in loud.out  # a passing eval's output stays out
+    assert proj.run("t1", "--verbose").out.count("--- triage: output tail") == 1

@@ -201,6 +201,36 @@ def closing_line(results: Sequence[EvalResult]) -> str:
     return text
 
 
+TAIL_LINES = 30  # lines of a failing eval's output shown by -v
+
+
+def output_tails(results: Sequence[EvalResult], lines: int = TAIL_LINES) -> list[str]:
+    """``-v``: the last lines of each failing eval's output (already redacted), each indented under a header.
+
+    Indented, and control characters shown as ``\\xNN``: a scorer's output cannot start
+    a CI workflow command or move the terminal's cursor.
+    """
+    out: list[str] = []
+    for r in results:
+        if not r.status.is_failure:
+            continue
+        tail = [ln.rstrip() for ln in r.output_tail.splitlines()]
+        while tail and not tail[-1]:
+            tail.pop()
+        if not tail:
+            out.append(f"--- {r.name}: no output")
+            continue
+        shown = tail[-lines:]
+        cut = f", last {len(shown)} of {len(tail)} lines kept" if len(shown) < len(tail) else ""
+        out.append(f"--- {r.name}: output tail ({_WORDS[r.status][0]}{cut})")
+        out += [f"  | {_visible(ln)}" for ln in shown]
+    return out
+
+
+def _visible(line: str) -> str:
+    return "".join(ch if ch == "\t" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in line)
+
+
 def _counts(result: EvalResult) -> str:
     n = len(result.checks)
     a = sum(c.assertions for c in result.checks)
