@@ -306,7 +306,7 @@ def _start_and_execute(
                 state = services.start(name)
                 if not state.ok:
                     console.error(state.failure or f"service {name} failed")
-            console.start_progress(len(plan.evals), tier)
+            console.start_progress(len(plan.evals), tier, calls=models.calls_so_far if models.proxy else None)
             outcome = execute(
                 ExecuteRequest(
                     evals=runs,

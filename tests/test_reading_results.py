@@ -7,7 +7,11 @@ of them removed.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -170,3 +174,129 @@ def test_verbose_prints_the_output_tail_of_each_failing_eval_only(project):
     assert not any(ln.startswith("::error::") for ln in lines)
     assert "fine output" not in loud.out  # a passing eval's output stays out
     assert proj.run("t1", "--verbose").out.count("--- triage: output tail") == 1
+
+
+# -- progress: the evals running now and their model calls, eval[experiment] everywhere ------------------------
+
+SLOW_SCORER = """
+    import json, os, time, urllib.request
+    from pathlib import Path
+
+    base = os.environ["OPENAI_BASE_URL"].rstrip("/")
+    for n in range(2):
+        body = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": f"hi {n}"}]}).encode()
+        request = urllib.request.Request(base + "/chat/completions", body, {"content-type": "application/json"})
+        urllib.request.urlopen(request, timeout=30).read()
+    while not Path("go").exists():  # the test lets it finish once it saw the calls on the progress line
+        time.sleep(0.05)
+    json.dump({"checks": [{"name": "answered", "assertions": 1, "passed": True}]}, open(os.environ["EVALRUN_REPORT"], "w"))
+"""
+
+
+def _fixture(index: int) -> str:
+    return json.dumps({
+        "evalrun_fixture": 2, "session": "slow", "index": index, "provider": "openai",
+        "request": {"method": "POST", "path": "/v1/chat/completions", "headers": {"content-type": "application/json"},
+                    "body": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": f"hi {index - 1}"}]}},
+        "response": {"status": 200, "headers": {"content-type": "application/json"}, "body": {
+            "id": f"c{index}", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini-2024-07-18",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}},
+    })
+
+
+def slow_project(root: Path) -> Project:
+    files = {
+        "manifest.toml": """
+            [tiers.t2]
+            [models]
+            replay_match = "index"
+            [experiments.mini]
+            tags = ["m"]
+            [[evals]]
+            name = "slow"
+            tier = "t2"
+            dir = "evals/slow"
+            run = ["python", "score.py"]
+            model = true
+            timeout = 60
+            tags = ["m"]
+        """,
+        "evals/slow/score.py": SLOW_SCORER,
+    }
+    files.update({f"evals/slow/fixtures/@mini/slow/000{i}.json": _fixture(i) for i in (1, 2)})
+    return Project(root).write(files)
+
+
+def _read_until(fd: int, seen: bytearray, wanted: bytes, within: float = 60.0) -> None:
+    import select
+    import time
+
+    deadline = time.monotonic() + within
+    while wanted not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"{wanted!r} never appeared in {bytes(seen)[-2000:]!r}"
+        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the pty's other side closed
+                chunk = b""
+            if not chunk:
+                assert wanted in seen, f"{wanted!r} never appeared in {bytes(seen)[-2000:]!r}"
+                return
+            seen += chunk
+
+
+def test_on_a_terminal_the_progress_line_shows_the_running_eval_and_its_calls_and_the_table_keeps_the_experiment(
+    tmp_path,
+):
+    import pty
+
+    proj = slow_project(tmp_path)
+    leader, follower = pty.openpty()
+    env = proj.env({"TERM": "xterm", "COLUMNS": "160", "PYTHONDONTWRITEBYTECODE": "1"})
+    proc = subprocess.Popen([sys.executable, "-m", "evalrun", "t2"], cwd=tmp_path, env=env,
+                            stdin=follower, stdout=follower, stderr=follower, close_fds=True)
+    os.close(follower)
+    seen = bytearray()
+    try:
+        _read_until(leader, seen, b"slow[mini] 2 calls")  # live, while it runs
+        (tmp_path / "evals/slow/go").write_text("")
+        _read_until(leader, seen, b"evalrun t2: ")
+        _read_until(leader, seen, b"results: ")
+        assert proc.wait(timeout=60) == 0, bytes(seen)[-3000:]
+    finally:
+        (tmp_path / "evals/slow/go").write_text("")  # a failed wait must not leave the scorer waiting
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=60)
+        os.close(leader)
+    text = seen.decode("utf-8", "replace")
+    table = [ln for ln in text.splitlines() if "PASS" in ln and "│" in ln]
+    assert table and all("slow[mini]" in ln for ln in table), text[-3000:]
+    assert "PASS" in text and "slow[mini]  1 check" in text
+
+
+def test_in_ci_progress_is_an_occasional_plain_line_naming_the_running_eval_and_its_calls(tmp_path):
+    proj = slow_project(tmp_path)
+    env = proj.env({"CI": "true", "EVALRUN_PROGRESS_INTERVAL": "0.2", "PYTHONDONTWRITEBYTECODE": "1"})
+    proc = subprocess.Popen([sys.executable, "-m", "evalrun", "t2"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen = bytearray()
+    try:
+        _read_until(proc.stdout.fileno(), seen, b"running")
+        _read_until(proc.stdout.fileno(), seen, b"slow[mini] 2 calls\n")
+        (tmp_path / "evals/slow/go").write_text("")
+        _read_until(proc.stdout.fileno(), seen, b"results: ")
+        assert proc.wait(timeout=60) == 0, bytes(seen)
+    finally:
+        (tmp_path / "evals/slow/go").write_text("")  # a failed wait must not leave the scorer waiting
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=60)
+        proc.stdout.close()
+    text = seen.decode()
+    assert "\x1b" not in text and "\r" not in text  # plain text, no live redraws
+    line = next(ln for ln in text.splitlines() if "slow[mini] 2 calls" in ln)
+    assert line.startswith("t2: 0/1 done, running (") and line.endswith("): slow[mini] 2 calls"), line

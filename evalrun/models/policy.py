@@ -106,6 +106,12 @@ class ModelCalls:
             env["EVALRUN_JUDGE_MODEL"] = self.manifest.models.judge  # what the SDK's judge() asks
         return env
 
+    def calls_so_far(self, name: str) -> int | None:
+        """Model calls the eval ``name`` made so far (None when it uses no model): the progress line shows them."""
+        if self.proxy is None or not any(p.name == name for p in self._users):
+            return None
+        return self.proxy.calls_so_far(name)
+
     def budget_exhausted(self, planned: PlannedEval | None = None) -> bool:
         """The run's budget, or that of ``planned``'s experiment, allows no further call."""
         column = planned.experiment if planned is not None else None

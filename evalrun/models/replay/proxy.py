@@ -257,6 +257,12 @@ class ReplayProxy:
                 },
             )
 
+    def calls_so_far(self, eval_name: str) -> int:
+        """Calls ``eval_name`` made so far, every run of it together: for the progress line, read while it runs."""
+        with self._lock:
+            states = [s for s in self._evals.values() if s.name == eval_name]
+        return sum(s.calls + len(s.missing) for s in states)
+
     def budget_exhausted(self, column: str | None = None) -> bool:
         """True once the run's budget (or ``column``'s) allows no further call: evals not yet started get status budget."""
         meter = self._columns.get(column) if column is not None else None
