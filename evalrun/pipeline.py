@@ -95,7 +95,7 @@ def run(request: RunRequest, console: Console, environ: Mapping[str, str]) -> in
     if request.clean_checkout or request.worktree:
         return _run_in_clean_checkout(request, console, environ)
     manifest = load(request.manifest_path)
-    plan, _ = select(manifest, request)
+    plan, _ = select(manifest, request, console)
     outputs = plan_outputs(manifest, request)
     return _run_plan(manifest, plan, request, outputs, console, environ, shown=manifest)
 
@@ -128,8 +128,10 @@ def load(manifest_path: Path) -> Manifest:
     return load_manifest(manifest_path)
 
 
-def select(manifest: Manifest, request: RunRequest) -> tuple[Plan, ChangedSelection | None]:
-    """The tier, the filters, then ``--changed-since``, then ``--shard``: every shard drops the same evals."""
+def select(
+    manifest: Manifest, request: RunRequest, console: Console | None = None
+) -> tuple[Plan, ChangedSelection | None]:
+    """The tier, the filters, then ``--changed-since``, ``--last-failed``, then ``--shard``: every shard drops the same evals."""
     # Only runs that ask for them pay for git and the shard split.
     from evalrun.selection.changed import select_changed
     from evalrun.selection.shards import durations_from, parse_shard, select_shard
@@ -143,6 +145,13 @@ def select(manifest: Manifest, request: RunRequest) -> tuple[Plan, ChangedSelect
         package_dir = Path(__file__).resolve().parent  # a change to evalrun itself selects everything
         changed = select_changed(plan, request.changed_since, package_dir)
         plan = changed.plan
+    if request.last_failed:
+        from evalrun.selection.last_failed import select_last_failed
+
+        last = select_last_failed(plan, request.json_path or default_results_path(manifest, request.tier))
+        plan = last.plan
+        if console is not None:
+            console.note(last.note)
     if shard is not None:
         # Balance by the durations of the last whole run (the file merge writes), which every shard reads alike.
         plan = select_shard(plan, shard, durations_from(default_results_path(manifest, request.tier)))
@@ -462,6 +471,7 @@ def describe_filters(plan: Plan) -> str:
     parts += [f"--experiment {x}" for x in plan.filters.get("experiments", [])]
     parts += [f"--changed-since {r}" for r in plan.filters.get("changed_since", [])]
     parts += [f"--shard {s}" for s in plan.filters.get("shard", [])]
+    parts += ["--last-failed" for _ in plan.filters.get("last_failed", [])[:1]]
     if parts:
         return "filters: " + " ".join(parts)
     return "the tier has no evals in the manifest"
@@ -479,7 +489,7 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
     from evalrun.selection.checkout import clean_checkout
 
     manifest = load(request.manifest_path)
-    plan, _ = select(manifest, request)
+    plan, _ = select(manifest, request, console)
     outputs = plan_outputs(manifest, request)
     keep = {p.name for p in plan.evals}
     with clean_checkout(request.manifest_path, request.worktree) as exported:
