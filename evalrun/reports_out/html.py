@@ -143,6 +143,13 @@ def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
     if not runs:
         raise ValueError("a report needs at least one run")
     latest = runs[-1]
+    # A run filtered with -e/-t/... saw part of the tier: its totals would read as a drop in the trends.
+    whole = [r for r in runs if not r.filters]
+    partial = [r for r in runs if r.filters]
+    notes = list(notes or [])
+    if partial:
+        notes.append(f"{len(partial)} of the {len(runs)} runs {'was' if len(partial) == 1 else 'were'} filtered "
+                     f"({', '.join(sorted({f for r in partial for f in r.filters})[:5])}): left out of the trends")
     series = ordered_for_attention(check_series(runs))
     rows = [{"s": s, "strip": make_strip(s), "since": last_failure(s)} for s in series]
     code = latest.exit_code
@@ -153,7 +160,8 @@ def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
     return _template().render(
         latest=latest, runs=runs, verdict=words, rows=rows, attention=[r for r in rows if r["s"].newly_failing
                                                                        or r["s"].flaky or r["s"].failing],
-        charts=trend_charts(runs), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, left=LEFT, notes=notes or [],
+        charts=trend_charts(whole), trend_runs=len(whole), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, left=LEFT,
+        notes=notes, cell=CELL,
         unchecked=[e for e in latest.evals if e.unchecked],
     )
 
