@@ -258,6 +258,10 @@ def baseline(
         Optional[Path],
         typer.Option("--from-results", metavar="PATH", help="Write from this results file instead of running."),
     ] = None,
+    repeat: Annotated[
+        Optional[int],
+        typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times and record its pass rates."),
+    ] = None,
 ) -> Optional[int]:
     """Write or inspect the committed baseline."""
     if ctx.invoked_subcommand is not None:
@@ -281,6 +285,7 @@ def baseline(
         from_results=from_results,
         console=_console(),
         experiments=list(experiment or []),
+        repeat=repeat,
     )
 
 

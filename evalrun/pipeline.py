@@ -37,7 +37,8 @@ from evalrun.preconditions import (
     Preconditions, check_tier_guard, probe_environment, probe_evals, ready_check, skips_are_failures,
 )
 from evalrun.repeats import (
-    EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, summary_lines,
+    EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
+    summary_lines,
 )
 from evalrun.reports_out.matrix import plain_lines, side_by_side
 from evalrun.reports_out.terminal import Console, closing_line, output_tails
@@ -111,7 +112,7 @@ def _run_plan(
     shown: Manifest,
 ) -> int:
     baseline = load_baseline(baseline_path(manifest, request.tier))  # a bad baseline is exit 2, before any scorer
-    collected = collect(plan, request, console, environ)
+    collected = collect(plan, request, console, environ, baseline)
     judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
     write(judged, outputs, console, environ)
     record(judged, shown, console, environ, source="run")
@@ -214,8 +215,12 @@ def check_writable(path: Path, flag: str) -> Path:
 # --------------------------------------------------------------------------- preconditions, services, execute
 
 
-def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str]) -> RunResults:
+def collect(
+    plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str], baseline: Baseline | None = None
+) -> RunResults:
     """Guard, probe, start services and the model proxy, execute; results not yet compared or judged.
+
+    ``baseline``: an eval whose baseline holds pass rates repeats as they were recorded.
 
     Ctrl-C or SIGTERM at any phase ends here as results that mark every planned
     eval either done or interrupted.
@@ -234,7 +239,7 @@ def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[
             pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, request.no_skips))
             if not plan.evals:
                 console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
-            results, interrupted = _start_and_execute(plan, request, pre, console, environ, state_dir)
+            results, interrupted = _start_and_execute(plan, request, pre, console, environ, state_dir, baseline)
         except KeyboardInterrupt:
             console.stop_progress()
             results, interrupted = [interrupted_result(p, tier) for p in plan.evals], True
@@ -262,11 +267,15 @@ def _start_and_execute(
     console: Console,
     environ: dict[str, str],
     state_dir: Path,
+    baseline: Baseline | None = None,
 ) -> tuple[list[EvalResult], bool]:
     """Services and the model proxy up, every planned eval executed, everything stopped again."""
     manifest, tier = plan.manifest, request.tier
     # Repeats: every planned eval becomes its runs; they are folded back into one result per eval below.
-    settings = plan_settings(manifest, plan.evals, request.repeat)
+    settings, repeat_notes = repeat_as_recorded(plan_settings(manifest, plan.evals, request.repeat), baseline,
+                                                request.repeat)
+    for line in repeat_notes:
+        console.note(line)
     runs = expand(plan.evals, settings)
     tracker = RepeatTracker(plan.evals, settings, tier, on_eval_done=console.eval_finished)
     will_run = [p for p in runs if pre.for_eval(p.name).runs]

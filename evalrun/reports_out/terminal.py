@@ -86,6 +86,7 @@ class Console:
         """A plain line; a reader that went away (``| head -1``) stops the printing, never the run."""
         if self._closed:
             return
+        text = _encodable(text, getattr(self.stream, "encoding", None) or "utf-8")
         try:
             self.stream.write(text + "\n")
             self.stream.flush()
@@ -266,6 +267,18 @@ def closing_line(results: Sequence[EvalResult]) -> str:
     if interrupted:
         text += f", {interrupted} interrupted"
     return text
+
+
+_PLAIN_MARKS = str.maketrans({"●": "+", "○": "-", "…": "...", "–": "-"})
+
+
+def _encodable(text: str, encoding: str) -> str:
+    """``text`` as the stream can take it: a repeated check's ●○ marks become + and - in ASCII or Latin-1."""
+    try:
+        text.encode(encoding)
+        return text
+    except (UnicodeEncodeError, LookupError):
+        return text.translate(_PLAIN_MARKS).encode(encoding, errors="replace").decode(encoding, errors="replace")
 
 
 TAIL_LINES = 30  # lines of a failing eval's output shown by -v
