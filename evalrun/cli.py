@@ -367,6 +367,19 @@ def history(
 
 
 @app.command()
+def show(
+    name: Annotated[str, typer.Argument(metavar="EVAL", help="An eval, or one of its cells: eval[experiment].")],
+    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="Default: the eval's tier.")] = None,
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    json_path: JsonOpt = None,
+) -> int:
+    """Show one eval of the tier's last run: its verdict, failed checks and every model call in order."""
+    from evalrun.commands.show import show_eval
+
+    return show_eval(manifest_path=manifest, name=name, tier=tier, json_path=json_path, console=_console())
+
+
+@app.command()
 def report(
     tier: Annotated[
         Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: the tier of the latest run).")

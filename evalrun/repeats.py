@@ -397,7 +397,17 @@ def _sum_models(runs: Sequence[EvalResult]) -> dict[str, Any] | None:
         "models": sorted({name for m in records for name in m.get("models") or []}),
         "calls": sum(m.get("calls") or 0 for m in records),
         "tokens": tokens,
+        # Every run's calls in order, each marked with its run (1-based), within the log's bound.
+        **_call_logs(records),
     }
+
+
+def _call_logs(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    from evalrun.models.transcript import MAX_CALLS
+
+    calls = [{**c, "run": k + 1} for k, m in enumerate(records) for c in m.get("call_log") or []]
+    dropped = sum(m.get("calls_not_kept") or 0 for m in records) + max(0, len(calls) - MAX_CALLS)
+    return {**({"call_log": calls[:MAX_CALLS]} if calls else {}), **({"calls_not_kept": dropped} if dropped else {})}
 
 
 # --------------------------------------------------------------------------- words for the summaries

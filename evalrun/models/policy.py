@@ -123,7 +123,7 @@ class ModelCalls:
         key = (planned.name, planned.repeat)
         if key in self._bases and result.status not in (Status.SKIPPED, Status.INTERRUPTED):
             report = self.proxy.eval_report(planned.name, repeat=planned.repeat if planned.name in self._repeated else None)
-            update["models"] = report.as_record()
+            update["models"] = _relative_fixtures(report.as_record(), self.manifest.root)
             failures = report.failures(self.manifest.models.strict_replay)
             if report.budget_hit:
                 update["status"] = Status.BUDGET
@@ -146,6 +146,18 @@ class ModelCalls:
                 current = update.get("message", result.message)
                 update["message"] = f"{current}; {note}" if current else note
         return result.model_copy(update=update) if update else result
+
+
+def _relative_fixtures(record: dict[str, Any], root: Path) -> dict[str, Any]:
+    """The call log's fixture files named relative to the manifest's folder, as every other path of a result."""
+    for call in record.get("call_log") or []:
+        fixture = call.get("fixture")
+        if fixture:
+            try:
+                call["fixture"] = Path(fixture).relative_to(root).as_posix()
+            except ValueError:
+                pass
+    return record
 
 
 def fixtures_dir(eval_dir: Path, experiment: str | None) -> Path:

@@ -72,7 +72,7 @@ from urllib.parse import quote, unquote
 
 from evalrun.secrets import key_values, scrub
 from evalrun.models.replay.budget import BudgetLimits, BudgetMeter, acquire_all, add_all, release_all, settling
-from evalrun.models.replay.fixtures import RecordedResponse, check_session, default_session
+from evalrun.models.replay.fixtures import RecordedResponse, check_session, default_session, fixture_path
 from evalrun.models.replay.recorder import FixtureRecorder, FixtureToWrite
 from evalrun.models.replay.matching import normalise_body
 from evalrun.models.replay.player import MATCHES, Call, Match, Refusal, choose
@@ -244,6 +244,8 @@ class ReplayProxy:
                 models=tuple(sorted(state.models)),
                 missing=tuple(state.missing),
                 missing_fixtures=tuple(state.missing_fixtures),
+                call_log=tuple(state.call_log),
+                calls_not_kept=max(0, state.calls_seen - len(state.call_log)),
                 unplayed=tuple(state.unplayed(self.mode)),
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
@@ -375,11 +377,35 @@ class ReplayProxy:
         finally:
             state.end_pending()
 
-    def _count(self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str) -> None:
+    def _count(
+        self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str
+    ) -> float | None:
         """Count an answered call: the eval's record, and the tokens and dollars of every budget it counts against."""
         usd = call_cost(self.prices or {}, usage.models, usage.input_tokens, usage.output_tokens)
         state.count(key, provider, usage, session, usd)
         add_all(self._meters(state), usage.total_tokens, usd or 0.0)
+        return usd
+
+    def _log_call(self, state: EvalState, **fields: Any) -> None:
+        """One call's compact record (evalrun.models.transcript), redacted like every message of the proxy."""
+        from evalrun.models.transcript import call_record
+
+        def make(number: int) -> dict[str, Any]:
+            return self._redacted(call_record(number=number, **fields))
+
+        try:
+            state.log_call(make)
+        except Exception as exc:  # noqa: BLE001 - a body the log cannot read never fails the call
+            self.note(f"evalrun proxy: call not logged ({exc.__class__.__name__})")
+
+    def _redacted(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._redact(value)
+        if isinstance(value, dict):
+            return {k: self._redacted(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._redacted(v) for v in value]
+        return value
 
     def _replay(
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
@@ -393,6 +419,9 @@ class ReplayProxy:
             state.note_missing(chosen.key, message, chosen.missing)
             self.note(message)
             handler.send_error_json(chosen.status, chosen.kind, message)
+            self._log_call(state, session=session, index=index, provider="", method=method, path=path,
+                           request=decoded_request_body(body, headers), response=None, status=chosen.status,
+                           fixture=chosen.missing, error=message)
             return
         response = chosen.response
         with self._settling(state):
@@ -406,7 +435,13 @@ class ReplayProxy:
                     handler.send_whole(response.status, response.headers, response.body)
             finally:
                 usage = read_usage(response.body, response.stream or ())
-                self._count(state, None, chosen.provider, usage, session)
+                usd = self._count(state, None, chosen.provider, usage, session)
+                self._log_call(
+                    state, session=session, index=index, provider=chosen.provider, method=method, path=path,
+                    request=decoded_request_body(body, headers), response=response.body, stream=response.stream or (),
+                    status=response.status, model=", ".join(sorted(usage.models)) or None,
+                    tokens=(usage.input_tokens, usage.output_tokens), usd=usd, fixture=chosen.file,
+                )
                 self.note(f"{state.name}/{session}#{index:04d} {method} {path.split('?', 1)[0]} -> "
                           f"{response.status} (fixture {chosen.index:04d})")
 
@@ -426,6 +461,8 @@ class ReplayProxy:
             state.note_missing(None, message)
             self.note(message)
             handler.send_error_json(424, "evalrun_upstream_unreachable", message)
+            self._log_call(state, session=session, index=0, provider=target.provider, method=method, path=path,
+                           request=decoded_request_body(body, headers), response=None, status=424, error=message)
             return
         reply_headers = {k.lower(): v for k, v in response.getheaders() if k.lower() not in HOP_HEADERS}
         decoder = content_decoder(reply_headers.get("content-encoding", ""))
@@ -485,7 +522,17 @@ class ReplayProxy:
                 try:
                     usage = read_usage(recorded.body, recorded.stream or ())
                     key = (session, index) if not abandoned else None
-                    self._count(state, key, target.provider, usage, session)
+                    usd = self._count(state, key, target.provider, usage, session)
+                    if not abandoned:
+                        self._log_call(
+                            state, session=session, index=index, provider=target.provider, method=method, path=path,
+                            request=decoded_request_body(body, headers), response=recorded.body,
+                            stream=recorded.stream or (), status=response.status,
+                            model=", ".join(sorted(usage.models)) or None,
+                            tokens=(usage.input_tokens, usage.output_tokens), usd=usd,
+                            fixture=fixture_path(state.fixtures_dir, session, index)
+                            if recording and state.fixtures_dir is not None else None,
+                        )
                     outcome = "abandoned by the client, not recorded" if abandoned else self.mode
                     self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} ({outcome})")
                     if self.mode == "record" and not recordable:
