@@ -303,11 +303,12 @@ def output_tails(results: Sequence[EvalResult], lines: int = TAIL_LINES) -> list
         shown = tail[-lines:]
         cut = f", last {len(shown)} of {len(tail)} lines kept" if len(shown) < len(tail) else ""
         out.append(f"--- {r.name}: output tail ({_WORDS[r.status][0]}{cut})")
-        out += [f"  | {_visible(ln)}" for ln in shown]
+        out += [f"  | {visible(ln)}" for ln in shown]
     return out
 
 
-def _visible(line: str) -> str:
+def visible(line: str) -> str:
+    """Control characters shown as ``\\xNN`` (until the shared neutraliser of text.py covers this output)."""
     return "".join(ch if ch == "\t" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in line)
 
 
