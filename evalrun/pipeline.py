@@ -138,6 +138,9 @@ def select(
     from evalrun.selection.shards import durations_from, parse_shard, select_shard
 
     shard = parse_shard(request.shard) if request.shard else None  # a bad --shard is exit 2 before anything
+    if request.last_failed and request.shard:
+        raise UsageError("--last-failed with --shard: merge expects each shard's share of the whole tier; "
+                         "run --last-failed on one machine, without --shard")
     if request.record and request.tier != "t3":
         raise UsageError(f"--record: only t3 makes live calls to record; {request.tier} never does")
     plan = make_plan(manifest, request.tier, request.evals, request.tags, request.experiments)

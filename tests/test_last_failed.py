@@ -50,3 +50,9 @@ def test_last_failed_without_a_results_file_runs_everything_and_says_so(project)
     run = proj.run("t1", "--lf")
     assert run.code == 0 and ran(run.out) == {"good"}, run.output
     assert "--last-failed: no results file at .evalrun/results/t1.json; running every selected eval of t1" in run.out
+
+
+def test_last_failed_with_shard_is_a_usage_error(project):
+    proj = suite(project, good=json_scorer(PASS))
+    run = proj.run("t1", "--lf", "--shard", "1/2")
+    assert run.code == 2 and "--last-failed with --shard" in run.err, run.output
