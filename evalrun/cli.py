@@ -163,6 +163,16 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             Optional[int],
             typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times (overrides the manifest's repeat)."),
         ] = None,
+        verbose: Annotated[
+            bool, typer.Option("--verbose", "-v", metavar="", help="Also print the output tail of every failing eval.")
+        ] = False,
+        last_failed: Annotated[
+            bool,
+            typer.Option(
+                "--last-failed", "--lf", metavar="",
+                help="Only the evals that failed, errored or regressed in the tier's last run (all if none did).",
+            ),
+        ] = False,
     ) -> int:
         from evalrun.commands.run import run_tier
         from evalrun.pipeline import RunRequest
@@ -190,6 +200,8 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             html_path=html_path,
             repeat=repeat,
             experiments=list(experiments or []),
+            verbose=verbose,
+            last_failed=last_failed,
         )
         return run_tier(request, _console())
 
@@ -307,6 +319,10 @@ def baseline(
         Optional[Path],
         typer.Option("--from-results", metavar="PATH", help="Write from this results file instead of running."),
     ] = None,
+    repeat: Annotated[
+        Optional[int],
+        typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times and record its pass rates."),
+    ] = None,
 ) -> Optional[int]:
     """Write or inspect the committed baseline."""
     if ctx.invoked_subcommand is not None:
@@ -330,6 +346,7 @@ def baseline(
         from_results=from_results,
         console=_console(),
         experiments=list(experiment or []),
+        repeat=repeat,
     )
 
 
@@ -408,6 +425,19 @@ def history(
         manifest_path=manifest, tier=words[0] if words else None, eval_name=eval_, check=check_,
         last=last, as_json=as_json, console=_console(), shards=shards,
     )
+
+
+@app.command()
+def show(
+    name: Annotated[str, typer.Argument(metavar="EVAL", help="An eval, or one of its cells: eval[experiment].")],
+    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="Default: the eval's tier.")] = None,
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    json_path: JsonOpt = None,
+) -> int:
+    """Show one eval of the tier's last run: its verdict, failed checks and every model call in order."""
+    from evalrun.commands.show import show_eval
+
+    return show_eval(manifest_path=manifest, name=name, tier=tier, json_path=json_path, console=_console())
 
 
 @app.command()

@@ -423,7 +423,7 @@ def _judge_outcome(
                 parsed = _read_report(planned, report_path, stdout_path, outcome, secrets, workdir)
             except ReportError as exc:
                 report_error = str(exc)
-        verdict = judge(parsed, report_error, outcome.exit_code, tail)
+        verdict = judge(parsed, report_error, outcome.exit_code, tail, planned.dir, spec.dir)
     except Exception as exc:  # noqa: BLE001 - whatever a report does to evalrun fails this eval, never the run
         why = one_line(f"{type(exc).__name__}: {exc}", 200)
         return EvalResult(status=Status.ERROR, message=f"invalid report: evalrun could not judge it ({why})", **base)

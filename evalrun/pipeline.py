@@ -40,11 +40,12 @@ from evalrun.preconditions import (
     Preconditions, check_tier_guard, probe_environment, probe_evals, ready_check, skips_are_failures,
 )
 from evalrun.repeats import (
-    EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, summary_lines,
+    EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
+    summary_lines,
 )
 from evalrun.reports_out.describe import calibration_lines
 from evalrun.reports_out.matrix import plain_lines, side_by_side
-from evalrun.reports_out.terminal import Console, closing_line
+from evalrun.reports_out.terminal import Console, closing_line, output_tails
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
 from evalrun.secrets import run_secrets
 from evalrun.leftovers import reap_leftovers
@@ -77,6 +78,8 @@ class RunRequest:
     html_path: Path | None = None  # also the HTML report: this run and the history's last runs
     repeat: int | None = None  # --repeat N: every planned eval runs N times (evalrun.repeats)
     experiments: list[str] = field(default_factory=list)  # --experiment NAME: only these columns
+    verbose: bool = False  # -v: the output tail of every failing eval after the summary
+    last_failed: bool = False  # --last-failed: only what failed, errored or regressed in the tier's last run
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ def run(request: RunRequest, console: Console, environ: Mapping[str, str]) -> in
     if request.clean_checkout or request.worktree:
         return _run_in_clean_checkout(request, console, environ)
     manifest = load(request.manifest_path)
-    plan, _ = select(manifest, request)
+    plan, _ = select(manifest, request, console)
     outputs = plan_outputs(manifest, request)
     return _run_plan(manifest, plan, request, outputs, console, environ, shown=manifest)
 
@@ -117,10 +120,10 @@ def _run_plan(
     try:
         # From here to the end, SIGTERM is Ctrl-C: 130 at any phase, and the results file says so.
         with _sigterm_as_interrupt():
-            collected = collect(plan, request, console, environ)
+            collected = collect(plan, request, console, environ, baseline)
             judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
             positional_warnings(judged, baseline, console)
-            return deliver(judged, shown, outputs, console, environ, source="run")
+            return deliver(judged, shown, outputs, console, environ, source="run", verbose=request.verbose)
     except KeyboardInterrupt:
         if collected is None:
             raise
@@ -130,14 +133,14 @@ def _run_plan(
 
 def deliver(
     judged: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
-    *, source: str,
+    *, source: str, verbose: bool = False,
 ) -> int:
     """Write, record, report (and the HTML page); the exit code. Interrupted here: 130, and the results file says so."""
     try:
         with _sigterm_as_interrupt():
             write(judged, outputs, console, environ)
             history_warning = record(judged, manifest, console, environ, source=source)
-            report(judged, console, outputs)
+            report(judged, console, outputs, verbose=verbose)
             write_html(judged, manifest, outputs, console, environ, history_warning)
     except KeyboardInterrupt:
         _interrupted_after_scorers(judged, outputs, console)
@@ -182,13 +185,18 @@ def load(manifest_path: Path) -> Manifest:
     return load_manifest(manifest_path)
 
 
-def select(manifest: Manifest, request: RunRequest) -> tuple[Plan, ChangedSelection | None]:
-    """The tier, the filters, then ``--changed-since``, then ``--shard``: every shard drops the same evals."""
+def select(
+    manifest: Manifest, request: RunRequest, console: Console | None = None
+) -> tuple[Plan, ChangedSelection | None]:
+    """The tier, the filters, then ``--changed-since``, ``--last-failed``, then ``--shard``: every shard drops the same evals."""
     # Only runs that ask for them pay for git and the shard split.
     from evalrun.selection.changed import select_changed
     from evalrun.selection.shards import durations_from, parse_shard, select_shard
 
     shard = parse_shard(request.shard) if request.shard else None  # a bad --shard is exit 2 before anything
+    if request.last_failed and request.shard:
+        raise UsageError("--last-failed with --shard: merge expects each shard's share of the whole tier; "
+                         "run --last-failed on one machine, without --shard")
     if request.record and request.tier != "t3":
         raise UsageError(f"--record: only t3 makes live calls to record; {request.tier} never does")
     plan = make_plan(manifest, request.tier, request.evals, request.tags, request.experiments)
@@ -197,6 +205,13 @@ def select(manifest: Manifest, request: RunRequest) -> tuple[Plan, ChangedSelect
         package_dir = Path(__file__).resolve().parent  # a change to evalrun itself selects everything
         changed = select_changed(plan, request.changed_since, package_dir)
         plan = changed.plan
+    if request.last_failed:
+        from evalrun.selection.last_failed import select_last_failed
+
+        last = select_last_failed(plan, request.json_path or default_results_path(manifest, request.tier))
+        plan = last.plan
+        if console is not None:
+            console.note(last.note)
     if shard is not None:
         # Balance by the durations of the last whole run (the file merge writes), which every shard reads alike.
         plan = select_shard(plan, shard, durations_from(default_results_path(manifest, request.tier)))
@@ -259,9 +274,12 @@ def check_writable(path: Path, flag: str) -> Path:
 # --------------------------------------------------------------------------- preconditions, services, execute
 
 
-def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str]) -> RunResults:
+def collect(
+    plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str], baseline: Baseline | None = None
+) -> RunResults:
     """Guard, probe, start services and the model proxy, execute; results not yet compared or judged.
 
+    ``baseline``: an eval whose baseline holds pass rates repeats as they were recorded.
     t1 and t2 do all that inside a loopback-only network namespace where the
     system allows it (evalrun.isolation); the header line says which.
     """
@@ -271,19 +289,21 @@ def collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[
     if not policy.isolate:
         if request.tier in ("t1", "t2"):
             console.warn(header(policy, policy.why_not))
-        return _collect(plan, request, console, environ)
+        return _collect(plan, request, console, environ, baseline)
     entered, results, why = run_isolated(
-        lambda: _collect(plan, request, console, environ), lambda: console.note(header(policy, None))
+        lambda: _collect(plan, request, console, environ, baseline), lambda: console.note(header(policy, None))
     )
     if entered and results is not None:
         return results.model_copy(update={"evals": explain_isolation(results.evals, request.tier)})
     if policy.required:
         raise refuse(policy, why or "unknown")
     console.warn(header(policy, why))
-    return _collect(plan, request, console, environ)
+    return _collect(plan, request, console, environ, baseline)
 
 
-def _collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str]) -> RunResults:
+def _collect(
+    plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str], baseline: Baseline | None = None
+) -> RunResults:
     """Ctrl-C or SIGTERM at any phase ends here as results that mark every planned
     eval either done or interrupted.
     """
@@ -301,7 +321,7 @@ def _collect(plan: Plan, request: RunRequest, console: Console, environ: Mapping
             pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, request.no_skips))
             if not plan.evals:
                 console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
-            results, interrupted = _start_and_execute(plan, request, pre, console, environ, state_dir)
+            results, interrupted = _start_and_execute(plan, request, pre, console, environ, state_dir, baseline)
         except KeyboardInterrupt:
             console.stop_progress()
             results, interrupted = [interrupted_result(p, tier) for p in plan.evals], True
@@ -329,11 +349,15 @@ def _start_and_execute(
     console: Console,
     environ: dict[str, str],
     state_dir: Path,
+    baseline: Baseline | None = None,
 ) -> tuple[list[EvalResult], bool]:
     """Services and the model proxy up, every planned eval executed, everything stopped again."""
     manifest, tier = plan.manifest, request.tier
     # Repeats: every planned eval becomes its runs; they are folded back into one result per eval below.
-    settings = plan_settings(manifest, plan.evals, request.repeat)
+    settings, repeat_notes = repeat_as_recorded(plan_settings(manifest, plan.evals, request.repeat), baseline,
+                                                request.repeat)
+    for line in repeat_notes:
+        console.note(line)
     runs = expand(plan.evals, settings)
     tracker = RepeatTracker(plan.evals, settings, tier, on_eval_done=console.eval_finished)
     will_run = [p for p in runs if pre.for_eval(p.name).runs]
@@ -382,7 +406,7 @@ def _start_and_execute(
                 state = services.start(name)
                 if not state.ok:
                     console.error(state.failure or f"service {name} failed")
-            console.start_progress(len(plan.evals), tier)
+            console.start_progress(len(plan.evals), tier, calls=models.calls_so_far if models.proxy else None)
             outcome = execute(
                 ExecuteRequest(
                     evals=runs,
@@ -513,9 +537,15 @@ def positional_warnings(results: RunResults, baseline: Baseline | None, console:
             console.warn(positional_warning(result.name, found))
 
 
-def report(results: RunResults, console: Console, outputs: Outputs | None = None) -> None:
-    """Baseline lines, what was not checked, models, the summary table, the closing line, the verdict, the files."""
+def report(results: RunResults, console: Console, outputs: Outputs | None = None, *, verbose: bool = False) -> None:
+    """Baseline lines, what was not checked, models, the summary table, the closing line, the verdict, the files.
+
+    ``verbose``: first, the output tail of every eval that failed.
+    """
     console.line("")
+    if verbose:
+        for text in output_tails(results.evals):
+            console.line(text)
     if results.baseline is not None:
         for text in format_comparison(
             results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED, selection=results.selection
@@ -563,6 +593,7 @@ def describe_filters(plan: Plan) -> str:
     parts += [f"--experiment {x}" for x in plan.filters.get("experiments", [])]
     parts += [f"--changed-since {r}" for r in plan.filters.get("changed_since", [])]
     parts += [f"--shard {s}" for s in plan.filters.get("shard", [])]
+    parts += ["--last-failed" for _ in plan.filters.get("last_failed", [])[:1]]
     if parts:
         return "filters: " + " ".join(parts)
     return "the tier has no evals in the manifest"
@@ -580,7 +611,7 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
     from evalrun.selection.checkout import clean_checkout
 
     manifest = load(request.manifest_path)
-    plan, _ = select(manifest, request)
+    plan, _ = select(manifest, request, console)
     outputs = plan_outputs(manifest, request)
     keep = {p.name for p in plan.evals}
     with clean_checkout(request.manifest_path, request.worktree) as exported:

@@ -77,6 +77,29 @@ def plan_settings(manifest: Manifest, planned: Sequence[PlannedEval], repeat_ove
     return {p.name: settings_for(manifest, p.spec, repeat_override) for p in planned}
 
 
+def repeat_as_recorded(
+    settings: Mapping[str, RepeatSettings], recorded: Mapping[str, Mapping[str, int]] | None, repeat_override: int | None,
+) -> tuple[dict[str, RepeatSettings], list[str]]:
+    """Settings where an eval the manifest runs once repeats as often as its baseline's pass rates were recorded.
+
+    A baseline of ``{ passes = 4, runs = 5 }`` compares rates over five runs; one
+    run would flip the gate on a check that fails a fifth of the time. ``--repeat N``
+    still decides. Second: one line per eval so repeated, for the run's output.
+    """
+    out, notes = dict(settings), []
+    if repeat_override is not None or not recorded:
+        return out, notes
+    for name, chosen in settings.items():
+        runs = [getattr(c, "runs", 0) for c in (recorded.get(name) or {}).values()]
+        most = max(runs, default=0)
+        if chosen.repeats or most <= 1:
+            continue
+        out[name] = replace(chosen, count=most)
+        notes.append(f"{name}: runs {most} times, as its baseline's pass rates were recorded "
+                     f"(set repeat = {most} in the manifest to say so there, or pass --repeat N)")
+    return out, notes
+
+
 def expand(planned: Sequence[PlannedEval], settings: Mapping[str, RepeatSettings]) -> list[PlannedEval]:
     """Every run of every planned eval, in rounds: all run 0s, then all run 1s, ..."""
     rounds = max((settings[p.name].count for p in planned), default=0)
@@ -228,7 +251,7 @@ def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: S
         return EvalResult(status=Status.SKIPPED, message=skipped[0][1].message, repeats=summary, **base)
     notes = []
     if below:
-        notes += [_floor_words(c, settings.floor, n) for c in checks if not c.passed]
+        notes += [_floor_words(c, settings.floor, n, outcomes=True) for c in checks if not c.passed]
     if flaky:
         notes.append("flaky: " + "; ".join(_floor_words(c, settings.floor, n) for c in checks if c.name in flaky))
     if stopped_early:
@@ -305,9 +328,21 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
     return out
 
 
-def _floor_words(check: CheckResult, floor: float, planned: int) -> str:
+PASSED_RUN, FAILED_RUN = "●", "○"  # a repeated check's outcomes, run by run; the terminal falls back to + and -
+
+
+def outcome_marks(rate: CheckRate) -> str:
+    """``●●○●●``: each run of a repeated check in order, ● passed, ○ not."""
+    failed = set(rate.failed_runs)
+    return "".join(FAILED_RUN if k in failed else PASSED_RUN for k in range(rate.runs))
+
+
+def _floor_words(check: CheckResult, floor: float, planned: int, outcomes: bool = False) -> str:
     assert check.rate is not None
     rate = check.rate
+    if outcomes and rate.runs and len(rate.failed_runs) <= rate.runs:
+        text = _floor_words(check, floor, planned)
+        return f"{text} {outcome_marks(rate)}"
     text = f'check "{check.name}" passed {rate.passes} of {rate.runs} (floor {floor:g})'
     if rate.runs < planned and not check.passed:  # stopped early: say why no later run could have saved it
         text = (f'check "{check.name}" passed {rate.passes} of {rate.runs} (floor {floor:g}: at most '
@@ -368,7 +403,17 @@ def _sum_models(runs: Sequence[EvalResult]) -> dict[str, Any] | None:
         "models": sorted({name for m in records for name in m.get("models") or []}),
         "calls": sum(m.get("calls") or 0 for m in records),
         "tokens": tokens,
+        # Every run's calls in order, each marked with its run (1-based), within the log's bound.
+        **_call_logs(records),
     }
+
+
+def _call_logs(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    from evalrun.models.transcript import MAX_CALLS
+
+    calls = [{**c, "run": k + 1} for k, m in enumerate(records) for c in m.get("call_log") or []]
+    dropped = sum(m.get("calls_not_kept") or 0 for m in records) + max(0, len(calls) - MAX_CALLS)
+    return {**({"call_log": calls[:MAX_CALLS]} if calls else {}), **({"calls_not_kept": dropped} if dropped else {})}
 
 
 # --------------------------------------------------------------------------- words for the summaries

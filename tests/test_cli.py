@@ -99,7 +99,7 @@ def test_crash_message_is_the_exception_line_not_a_frame(project) -> None:
     proj = stub_project(project, {"x": "crash.py"})
     proj.run("t1")
     res = proj.eval_result("x")
-    assert res["message"] == "exited 1: KeyError: 'tenant'"
+    assert res["message"] == "exited 1: KeyError: 'tenant' (at evals/x/crash.py:5)"  # the place: issue 22
     assert "Traceback" in res["output_tail"]  # the whole tail is still kept for diagnosis
 
 

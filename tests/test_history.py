@@ -296,14 +296,14 @@ def test_failing_since_names_the_first_bad_run_and_the_last_good_commit() -> Non
     [one] = check_series(runs, "alpha", "one")
     since = failing_since(one)
     assert since is not None and since.first_bad is runs[2] and since.last_good is runs[1]
-    assert since.describe() == f"failing since {runs[2].run_id} (commit c3c3c3c3c3, first bad after c2c2c2c2c2)"
+    assert since.describe() == f"failing since {runs[2].run_id} (commit c3c3c3c3c3; last passed at commit c2c2c2c2c2)"
     [two] = check_series(runs, "alpha", "two")
     assert failing_since(two) is None and two.pass_rate == 1.0
 
 
 def test_flaky_and_newly_failing_checks_come_first() -> None:
-    pattern = [True, False, True, True, False]  # "one" flips 3 times and fails now after a pass
-    runs = [make_record(results(n, passed=p), GitInfo(), "run") for n, p in enumerate(pattern)]
+    pattern = [True, False, True, True, False]  # "one" flips 3 times at one commit and fails now after a pass
+    runs = [make_record(results(n, passed=p), GitInfo("ab" * 20, "main", False), "run") for n, p in enumerate(pattern)]
     series = ordered_for_attention(check_series(runs))
     assert [(s.check, s.newly_failing, s.flaky) for s in series] == [("one", True, True), ("two", False, False)]
     assert series[0].pass_rate == pytest.approx(3 / 5)

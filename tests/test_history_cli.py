@@ -119,9 +119,10 @@ def test_history_names_the_first_bad_run_and_commit(recorded) -> None:
     bad_run = data["runs"][2]["run_id"]
     shown = p.run("history", "--check", "stays green", env=history_env)
     assert shown.code == 0, shown.output
-    assert (f"failed from {bad_run} (commit {c2[:10]}, first bad after {c1[:10]}) until "
-            f"{data['runs'][3]['run_id']} (commit {c3[:10]}) passed again") in shown.out
-    assert "passing now (3 of 4 runs passed; flaky)" in shown.out
+    # Broke at one commit, fixed at the next: a fixed regression, not flaky (issue 22).
+    assert (f"failed at commit {c2[:10]}, fixed at commit {c3[:10]} ({bad_run} to {data['runs'][3]['run_id']})"
+            in shown.out)
+    assert "passing now (3 of 4 runs passed)\n" in shown.out and "flaky" not in shown.out
     assert f"{bad_run}  {c2[:10]}   failed    1 assertion" in shown.out
     if history_env:  # the PostgreSQL run leaves no SQLite file behind
         assert not (p.root / ".evalrun" / "history.sqlite").exists()
@@ -141,7 +142,7 @@ def test_a_check_still_failing_says_since_when(recorded_sqlite, tmp_path: Path) 
     assert p.run("t1").code == 1
     out = p.run("history", "t1", "--eval", "calc", "--check", "stays green").out
     last = json.loads(p.run("history", "t1", "--json").out)["runs"][-1]
-    assert f"failing since {last['run_id']} (commit {c4[:10]}, first bad after" in out
+    assert f"failing since {last['run_id']} (commit {c4[:10]}; last passed at commit " in out
     assert "passing now" not in out
 
 

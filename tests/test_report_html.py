@@ -35,7 +35,7 @@ def test_newly_failing_checks_come_first_with_since_when() -> None:
     html = page(True, True, False)
     attention = re.search(r'<section id="attention">(.*?)</section>', html, re.S).group(1)
     assert "newly failing" in attention and "alpha</td><td>one" in attention
-    assert "failing since" in attention and "first bad after 0101010101" in attention
+    assert "failing since" in attention and "last passed at commit 0101010101" in attention
     table = re.search(r'<section id="checks">(.*?)</section>', html, re.S).group(1)
     assert table.index("<td>one</td>") < table.index("<td>two</td>")
 

@@ -50,6 +50,7 @@ def update_baselines(
     from_results: Path | None,
     console: Console,
     experiments: list[str] | None = None,
+    repeat: int | None = None,
 ) -> int:
     manifest = load(manifest_path)
     if all_tiers and tiers:
@@ -59,6 +60,8 @@ def update_baselines(
     for tier in tiers:
         if tier not in TIERS:
             raise UsageError(f"--update {tier}: unknown tier; use one of {', '.join(TIERS)}, or --all")
+    if repeat is not None and from_results is not None:
+        raise UsageError("--repeat runs the tier; --from-results reads a run already made: pass one of them")
     if all_tiers and from_results is not None:
         raise UsageError("--from-results reads one tier's results; use it with --update TIER, not --all")
     pending: list[tuple[str, Path, RunResults, set[str], bool]] = []
@@ -80,8 +83,8 @@ def update_baselines(
                 keep = {p.name for p in plan.evals}
                 results = results.model_copy(update={"evals": [e for e in results.evals if e.name in keep]})
         else:
-            request = RunRequest(manifest_path, tier, evals, tags, jobs, experiments=list(experiments or []))
-            results = collect(plan, request, console, os.environ)
+            request = RunRequest(manifest_path, tier, evals, tags, jobs, experiments=list(experiments or []), repeat=repeat)
+            results = collect(plan, request, console, os.environ, early)
             keep_and_record(results, default_results_path(manifest, tier), manifest, console, os.environ,
                             source="baseline")
             if results.interrupted:

@@ -12,7 +12,7 @@ from evalrun.reports_out.terminal import Console
 from evalrun.errors import UsageError, file_label
 from evalrun.history.location import locate_history
 from evalrun.history.records import GitInfo, RunRecord, make_record, secrets_of
-from evalrun.history.series import CheckSeries, check_series, last_failure, ordered_for_attention
+from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
 from evalrun.manifest import TIERS, Manifest, load_manifest
@@ -43,7 +43,7 @@ def show_history(
         runs = _using(manifest, lambda store: store.runs(tier, last, shards))
         shown = location.shown if location is not None else ""
     narrowed = eval_name is not None or check is not None
-    series = ordered_for_attention(check_series(runs, eval_name, check)) if narrowed else []
+    series = ordered_for_attention(in_own_tier(check_series(runs, eval_name, check))) if narrowed else []
     if narrowed and runs and not series:
         what = " ".join(filter(None, [f"--eval {eval_name}" if eval_name else "", f"--check {check}" if check else ""]))
         raise UsageError(f"{what}: no such check in the last {len(runs)} runs{' of ' + tier if tier else ''}")

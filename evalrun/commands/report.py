@@ -18,9 +18,12 @@ def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, la
     if tier is not None and tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     manifest = load_manifest(manifest_path)
+    chosen = ""
     if tier is None:  # the tier of the latest run in the history
         latest, _ = runs_for_report(manifest, None, 1, os.environ, strict=True)
         tier = latest[-1].tier if latest else None
+        if tier:
+            chosen = f"tier {tier}: the tier of the latest run in the history (name a tier to report another)"
     runs, notes = runs_for_report(manifest, tier, last, os.environ, strict=True) if tier else ([], [])
     if not runs:
         fallback = manifest.root / ".evalrun" / "results" / f"{tier or 't1'}.json"
@@ -34,8 +37,10 @@ def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, la
     for note in notes:
         console.warn(note)
     try:
-        write_html_report(html, runs, notes)
+        write_html_report(html, runs, [chosen, *notes] if chosen else notes)
     except OSError as exc:
         raise UsageError(f"--html {html}: cannot write: {exc.strerror or exc}") from None
     console.line(f"html: {html} ({runs[-1].tier}, {len(runs)} run{'s' if len(runs) != 1 else ''})")
+    if chosen:
+        console.line(chosen)
     return 0

@@ -90,6 +90,12 @@ class RunRecord:
         }
 
     @property
+    def filters(self) -> list[str]:
+        """What narrowed this run to part of its tier (``--eval a``); empty for a whole run."""
+        found = self.baseline.get("filters") if isinstance(self.baseline, dict) else None
+        return [str(f) for f in found] if isinstance(found, list) else []
+
+    @property
     def short_commit(self) -> str:
         if not self.git_commit:
             return "-"
@@ -167,6 +173,9 @@ def make_record(
             "undecided": [clean(c.message, MESSAGE_CHARS) for c in comparison.undecided],
             "not_compared": list(comparison.not_compared),
         }
+    filters = run_filters(results.selection)
+    if filters:  # kept with the baseline lines (one JSON column): a filtered run is not the whole tier
+        baseline["filters"] = filters
     return RunRecord(
         run_id=run_id_for(results),
         tier=results.tier,
@@ -185,6 +194,20 @@ def make_record(
     )
 
 
+_FILTER_FLAGS = {"evals": "--eval", "tags": "--tag", "experiments": "--experiment",
+                 "changed_since": "--changed-since", "last_failed": "--last-failed"}
+
+
+def run_filters(selection: Mapping[str, Any]) -> list[str]:
+    """``["--eval a", "--tag b"]``: what narrowed a run to part of its tier (shards are recorded apart)."""
+    out = []
+    for key, flag in _FILTER_FLAGS.items():
+        values = selection.get(key) or []
+        if isinstance(values, list):
+            out += [flag if key == "last_failed" else f"{flag} {v}" for v in values[: 1 if key == "last_failed" else None]]
+    return out
+
+
 def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[EvalRecord]:
     """The stored form of each eval of ``results``, with its checks, one eval at a time."""
     clean = _cleaner([s for s in secrets if s])
@@ -199,6 +222,8 @@ def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[E
             message = (clean(message, _SPENT_CHARS) or "") + _SPENT_NOTE if message or evidence else None
             evidence = None
         return CheckRecord(eval=result_name, name=c.name, assertions=c.assertions, passed=c.passed,
+                           runs=c.rate.runs if c.rate is not None else None,  # a repeated eval: its outcomes
+                           passes=c.rate.passes if c.rate is not None else None,
                            message=message, evidence=evidence, judge=c.judge)
 
     for result in results.evals:

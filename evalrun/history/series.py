@@ -21,6 +21,13 @@ class Point:
     status: str
     assertions: int | None
     message: str | None = None
+    runs: int | None = None  # a repeated eval: how often the check ran in that run, and passed
+    passes: int | None = None
+
+    @property
+    def mixed(self) -> bool:
+        """Passed in some repeats of this run and failed in others."""
+        return bool(self.runs) and self.passes is not None and 0 < self.passes < (self.runs or 0)
 
 
 @dataclass(frozen=True)
@@ -55,8 +62,24 @@ class CheckSeries:
 
     @property
     def flaky(self) -> bool:
-        """Passed and failed back and forth: at least two changes within the window."""
-        return self.flips >= 2
+        """Mixed outcomes where the code did not change: within one repeated run, or at one commit.
+
+        Runs at the same commit with a clean tree count; a dirty tree may hold
+        any change, and a run without a commit says nothing. A check that broke
+        at one commit and passed again at a later one is a fixed regression,
+        not flaky, however often that happened.
+        """
+        present = self.present
+        if any(p.mixed for p in present):
+            return True
+        seen: dict[str, str] = {}
+        for p in present:
+            commit = p.run.git_commit
+            if not commit or p.run.git_dirty:
+                continue
+            if seen.setdefault(commit, p.status) != p.status:
+                return True
+        return False
 
     @property
     def newly_failing(self) -> bool:
@@ -66,20 +89,46 @@ class CheckSeries:
 
 @dataclass(frozen=True)
 class FailingSince:
-    """A failing streak: its first run, the last passing run before it, and the run that passed again (if any)."""
+    """A failing streak: its first and last run, the last passing run before it, and the run that passed again."""
 
     first_bad: RunRecord
     last_good: RunRecord | None
     fixed_by: RunRecord | None = None
+    last_bad: RunRecord | None = None  # the streak's last run (first_bad when it is one run long)
 
     def describe(self) -> str:
-        commit = self.first_bad.short_commit
-        after = (f"first bad after {self.last_good.short_commit}" if self.last_good is not None
-                 else "it never passed before in the history kept")
+        """``failing since RUN (commit C; last passed at commit B)``, or ``failed from C to D, fixed at E``."""
         if self.fixed_by is None:
-            return f"failing since {self.first_bad.run_id} (commit {commit}, {after})"
-        return (f"failed from {self.first_bad.run_id} (commit {commit}, {after}) until {self.fixed_by.run_id} "
-                f"(commit {self.fixed_by.short_commit}) passed again")
+            return f"failing since {self.first_bad.run_id} ({_commit_of(self.first_bad)}; {self._before()})"
+        last_bad = self.last_bad or self.first_bad
+        span = (f"failed at {_where(self.first_bad)}" if _same_code(self.first_bad, last_bad)
+                else f"failed from {_where(self.first_bad)} to {_where(last_bad)}")
+        if _same_code(last_bad, self.fixed_by):
+            return f"{span}; passed again at the same commit in {self.fixed_by.run_id} (flaky?)"
+        return f"{span}, fixed at {_where(self.fixed_by)} ({self.first_bad.run_id} to {self.fixed_by.run_id})"
+
+    def _before(self) -> str:
+        good = self.last_good
+        if good is None:
+            return "it never passed before in the history kept"
+        if _same_code(good, self.first_bad):
+            return f"it passed at the same commit in {good.run_id}"
+        if not good.git_commit:
+            return f"last passed in {good.run_id}"
+        return f"last passed at commit {good.short_commit}"
+
+
+def _commit_of(run: RunRecord) -> str:
+    return f"commit {run.short_commit}" if run.git_commit else "no commit recorded"
+
+
+def _where(run: RunRecord) -> str:
+    """A run's place in the code's history: its commit, or its id when it has none."""
+    return f"commit {run.short_commit}" if run.git_commit else run.run_id
+
+
+def _same_code(a: RunRecord, b: RunRecord) -> bool:
+    return bool(a.git_commit) and a.git_commit == b.git_commit and not a.git_dirty and not b.git_dirty
 
 
 def check_series(runs: list[RunRecord], eval_name: str | None = None, check: str | None = None) -> list[CheckSeries]:
@@ -101,8 +150,17 @@ def check_series(runs: list[RunRecord], eval_name: str | None = None, check: str
             if c is None:
                 points.append(Point(run, ABSENT, None))
             else:
-                points.append(Point(run, PASSED if c.passed else FAILED, c.assertions, c.message))
+                points.append(Point(run, PASSED if c.passed else FAILED, c.assertions, c.message, c.runs, c.passes))
         out.append(CheckSeries(key[0], key[1], points))
+    return out
+
+
+def in_own_tier(series: list[CheckSeries]) -> list[CheckSeries]:
+    """Each series with only the runs of the tiers its check ran in: a run of another tier is not "absent"."""
+    out = []
+    for s in series:
+        tiers = {p.run.tier for p in s.present}
+        out.append(CheckSeries(s.eval, s.check, [p for p in s.points if p.run.tier in tiers]))
     return out
 
 
@@ -127,7 +185,7 @@ def last_failure(series: CheckSeries) -> FailingSince | None:
         start -= 1
     last_good = present[start - 1].run if start > 0 else None
     fixed_by = present[end + 1].run if end + 1 < len(present) else None
-    return FailingSince(present[start].run, last_good, fixed_by)
+    return FailingSince(present[start].run, last_good, fixed_by, present[end].run)
 
 
 def ordered_for_attention(series: list[CheckSeries]) -> list[CheckSeries]:

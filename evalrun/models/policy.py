@@ -18,6 +18,7 @@ from typing import Any
 
 from evalrun.errors import UsageError
 from evalrun.manifest import upstream_problem
+from evalrun.models.failures import grouped_failures, shortened
 from evalrun.models.scorer_env import endpoint_env, scrub_environment
 from evalrun.secrets import key_values
 from evalrun.manifest import Manifest
@@ -107,6 +108,12 @@ class ModelCalls:
             env["EVALRUN_JUDGE_MODEL"] = self.manifest.models.judge  # what the SDK's judge() asks
         return env
 
+    def calls_so_far(self, name: str) -> int | None:
+        """Model calls the eval ``name`` made so far (None when it uses no model): the progress line shows them."""
+        if self.proxy is None or not any(p.name == name for p in self._users):
+            return None
+        return self.proxy.calls_so_far(name)
+
     def budget_exhausted(self, planned: PlannedEval | None = None) -> bool:
         """The run's budget, or that of ``planned``'s experiment, allows no further call."""
         column = planned.experiment if planned is not None else None
@@ -118,7 +125,7 @@ class ModelCalls:
         key = (planned.name, planned.repeat)
         if key in self._bases and result.status not in (Status.SKIPPED, Status.INTERRUPTED):
             report = self.proxy.eval_report(planned.name, repeat=planned.repeat if planned.name in self._repeated else None)
-            update["models"] = report.as_record()
+            update["models"] = _relative_fixtures(report.as_record(), self.manifest.root)
             failures = report.failures(self.manifest.models.strict_replay)
             if report.budget_hit:
                 update["status"] = Status.BUDGET
@@ -126,7 +133,10 @@ class ModelCalls:
             elif failures and result.status in (Status.PASSED, Status.FAILED):
                 # The code under test may have swallowed the proxy's error: the eval fails anyway.
                 update["status"] = Status.FAILED
-                update["message"] = "; ".join(failures) + (f"; {result.message}" if result.message else "")
+                # Grouped, each fix said once; the proxy's text the scorer quotes cut to the file it is about.
+                grouped = grouped_failures(failures, report.missing_fixtures)
+                quoted = shortened(result.message, failures, report.missing_fixtures) if result.message else ""
+                update["message"] = "; ".join(grouped) + (f"; {quoted}" if quoted else "")
             elif report.unplayed and result.status is Status.PASSED:
                 update["message"] = "note: " + "; ".join(report.unplayed)
             unpriced = (report.cost or {}).get("unpriced_calls")
@@ -152,6 +162,18 @@ def upstream_url(manifest: Manifest, environ: Mapping[str, str]) -> str | None:
     if problem:
         raise UsageError(f"{UPSTREAM_VAR}={value!r}: {problem}")
     return value
+
+
+def _relative_fixtures(record: dict[str, Any], root: Path) -> dict[str, Any]:
+    """The call log's fixture files named relative to the manifest's folder, as every other path of a result."""
+    for call in record.get("call_log") or []:
+        fixture = call.get("fixture")
+        if fixture:
+            try:
+                call["fixture"] = Path(fixture).relative_to(root).as_posix()
+            except ValueError:
+                pass
+    return record
 
 
 def fixtures_dir(eval_dir: Path, experiment: str | None) -> Path:

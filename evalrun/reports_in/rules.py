@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from evalrun.reports_in.crash_line import is_stack_frame, js_error_line
@@ -29,15 +30,31 @@ class Verdict:
     skips: list[Skip] = field(default_factory=list)  # the report's skipped tests: not checks, but reported
 
 
-def judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int | None, output: str) -> Verdict:
-    """Apply the scorer contract's rules to a scorer that ran to its end (not timed out)."""
-    verdict = _judge(parsed, report_error, exit_code, output)
+def judge(
+    parsed: ParsedReport | None,
+    report_error: str | None,
+    exit_code: int | None,
+    output: str,
+    eval_dir: Path | None = None,
+    shown_dir: str = "",
+) -> Verdict:
+    """Apply the scorer contract's rules to a scorer that ran to its end (not timed out).
+
+    ``eval_dir`` (and ``shown_dir``, how messages name it): a crash's message
+    names the innermost frame of its traceback in that folder, ``(at score.py:12)``.
+    """
+    verdict = _judge(parsed, report_error, exit_code, output, eval_dir, shown_dir)
     return replace(verdict, skips=list(parsed.skips)) if parsed is not None and parsed.skips else verdict
 
 
-def _judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int | None, output: str) -> Verdict:
+def _judge(
+    parsed: ParsedReport | None, report_error: str | None, exit_code: int | None, output: str,
+    eval_dir: Path | None, shown_dir: str,
+) -> Verdict:
     if parsed is None:
         why = explain_failure(output)
+        if why and eval_dir is not None and (place := crash_place(output, eval_dir, shown_dir)):
+            why += f" (at {place})"
         if exit_code == 0 and report_error and report_error.startswith("invalid report"):
             msg = report_error
         elif exit_code == 0:
@@ -73,6 +90,8 @@ def _judge(parsed: ParsedReport | None, report_error: str | None, exit_code: int
         return Verdict(Status.FAILED, _clip(f"{message} (exited {exit_code})"), checks, parsed.metrics)
     if exit_code != 0:
         why = explain_failure(output)
+        if why and eval_dir is not None and (place := crash_place(output, eval_dir, shown_dir)):
+            why += f" (at {place})"
         passed = sum(c.passed for c in checks)
         msg = f"exited {exit_code} although its report says {passed} of {len(checks)} checks passed"
         if why:
@@ -139,6 +158,41 @@ def explain_failure(output: str) -> str:
         return _clip(" | ".join(errorish[-3:]))
     tail = [ln.strip() for ln in lines if ln.strip() and not is_stack_frame(ln)] or [ln.strip() for ln in lines if ln.strip()]
     return _clip(tail[-1]) if tail else ""
+
+
+# ``  File "/x/score.py", line 12, in main`` (Python); ``    at fn (/x/score.js:12:5)``, ``at file:///x/a.ts:3:1`` (JS/TS)
+_PYTHON_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
+_JS_FRAME = re.compile(r"^\s*at (?:.*?\()?(?:file://)?(?P<path>[^():]+):(?P<line>\d+):\d+\)?\s*$")
+
+
+def crash_place(output: str, eval_dir: Path, shown_dir: str = "") -> str | None:
+    """``evals/x/score.py:12``: the innermost traceback frame in the eval's folder (Python or JS/TS), if any.
+
+    Python prints the innermost frame last, node first: the last traceback
+    and the first stack of the output are the ones read.
+    """
+    lines = output.splitlines()
+    if _TRACEBACK_START in lines:
+        start = len(lines) - 1 - lines[::-1].index(_TRACEBACK_START)
+        frames = [m for ln in lines[start + 1 :] if (m := _PYTHON_FRAME.match(ln))]
+        frames.reverse()
+    else:
+        frames = [m for ln in lines if (m := _JS_FRAME.match(ln))]
+    try:
+        root = eval_dir.resolve()
+    except OSError:
+        return None
+    for match in frames:
+        path = Path(match["path"])
+        try:
+            rel = (path if path.is_absolute() else eval_dir / path).resolve().relative_to(root)
+        except (ValueError, OSError):
+            continue
+        if "node_modules" in rel.parts or "site-packages" in rel.parts:
+            continue
+        shown = f"{shown_dir.rstrip('/')}/{rel.as_posix()}" if shown_dir and shown_dir != "." else rel.as_posix()
+        return _clip(f"{shown}:{match['line']}")
+    return None
 
 
 def _fold(text: str) -> str:

@@ -138,6 +138,49 @@ def trend_charts(runs: list[RunRecord]) -> list[Chart]:
     return charts
 
 
+PAGE_CALL_CHARS = 1_000_000  # characters of model-call text on one page; the rest: evalrun show EVAL
+FOLD_CHARS = 300  # a longer text is folded (<details>), its first line showing
+
+
+@dataclass
+class CallsView:
+    """An eval's model calls as the page shows them, and where each check's calls start."""
+
+    anchor: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    left_out: int = 0  # calls not on the page (its size bound, or never kept)
+    check_links: dict[str, str] = field(default_factory=dict)  # check name -> anchor of its first call
+
+
+def call_views(evals: list[Any], budget: int = PAGE_CALL_CHARS) -> dict[str, CallsView]:
+    """Every eval's model calls in order, bounded to ``budget`` characters of text on the whole page."""
+    from evalrun.reports_out.transcript import call_headline
+
+    views: dict[str, CallsView] = {}
+    used = 0
+    for i, e in enumerate(evals):
+        log = (e.models or {}).get("call_log") if isinstance(e.models, dict) else None
+        if not log:
+            continue
+        view = CallsView(anchor=f"calls-{i}", left_out=int((e.models or {}).get("calls_not_kept") or 0))
+        for call in log:
+            if not isinstance(call, dict):
+                continue
+            size = len(str(call))
+            if used + size > budget:
+                view.left_out += 1
+                continue
+            used += size
+            anchor = f"call-{i}-{call.get('n', len(view.calls) + 1)}"
+            view.calls.append({**call, "anchor": anchor, "headline": call_headline(call)})
+        sessions = [(str(c.get("session") or ""), c["anchor"]) for c in view.calls]
+        for check in e.checks:
+            found = next((a for s, a in sessions if s and (check.name.startswith(f"{s}:") or f"[{s}]" in check.name)), None)
+            view.check_links[check.name] = found or view.anchor
+        views[e.name] = view
+    return views
+
+
 def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
     """The page for ``runs`` (oldest first; the last is the latest run)."""
     from evalrun.errors import ExitCode
@@ -146,6 +189,13 @@ def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
     if not runs:
         raise ValueError("a report needs at least one run")
     latest = runs[-1]
+    # A run filtered with -e/-t/... saw part of the tier: its totals would read as a drop in the trends.
+    whole = [r for r in runs if not r.filters]
+    partial = [r for r in runs if r.filters]
+    notes = list(notes or [])
+    if partial:
+        notes.append(f"{len(partial)} of the {len(runs)} runs {'was' if len(partial) == 1 else 'were'} filtered "
+                     f"({', '.join(sorted({f for r in partial for f in r.filters})[:5])}): left out of the trends")
     series = ordered_for_attention(check_series(runs))
     rows = [{"s": s, "strip": make_strip(s), "since": last_failure(s)} for s in series]
     code = latest.exit_code
@@ -156,7 +206,8 @@ def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
     return _template().render(
         latest=latest, runs=runs, verdict=words, rows=rows, attention=[r for r in rows if r["s"].newly_failing
                                                                        or r["s"].flaky or r["s"].failing],
-        charts=trend_charts(runs), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, left=LEFT, notes=notes or [],
+        charts=trend_charts(whole), trend_runs=len(whole), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, left=LEFT,
+        notes=notes, cell=CELL, calls=call_views(latest.evals), fold=FOLD_CHARS,
         unchecked=[e for e in latest.evals if e.unchecked],
     )
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
 from evalrun.results import EvalResult, Status
@@ -60,6 +61,13 @@ class Console:
         self._task: Any = None
         self._label = ""
         self._running: list[str] = []
+        self._running_lock = threading.Lock()
+        self._calls: Callable[[str], int | None] | None = None
+        self._total = self._done = 0
+        # Plain output's progress line, every this many seconds (EVALRUN_PROGRESS_INTERVAL; 0: never).
+        self._interval = _interval(env.get("EVALRUN_PROGRESS_INTERVAL", ""))
+        self._beat: threading.Thread | None = None
+        self._beat_stop: threading.Event | None = None
         self._closed = False
         if self.color or self.live:
             from rich.console import Console as RichConsole
@@ -99,6 +107,7 @@ class Console:
         """A plain line; a reader that went away (``| head -1``) stops the printing, never the run."""
         if self._closed:
             return
+        text = _encodable(text, getattr(self.stream, "encoding", None) or "utf-8")
         try:
             self.stream.write(text + "\n")
             self.stream.flush()
@@ -133,45 +142,74 @@ class Console:
                 target.print(w + body)
                 if self._progress is not None:
                     self._progress.advance(self._task)
-                if self._shown(result.name) in self._running:
-                    self._running.remove(self._shown(result.name))
-                    self._show_running()
             else:
                 self._write(text)
+        with self._running_lock:
+            self._done += 1
+            if result.name in self._running:
+                self._running.remove(result.name)
 
     def eval_started(self, name: str) -> None:
-        """The progress bar names the evals that are running."""
-        with self._lock:
-            self._running.append(self._shown(name))
-            self._show_running()
+        """The progress line names the evals that are running."""
+        with self._running_lock:
+            self._running.append(name)
 
-    def _show_running(self) -> None:
-        if self._progress is not None:
-            from rich.markup import escape
-
-            shown = ", ".join(self._running[:3]) + (f" +{len(self._running) - 3}" if len(self._running) > 3 else "")
-            # The description is rich markup: names are escaped, as every printed line is.
-            self._progress.update(self._task, description=escape(f"{self._label}: {shown}" if shown else self._label))
+    def running_text(self) -> str:
+        """``triage[mini] 3 calls, triage[nano] +2``: the evals running now, with their model calls so far."""
+        # Not ``_lock``: the live line renders this while a line being printed holds ``_lock``.
+        with self._running_lock:
+            running = list(self._running)
+        parts = []
+        for name in running[:3]:
+            calls = self._calls(name) if self._calls is not None else None
+            parts.append(f"{name} {calls} call{'s' if calls != 1 else ''}" if calls else name)
+        if len(running) > 3:
+            parts.append(f"+{len(running) - 3} more")
+        return self._shown(", ".join(parts))  # names are scorer-adjacent text: neutralised like every line
 
     # -- progress ------------------------------------------------------------
-    def start_progress(self, total: int, label: str) -> None:
-        if not self.live or self._rich is None or total == 0:
+    def start_progress(self, total: int, label: str, calls: Callable[[str], int | None] | None = None) -> None:
+        """A live line on a terminal; elsewhere (CI, a pipe) a plain line every so often while evals run.
+
+        ``calls(name)``: the model calls an eval made so far, or None when it uses no model.
+        """
+        self._label, self._calls, self._total, self._done = label, calls, total, 0
+        if total == 0:
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        if not self.live or self._rich is None:
+            if self._interval > 0:
+                self._beat_stop = threading.Event()
+                self._beat = threading.Thread(target=self._heartbeat, name="evalrun-progress", daemon=True)
+                self._beat.start()
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
         self._progress = Progress(
-            TextColumn("{task.description}"),
+            _RunningColumn(self),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=self._rich,
             transient=True,
         )
-        self._label = label
         self._task = self._progress.add_task(label, total=total)
         self._progress.start()
 
+    def _heartbeat(self) -> None:
+        """Plain output: one line per interval while something runs, so a CI log shows a long run is alive."""
+        started = time.monotonic()
+        while self._beat_stop is not None and not self._beat_stop.wait(self._interval):
+            text = self.running_text()
+            if text:
+                elapsed = int(time.monotonic() - started)
+                self.line(f"{self._label}: {self._done}/{self._total} done, running ({elapsed} s): {text}")
+
     def stop_progress(self) -> None:
+        if self._beat_stop is not None:
+            self._beat_stop.set()
+            if self._beat is not None and self._beat is not threading.current_thread():
+                self._beat.join(timeout=5)
+            self._beat_stop = self._beat = None
         with self._lock:
             if self._progress is not None:
                 self._progress.stop()
@@ -210,6 +248,31 @@ class Console:
             self.line(ln)
 
 
+PROGRESS_INTERVAL_S = 30.0  # plain output: a progress line this often while evals run
+
+
+def _interval(value: str) -> float:
+    try:
+        return max(0.0, float(value)) if value.strip() else PROGRESS_INTERVAL_S
+    except ValueError:
+        return PROGRESS_INTERVAL_S
+
+
+class _RunningColumn:
+    """The live line's text: the tier and the evals running now with their calls, read at every refresh."""
+
+    def __new__(cls, console: Console) -> Any:  # rich is imported only when a live line is shown
+        from rich.progress import ProgressColumn
+        from rich.text import Text
+
+        class RunningColumn(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                running = console.running_text()
+                return Text(f"{console._label}: {running}" if running else console._label)
+
+        return RunningColumn()
+
+
 def closing_line(results: Sequence[EvalResult]) -> str:
     """``N passed, N failed, N skipped`` (plus any interrupted or budget-stopped)."""
     passed = sum(r.status is Status.PASSED for r in results)
@@ -226,6 +289,49 @@ def closing_line(results: Sequence[EvalResult]) -> str:
     if tests:  # tests the scorers' own reports skipped, inside evals that ran: never hidden behind "0 skipped"
         text += f" ({tests} test{'s' if tests != 1 else ''} skipped inside evals)"
     return text
+
+
+_PLAIN_MARKS = str.maketrans({"●": "+", "○": "-", "…": "...", "–": "-"})
+
+
+def _encodable(text: str, encoding: str) -> str:
+    """``text`` as the stream can take it: a repeated check's ●○ marks become + and - in ASCII or Latin-1."""
+    try:
+        text.encode(encoding)
+        return text
+    except (UnicodeEncodeError, LookupError):
+        return text.translate(_PLAIN_MARKS).encode(encoding, errors="replace").decode(encoding, errors="replace")
+
+
+TAIL_LINES = 30  # lines of a failing eval's output shown by -v
+
+
+def output_tails(results: Sequence[EvalResult], lines: int = TAIL_LINES) -> list[str]:
+    """``-v``: the last lines of each failing eval's output (already redacted), each indented under a header.
+
+    Indented, and control characters shown as ``\\xNN``: a scorer's output cannot start
+    a CI workflow command or move the terminal's cursor.
+    """
+    out: list[str] = []
+    for r in results:
+        if not r.status.is_failure:
+            continue
+        tail = [ln.rstrip() for ln in r.output_tail.splitlines()]
+        while tail and not tail[-1]:
+            tail.pop()
+        if not tail:
+            out.append(f"--- {r.name}: no output")
+            continue
+        shown = tail[-lines:]
+        cut = f", last {len(shown)} of {len(tail)} lines kept" if len(shown) < len(tail) else ""
+        out.append(f"--- {r.name}: output tail ({_WORDS[r.status][0]}{cut})")
+        out += [f"  | {visible(ln)}" for ln in shown]
+    return out
+
+
+def visible(line: str) -> str:
+    """Control characters shown as ``\\xNN`` (until the shared neutraliser of text.py covers this output)."""
+    return "".join(ch if ch == "\t" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in line)
 
 
 def _counts(result: EvalResult) -> str:

@@ -30,6 +30,7 @@ from evalrun.models.replay.state import EvalState
 Match = Literal["request", "index"]
 MATCHES: tuple[str, ...] = ("request", "index")
 RERECORD = "re-record with `evalrun t3 --record`"
+RECORD_HINT = "record it with `evalrun t3 --record`, or make the code call the model as it did when recorded"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Refusal:
     kind: str
     message: str
     key: tuple[str, int] | None  # the fixture the message is about, now counted as requested
+    missing: Path | None = None  # the fixture file this call needed and that is not there
 
 
 @dataclass(frozen=True)
@@ -84,27 +86,36 @@ def choose(state: EvalState, call: Call, match: Match) -> Fixture | Refusal:
                     return got[0]
         near = _nearest(state, call, listing, unplayed)
     label = f"call {call.index} of session {call.session!r} ({call.method} {call.path.split('?', 1)[0]})"
+    expected = fixture_path(state.fixtures_dir, call.session, call.index)
+    own_missing = call.index not in listing
     if near is not None:
         what = describe_difference(
             (near.method, near.path, near.request.body, near.request.body_sha256),
             (call.method, call.path, call.body, call.body_sha256),
         )
+        if own_missing:  # the call's own recording is the news; the nearest other one is context
+            return Refusal(
+                404, "evalrun_missing_fixture",
+                f"evalrun replay: missing fixture {file_label(expected)} ({label}); the nearest unplayed "
+                f"recording, {file_label(near.file)}, does not match it either: {what}; {RERECORD}",
+                (call.session, near.index),  # named here, so not also listed as unplayed
+                missing=expected,
+            )
         return Refusal(
             400, "evalrun_fixture_mismatch",
             f"evalrun replay: {label} does not match its recording {file_label(near.file)}: {what}; "
             f"the request changed since it was recorded: {RERECORD}",
             (call.session, near.index),  # named here, so not also listed as unplayed
         )
-    expected = fixture_path(state.fixtures_dir, call.session, call.index)
-    if call.index in listing:
+    if not own_missing:
         why = f"{label} matches no unplayed recording of its session (its own, {file_label(expected)}, was already played)"
     else:
         why = f"missing fixture {file_label(expected)} ({label})"
     return Refusal(
         404, "evalrun_missing_fixture",
-        f"evalrun replay: {why}; record it with `evalrun t3 --record`, "
-        "or make the code call the model as it did when recorded",
+        f"evalrun replay: {why}; {RECORD_HINT}",
         own,
+        missing=expected if own_missing else None,
     )
 
 

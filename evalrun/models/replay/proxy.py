@@ -79,7 +79,7 @@ from urllib.parse import quote, unquote
 
 from evalrun.secrets import key_values, scrub
 from evalrun.models.replay.budget import BudgetLimits, BudgetMeter, acquire_all, add_all, release_all, settling
-from evalrun.models.replay.fixtures import RecordedResponse, check_session, default_session
+from evalrun.models.replay.fixtures import RecordedResponse, check_session, default_session, fixture_path
 from evalrun.models.replay.recorder import FixtureRecorder, FixtureToWrite
 from evalrun.models.replay.matching import normalise_body
 from evalrun.models.replay.player import MATCHES, Call, Match, Refusal, choose
@@ -260,6 +260,9 @@ class ReplayProxy:
                 providers=tuple(sorted(state.providers)),
                 models=tuple(sorted(state.models)),
                 missing=tuple(missing),
+                missing_fixtures=tuple(state.missing_fixtures),
+                call_log=tuple(state.call_log),
+                calls_not_kept=max(0, state.calls_seen - len(state.call_log)),
                 unplayed=tuple(state.unplayed(self.mode)) if len(missing) == len(state.missing) else (),
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
@@ -272,6 +275,12 @@ class ReplayProxy:
                     "unpriced_models": sorted(state.unpriced_models),
                 },
             )
+
+    def calls_so_far(self, eval_name: str) -> int:
+        """Calls ``eval_name`` made so far, every run of it together: for the progress line, read while it runs."""
+        with self._lock:
+            states = [s for s in self._evals.values() if s.name == eval_name]
+        return sum(s.calls + len(s.missing) for s in states)
 
     def budget_exhausted(self, column: str | None = None) -> bool:
         """True once the run's budget (or ``column``'s) allows no further call: evals not yet started get status budget."""
@@ -385,11 +394,35 @@ class ReplayProxy:
         finally:
             state.end_pending(ticket)
 
-    def _count(self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str) -> None:
+    def _count(
+        self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str
+    ) -> float | None:
         """Count an answered call: the eval's record, and the tokens and dollars of every budget it counts against."""
         usd = call_cost(self.prices or {}, usage.models, usage.input_tokens, usage.output_tokens)
         state.count(key, provider, usage, session, usd)
         add_all(self._meters(state), usage.total_tokens, usd or 0.0)
+        return usd
+
+    def _log_call(self, state: EvalState, **fields: Any) -> None:
+        """One call's compact record (evalrun.models.transcript), redacted like every message of the proxy."""
+        from evalrun.models.transcript import call_record
+
+        def make(number: int) -> dict[str, Any]:
+            return self._redacted(call_record(number=number, **fields))
+
+        try:
+            state.log_call(make)
+        except Exception as exc:  # noqa: BLE001 - a body the log cannot read never fails the call
+            self.note(f"evalrun proxy: call not logged ({exc.__class__.__name__})")
+
+    def _redacted(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._redact(value)
+        if isinstance(value, dict):
+            return {k: self._redacted(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._redacted(v) for v in value]
+        return value
 
     def _replay(
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
@@ -400,9 +433,12 @@ class ReplayProxy:
         chosen = choose(state, Call(session, index, method, path, value, sha), self.match)
         if isinstance(chosen, Refusal):
             message = self._redact(chosen.message)
-            state.note_missing(chosen.key, message)
+            state.note_missing(chosen.key, message, chosen.missing)
             self.note(message)
             handler.send_error_json(chosen.status, chosen.kind, message)
+            self._log_call(state, session=session, index=index, provider="", method=method, path=path,
+                           request=decoded_request_body(body, headers), response=None, status=chosen.status,
+                           fixture=chosen.missing, error=message)
             return
         response = chosen.response
         with self._settling(state, f"{state.name}/{session} call {index}"):
@@ -416,7 +452,13 @@ class ReplayProxy:
                     handler.send_whole(response.status, response.headers, response.body)
             finally:
                 usage = read_usage(response.body, response.stream or ())
-                self._count(state, None, chosen.provider, usage, session)
+                usd = self._count(state, None, chosen.provider, usage, session)
+                self._log_call(
+                    state, session=session, index=index, provider=chosen.provider, method=method, path=path,
+                    request=decoded_request_body(body, headers), response=response.body, stream=response.stream or (),
+                    status=response.status, model=", ".join(sorted(usage.models)) or None,
+                    tokens=(usage.input_tokens, usage.output_tokens), usd=usd, fixture=chosen.file,
+                )
                 self.note(f"{state.name}/{session}#{index:04d} {method} {path.split('?', 1)[0]} -> "
                           f"{response.status} (fixture {chosen.index:04d})")
 
@@ -436,6 +478,8 @@ class ReplayProxy:
             state.note_missing(None, message)
             self.note(message)
             handler.send_error_json(424, "evalrun_upstream_unreachable", message)
+            self._log_call(state, session=session, index=0, provider=target.provider, method=method, path=path,
+                           request=decoded_request_body(body, headers), response=None, status=424, error=message)
             return
         reply_headers = {k.lower(): v for k, v in response.getheaders() if k.lower() not in HOP_HEADERS}
         streamed = reply_headers.get("content-type", "").startswith("text/event-stream")
@@ -512,7 +556,17 @@ class ReplayProxy:
                 try:
                     usage = read_usage(recorded.body, recorded.stream or ())
                     key = (session, index) if not abandoned else None
-                    self._count(state, key, target.provider, usage, session)
+                    usd = self._count(state, key, target.provider, usage, session)
+                    if not abandoned:
+                        self._log_call(
+                            state, session=session, index=index, provider=target.provider, method=method, path=path,
+                            request=decoded_request_body(body, headers), response=recorded.body,
+                            stream=recorded.stream or (), status=response.status,
+                            model=", ".join(sorted(usage.models)) or None,
+                            tokens=(usage.input_tokens, usage.output_tokens), usd=usd,
+                            fixture=fixture_path(state.fixtures_dir, session, index)
+                            if recording and state.fixtures_dir is not None else None,
+                        )
                     outcome = "abandoned by the client, not recorded" if abandoned else self.mode
                     self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} ({outcome})")
                     if self.mode == "record" and not recordable:

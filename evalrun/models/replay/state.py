@@ -46,6 +46,10 @@ class ProxyEvalReport:
     judge_calls: int = 0  # calls of the judge session: counted above too, their models listed apart
     judge_models: tuple[str, ...] = ()
     cost: dict[str, Any] | None = None  # {"usd", "unpriced_calls", "unpriced_models"} when prices are known
+    # The calls whose own fixture file is not there: (file, the message of ``missing`` that says so).
+    missing_fixtures: tuple[tuple[Path, str], ...] = ()
+    call_log: tuple[dict[str, Any], ...] = ()  # each call in order, compact (evalrun.models.transcript)
+    calls_not_kept: int = 0  # calls beyond the log's bound: counted above, not kept
 
     @property
     def provider(self) -> str | None:
@@ -66,6 +70,8 @@ class ProxyEvalReport:
             "tokens": {"input": self.input_tokens, "output": self.output_tokens, "total": self.total_tokens},
             **({"judge": {"calls": self.judge_calls, "models": list(self.judge_models)}} if self.judge_calls else {}),
             **({"cost": dict(self.cost)} if self.cost is not None else {}),
+            **({"call_log": list(self.call_log)} if self.call_log else {}),
+            **({"calls_not_kept": self.calls_not_kept} if self.calls_not_kept else {}),
         }
 
 
@@ -99,6 +105,9 @@ class EvalState:
         self.providers: set[str] = set()
         self.models: set[str] = set()
         self.missing: list[str] = []
+        self.missing_fixtures: list[tuple[Path, str]] = []
+        self.call_log: list[dict[str, Any]] = []
+        self.calls_seen = 0  # every call logged or not: the log keeps the first MAX_CALLS
         self.budget_message: str | None = None
         self.judge_calls = 0
         self.judge_models: set[str] = set()
@@ -180,8 +189,24 @@ class EvalState:
             self.models.update(usage.models)
             self.answered_by.update((provider or "unknown provider", m) for m in usage.models)
 
-    def note_missing(self, key: tuple[str, int] | None, message: str) -> None:
+    def log_call(self, make: Any) -> None:
+        """Keep the record ``make(number)`` builds for the next call, within the log's bound."""
+        from evalrun.models.transcript import MAX_CALLS
+
+        with self.lock:
+            self.calls_seen += 1
+            number = self.calls_seen
+            if number > MAX_CALLS:
+                return
+        record = make(number)  # built outside the lock: it parses the bodies
+        with self.lock:
+            self.call_log.append(record)
+            self.call_log.sort(key=lambda r: r.get("n", 0))
+
+    def note_missing(self, key: tuple[str, int] | None, message: str, missing_file: Path | None = None) -> None:
         with self.lock:
             if key is not None:
                 self.served.add(key)  # requested: it is not also "unplayed"
             self.missing.append(message)
+            if missing_file is not None:
+                self.missing_fixtures.append((missing_file, message))
