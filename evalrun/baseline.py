@@ -4,7 +4,7 @@ This module owns the baseline file (its path, its shape, reading and writing
 it) and the two decisions made from it: how a run differs from the baseline
 (``compare_to_baseline``) and what ``evalrun baseline --update`` records
 (``update_baseline``). Everything here is a pure function over plain data; the
-CLI wires it in. No tomllib or tomli_w exception leaves this module: each
+CLI wires it in. No tomllib exception leaves this module: each
 becomes a one-line ``BaselineError`` naming the file, the place and the fix.
 """
 
@@ -19,14 +19,29 @@ from typing import Any
 
 from evalrun.atomic import write_atomic
 from evalrun.baseline_rates import RatedCount, counts_of, diff_rates, parse_rate_entry
+from evalrun.baseline_judges import (
+    JUDGES_TABLE, diff_judges, judges_line, parse_judges_table, read_judges_entry,
+)
+from evalrun.baseline_settings import (
+    SETTINGS_TABLE, GateSettings, diff_settings, gate_settings, parse_settings_table, read_settings_entry,
+    settings_line, tier_move,
+)
 from evalrun.errors import BaselineError, BaselineRefused, file_label
 from evalrun.files import FileReadError, read_bounded
-from evalrun.manifest import Manifest
+from evalrun.manifest import TIERS, Manifest
 from evalrun.plan import tier_cells
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, RunResults, Status
 from evalrun.text import one_line
 
-Baseline = dict[str, dict[str, int]]
+
+
+class Baseline(dict[str, dict[str, int]]):
+    """Check counts per eval; ``settings`` holds each eval's recorded gate settings
+    (``evalrun.baseline_settings``), None for a baseline written before they were recorded."""
+
+    settings: dict[str, GateSettings] | None = None
+    judges: dict[str, tuple[str, ...]] | None = None  # who judged each eval's checks (evalrun.baseline_judges)
+
 
 # Only these statuses mean the scorer produced a report whose checks can be
 # compared; everything else was not checked (or crashed) and is listed instead.
@@ -37,7 +52,8 @@ _REFUSED = (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.INTERRUPTED)
 # Not checked this run, but nothing is wrong with the eval: keep what was recorded.
 _KEPT = (Status.SKIPPED, Status.BUDGET)
 
-_STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate")
+_STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate", "new-settings", "tightened", "moved-stricter",
+                "judge-changed")
 
 
 def baseline_path(manifest: Manifest, tier: str) -> Path:
@@ -86,7 +102,7 @@ def load_baseline(path: Path) -> Baseline | None:
     if data is None:
         data = _read_written_form(text)
     if data is not None:
-        return data
+        return _with_settings(label, data, fix)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -95,7 +111,26 @@ def load_baseline(path: Path) -> Baseline | None:
         raise BaselineError(f"{label}: nested too deeply to be a baseline; {fix}") from None
     except ValueError as exc:  # int() refuses numbers of more than 4300 digits
         raise BaselineError(f"{label}: cannot be read ({' '.join(str(exc).split())[:200]}); {fix}") from None
-    return _validate_shape(label, data, fix)
+    settings = data.pop(SETTINGS_TABLE, None)
+    judges = data.pop(JUDGES_TABLE, None)
+    shaped: dict[str, Any] = _validate_shape(label, data, fix)
+    if settings is not None:
+        shaped[SETTINGS_TABLE] = settings
+    if judges is not None:
+        shaped[JUDGES_TABLE] = judges
+    return _with_settings(label, shaped, fix)
+
+
+def _with_settings(label: str, data: dict[str, Any], fix: str) -> Baseline:
+    """The counts as a ``Baseline``, the settings table (if any) read into its ``settings``."""
+    table = data.pop(SETTINGS_TABLE, None)
+    judges = data.pop(JUDGES_TABLE, None)
+    baseline = Baseline(data)
+    if table is not None:
+        baseline.settings = parse_settings_table(label, table, fix)
+    if judges is not None:
+        baseline.judges = parse_judges_table(label, judges, fix)
+    return baseline
 
 
 # The exact form ``write_baseline`` writes: ``[eval]`` tables of ``"check" = count``
@@ -135,6 +170,18 @@ def _read_whole_written_form(text: str) -> Baseline | None:
         block = text[table.end() : start]  # from the header's line break to the next header
         if name in data:
             return None
+        if name == SETTINGS_TABLE:  # one line per eval: evalrun.baseline_settings
+            settings = _settings_block(block)
+            if settings is None:
+                return None
+            data[name] = settings  # type: ignore[assignment]  # split off by load_baseline
+            continue
+        if name == JUDGES_TABLE:  # one line per eval: evalrun.baseline_judges
+            judges = _judges_block(block)
+            if judges is None:
+                return None
+            data[name] = judges  # type: ignore[assignment]  # split off by load_baseline
+            continue
         counts = _quoted_table_as_json(block)
         if counts is not None:
             data[name] = counts
@@ -156,6 +203,32 @@ def _read_whole_written_form(text: str) -> Baseline | None:
             return None  # a duplicate key: tomllib names it
         data[name] = counts
     return data
+
+
+def _settings_block(block: str) -> dict[str, Any] | None:
+    """The settings table's entries, when every line between its header and the next is one (or empty)."""
+    table: dict[str, Any] = {}
+    for line in block.split("\n"):
+        if not line:
+            continue
+        entry = read_settings_entry(line)
+        if entry is None or entry[0] in table:
+            return None
+        table[entry[0]] = entry[1]
+    return table
+
+
+def _judges_block(block: str) -> dict[str, Any] | None:
+    """The judges table's entries, when every line between its header and the next is one (or empty)."""
+    table: dict[str, Any] = {}
+    for line in block.split("\n"):
+        if not line:
+            continue
+        entry = read_judges_entry(line)
+        if entry is None or entry[0] in table:
+            return None
+        table[entry[0]] = entry[1]
+    return table
 
 
 _QUOTED_BLOCK = re.compile(r'\n(?:"' + _CHARS + r'" = (?:0|[1-9][0-9]{0,17})\n)*+\n?')
@@ -181,9 +254,22 @@ def _quoted_table_as_json(block: str) -> dict[str, int] | None:
 def _read_written_form(text: str) -> Baseline | None:
     """The baseline if ``text`` is exactly in the form evalrun writes, else None."""
     data: Baseline = {}
-    current: dict[str, int] | None = None
+    current: dict[str, Any] | None = None
+    in_settings = in_judges = False
     for line in text.split("\n"):  # TOML's only line break (str.splitlines knows many more)
         if not line or (line.startswith("#") and _COMMENT.fullmatch(line)):
+            continue
+        if in_settings and not line.startswith("["):
+            setting = read_settings_entry(line)
+            if setting is None or current is None or setting[0] in current:
+                return None
+            current[setting[0]] = setting[1]
+            continue
+        if in_judges and not line.startswith("["):
+            judged = read_judges_entry(line)
+            if judged is None or current is None or judged[0] in current:
+                return None
+            current[judged[0]] = judged[1]
             continue
         entry = _WRITTEN_ENTRY.match(line)
         if entry is not None:
@@ -198,6 +284,7 @@ def _read_written_form(text: str) -> Baseline | None:
         name = table.group(1) if table.group(1) is not None else _unescape(table.group(2))
         if name in data:
             return None
+        in_settings, in_judges = name == SETTINGS_TABLE, name == JUDGES_TABLE
         current = data[name] = {}
     return data
 
@@ -273,6 +360,7 @@ def compare_tier(
     """Compare results with their tier's baseline as every command does: the tier's evals
     of the manifest, its baseline file, and the manifest's ``[baseline] strict`` too."""
     tier = results.tier
+    moved = {name: other for other in TIERS if other != tier for name in tier_cells(manifest, other)}
     return compare_to_baseline(
         baseline,
         results,
@@ -281,6 +369,8 @@ def compare_tier(
         strict=strict or manifest.baseline.strict,
         update_command=update_command,
         counts=counts,
+        settings=gate_settings(manifest, tier),
+        moved=moved,
     )
 
 
@@ -292,6 +382,8 @@ def compare_to_baseline(
     strict: bool,
     update_command: str,
     counts: Mapping[str, Mapping[str, int]] | None = None,
+    settings: Mapping[str, GateSettings] | None = None,
+    moved: Mapping[str, str] | None = None,
 ) -> BaselineComparison:
     """Diff a run against its tier's baseline.
 
@@ -302,7 +394,11 @@ def compare_to_baseline(
     started (a service down, a skip turned failure), is listed in
     ``not_compared``. ``strict`` turns a stale baseline into regressions.
     ``counts`` (from ``load_results_counted``) stands for the checks of the
-    evals it names, whose records were not built.
+    evals it names, whose records were not built. ``settings``: the gate
+    settings the manifest makes now, compared with the recorded ones (when
+    None, none are compared); ``moved``: the tier each eval of another tier is
+    in, so a vanished eval that moved says where, and moving to a stricter tier
+    is no regression.
     """
     def counts_of_eval(result: EvalResult) -> Mapping[str, int]:
         if counts is not None and result.name in counts:
@@ -321,17 +417,34 @@ def compare_to_baseline(
 
     regressions: list[BaselineChange] = []
     stale: list[BaselineChange] = []
+    undecided: list[BaselineChange] = []
     known = baseline if baseline is not None else {}
+    tier = path.stem
+    rejudged = diff_judges(getattr(baseline, "judges", None), compared,
+                           sorted(n for n in known if n in compared), stale)
     for name, recorded in known.items():
         if name not in tier_eval_names:
-            regressions.append(_vanished_eval(name, recorded))
+            elsewhere = (moved or {}).get(name)
+            if elsewhere is None:
+                regressions.append(_vanished_eval(name, recorded))
+            else:
+                looser, words = tier_move(name, tier, elsewhere)
+                change = _change(name, None, "moved-looser" if looser else "moved-stricter", sum(recorded.values()),
+                                 None, f"{words} (baseline of {tier}: {_n(len(recorded), 'check')})")
+                (regressions if looser else stale).append(change)
             not_compared.discard(name)
         elif name in compared:
             _diff_eval(name, recorded, counts_of_eval(compared[name]), regressions, stale)
-            diff_rates(name, recorded, compared[name], regressions, stale)  # pass rates of a repeated eval
+            # A check judged by another judge than recorded is not compared by pass rate (evalrun.baseline_judges).
+            unjudgeable = {c.name for c in compared[name].checks if c.judge} if name in rejudged else set()
+            diff_rates(name, recorded, compared[name], regressions, stale, undecided, skip=unjudgeable)
     for name, result in compared.items():
         if name not in known:
             stale.append(_new_eval(name, counts_of_eval(result)))
+    if settings is not None and baseline is not None:
+        recorded_settings = getattr(baseline, "settings", None)
+        diff_settings(recorded_settings, settings, sorted(n for n in known if n in in_results and n in tier_eval_names),
+                      regressions, stale)
 
     if strict:
         regressions.extend(stale)
@@ -341,6 +454,7 @@ def compare_to_baseline(
         exists=baseline is not None,
         regressions=sorted(regressions, key=_order),
         stale=sorted(stale, key=_order),
+        undecided=sorted(undecided, key=_order),
         not_compared=sorted(not_compared),
         strict=strict,
         update_command=update_command,
@@ -478,11 +592,30 @@ def _refuse_failing_state(results: RunResults) -> None:
 # --- writing -----------------------------------------------------------------
 
 
-def write_baseline(path: Path, data: Mapping[str, Mapping[str, int]], command: str) -> None:
-    """Write a baseline atomically, sorted so that a pull request's diff shows exactly what changed."""
+def write_baseline(
+    path: Path, data: Mapping[str, Mapping[str, int]], command: str,
+    settings: Mapping[str, GateSettings] | None = None,
+    judges: Mapping[str, tuple[str, ...]] | None = None,
+) -> None:
+    """Write a baseline atomically, sorted so that a pull request's diff shows exactly what changed.
+
+    ``settings`` (each eval's gate settings) are written first, as the ``["/settings"]`` table,
+    then ``judges`` (who judged each eval's checks) as the ``["/judges"]`` table.
+    """
     header = "# generated by evalrun; update with: " + " ".join(command.split())
+    lines = [header]
+    if settings:
+        lines.append(f"[{_toml_key(SETTINGS_TABLE)}]")
+        lines.extend(settings_line(_toml_key(name), settings[name]) for name in sorted(settings))
+        if data or judges:
+            lines.append("")
+    if judges:
+        lines.append(f"[{_toml_key(JUDGES_TABLE)}]")
+        lines.extend(judges_line(_toml_key(name), tuple(judges[name])) for name in sorted(judges))
+        if data:
+            lines.append("")
     try:
-        raw = "\n".join([header, *_written_form(_sorted_baseline(data))]).encode("utf-8") + b"\n"
+        raw = "\n".join([*lines, *_written_form(_sorted_baseline(data))]).encode("utf-8") + b"\n"
     except UnicodeEncodeError as exc:
         # Lone surrogates can arrive through JSON reports; TOML cannot hold them.
         bad = exc.object[max(0, exc.start - 20):exc.end + 20] if isinstance(exc.object, str) else ""
@@ -494,7 +627,7 @@ def write_baseline(path: Path, data: Mapping[str, Mapping[str, int]], command: s
 
 
 def _written_form(data: Baseline) -> Iterator[str]:
-    """TOML lines, as tomli_w would write them, made directly: a blank line between tables."""
+    """TOML lines, made directly (keys bare or JSON-quoted, which TOML reads alike): a blank line between tables."""
     for index, (name, counts) in enumerate(data.items()):
         if index:
             yield ""
@@ -531,6 +664,8 @@ def format_comparison(
     """
     run = f"once every eval passes, run: {cmp.update_command}" if run_failed else f"run: {cmp.update_command}"
     lines = [f"regression: {change.message}" for change in cmp.regressions]
+    if any(change.kind in ("loosened", "moved-looser") for change in cmp.regressions):
+        lines.append(f"a looser gate must be committed in the baseline, for review; if it is meant, {run}")
     if cmp.strict and any(change.kind in _STALE_KINDS for change in cmp.regressions):
         lines.append(f"baseline is strict: new checks and higher counts must be committed; {run}")
     if not cmp.exists:
@@ -539,6 +674,8 @@ def format_comparison(
     elif cmp.stale:
         lines.append(f"baseline is stale: {_summarize_stale(cmp.stale)}; {run}")
         lines.extend(f"  {change.message}" for change in cmp.stale)
+    for change in cmp.undecided:
+        lines.append(f"{'unchecked' if change.fails else 'note'}: {change.message}")
     unstarted = {r.name: r for r in evals if failed_before_scorer(r)}
     plain = [name for name in cmp.not_compared if name not in unstarted]
     for name in cmp.not_compared:
@@ -555,9 +692,14 @@ def _summarize_stale(stale: Iterable[BaselineChange]) -> str:
     words = {"new-check": ("new check", "new checks"), "stronger": ("stronger check", "stronger checks"),
              "new-eval": ("new eval", "new evals"),
              "improved": ("check passing more often", "checks passing more often"),
-             "new-rate": ("check with a pass rate to record", "checks with pass rates to record")}
+             "new-rate": ("check with a pass rate to record", "checks with pass rates to record"),
+             "new-settings": ("eval whose gate settings are not recorded yet", "evals whose gate settings are not recorded yet"),
+             "tightened": ("tightened gate", "tightened gates"),
+             "moved-stricter": ("eval moved to a stricter tier", "evals moved to a stricter tier"),
+             "judge-changed": ("eval judged by another judge", "evals judged by another judge")}
     parts = []
-    for kind in ("new-check", "stronger", "improved", "new-rate", "new-eval"):
+    for kind in ("new-check", "stronger", "improved", "new-rate", "new-eval", "new-settings", "tightened", "moved-stricter",
+                 "judge-changed"):
         count = kinds.count(kind)
         if count:
             singular, plural = words[kind]

@@ -26,7 +26,7 @@ from typing import Any
 
 from evalrun.errors import BaselineError
 from evalrun.results import BaselineChange, EvalResult
-from evalrun.stats import fisher_greater, fisher_less
+from evalrun.stats import detectable_passes, fisher_greater, fisher_less, sign_test_worse
 
 RATE_KEYS = ("assertions", "passes", "runs")
 
@@ -96,15 +96,29 @@ def diff_rates(
     result: EvalResult,
     regressions: list[BaselineChange],
     stale: list[BaselineChange],
+    undecided: list[BaselineChange] | None = None,
+    skip: set[str] | frozenset[str] = frozenset(),
 ) -> None:
-    """Add a ``decayed`` regression or an ``improved`` stale note for each check whose rate moved beyond chance."""
+    """Judge each repeated check's rate against the baseline's: a regression, no evidence of change, or too little data.
+
+    Lower beyond chance is ``decayed`` (a regression); higher beyond chance is
+    ``improved`` (stale). A rate that is lower but not beyond chance, or a
+    comparison too small to catch any drop, is ``too-little-data`` in
+    ``undecided``, with the highest rate this run would have caught. Across
+    the eval's checks, paired by name, more checks lower than higher beyond
+    chance (exact sign test, McNemar's for pass/fail items) is ``decayed-paired``.
+    Checks in ``skip`` (judged by another judge than the baseline's) are not compared.
+    """
     if result.repeats is None or result.repeats.partial:
         return  # partial rates are never compared as complete (their eval is not compared at all)
     alpha = result.repeats.alpha
+    fails = result.repeats.too_little_data == "fail"
     current = {c.name: c for c in result.checks if c.rate is not None}
+    worse: list[str] = []
+    better: list[str] = []
     for check, before in old.items():
         now = current.get(check)
-        if now is None or now.rate is None or now.rate.runs == 0:
+        if now is None or now.rate is None or now.rate.runs == 0 or check in skip:
             continue
         if not isinstance(before, RatedCount):  # the eval repeats now; the baseline has no rate to compare with
             stale.append(BaselineChange(
@@ -115,6 +129,10 @@ def diff_rates(
             ))
             continue
         bp, bn, cp, cn = before.passes, before.runs, now.rate.passes, now.rate.runs
+        if cp * bn < bp * cn:
+            worse.append(check)
+        elif cp * bn > bp * cn:
+            better.append(check)
         lower = fisher_less(bp, bn - bp, cp, cn - cp)
         higher = fisher_greater(bp, bn - bp, cp, cn - cp)
         rates = f"passes {cp} of {cn} ({cp / cn:.0%}), baseline {bp} of {bn} ({bp / bn:.0%})"
@@ -129,6 +147,30 @@ def diff_rates(
                 name, check, "improved", before, now.assertions, (bp, bn), (cp, cn), higher,
                 f"{name}: check {_quote(check)} {rates}: higher beyond chance ({test} p = {_p(higher)} < alpha {alpha:g})",
             ))
+        elif undecided is not None:
+            caught = detectable_passes(bp, bn, cn, alpha)
+            if caught is not None and cp * bn >= bp * cn:
+                continue  # no drop, and the run could have caught one: no evidence of change
+            change = _rate_change(
+                name, check, "too-little-data", before, now.assertions, (bp, bn), (cp, cn), lower,
+                f"{name}: check {_quote(check)} {rates}: too little data to tell ({_power(caught, cn)})",
+            )
+            undecided.append(change.model_copy(update={
+                "detectable": None if caught is None else caught / cn, "fails": fails,
+            }))
+    p_paired = sign_test_worse(len(worse), len(better))
+    if len(worse) > 1 and p_paired < alpha:
+        regressions.append(BaselineChange(
+            eval=name, kind="decayed-paired", p_value=round(p_paired, 6),
+            message=f"{name}: {len(worse)} checks pass less often than in the baseline and {len(better)} more often, "
+                    f"paired by check name: lower beyond chance (exact sign test p = {_p(p_paired)} < alpha {alpha:g})",
+        ))
+
+
+def _power(caught: int | None, runs: int) -> str:
+    if caught is None:
+        return f"with {runs} runs no drop could be caught at this alpha; repeat more"
+    return f"with {runs} runs, a drop to {caught / runs:.2f} or below would be caught"
 
 
 def _rate_change(eval_name: str, check: str, kind: str, before: int, now: int, baseline_rate: tuple[int, int],
@@ -141,32 +183,5 @@ def _p(p: float) -> str:
     return f"{p:.2g}" if p < 0.001 else f"{p:.4f}"
 
 
-# --- writing -------------------------------------------------------------------
-
-
-def has_rates(table: Mapping[str, int]) -> bool:
-    return any(isinstance(v, RatedCount) for v in table.values())
-
-
-def render_rated_table(name: str, table: Mapping[str, int]) -> str:
-    """One eval's TOML table with its rate entries inline, keys quoted exactly as tomli_w quotes them."""
-    lines = [f"[{_toml_key(name)}]"]
-    for check in sorted(table):
-        value = table[check]
-        if isinstance(value, RatedCount):
-            text = f"{{ assertions = {int(value)}, passes = {value.passes}, runs = {value.runs} }}"
-        else:
-            text = str(int(value))
-        lines.append(f"{_toml_key(check)} = {text}")
-    return "\n".join(lines)
-
-
-def _toml_key(key: str) -> str:
-    import tomli_w
-
-    return tomli_w.dumps({key: 0})[: -len(" = 0\n")]
-
-
 def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
-

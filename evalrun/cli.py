@@ -235,6 +235,37 @@ def dry(
 
 
 @app.command()
+def bites(
+    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: t1 and t2).")] = None,
+    manifest: ManifestOpt = DEFAULT_MANIFEST,
+    eval_: EvalOpt = None,
+    tag: TagOpt = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", metavar="N", min=0, show_default=False, help="Bites run at once (default: up to 4).")
+    ] = 0,
+    shard: ShardOpt = None,
+    worktree: Annotated[
+        bool, typer.Option("--worktree", metavar="", help="Lay uncommitted changes of tracked files on each clean copy.")
+    ] = False,
+    json_path: Annotated[
+        Optional[Path], typer.Option("--json", metavar="PATH", help="Results file (default .evalrun/results/bites-<tier>.json).")
+    ] = None,
+    junit_path: JunitOpt = None,
+    markdown_path: MarkdownOpt = None,
+    html_path: Annotated[Optional[Path], typer.Option("--html", metavar="PATH", help="Also write an HTML report of the bites here.")] = None,
+) -> int:
+    """Break what each eval guards (its declared bites), each in a clean copy, and check the named checks go red."""
+    from evalrun.bites.run import BitesRequest
+    from evalrun.commands.bites import bites as bites_command
+
+    request = BitesRequest(
+        manifest_path=manifest, tier=tier, evals=list(eval_ or []), tags=list(tag or []), jobs=jobs, shard=shard,
+        worktree=worktree, json_path=json_path, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path,
+    )
+    return bites_command(request, _console())
+
+
+@app.command()
 def schema(name: Annotated[str, typer.Argument(metavar="NAME", help="report, manifest or results.")]) -> int:
     """Print a published JSON Schema."""
     from evalrun.commands.schema import schema as schema_command

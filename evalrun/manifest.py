@@ -99,6 +99,13 @@ class Experiment(_Strict):
         return f"skip rule of experiment {name} ({why}){': ' + rule.reason if rule.reason else ''}"
 
 
+class AnchorFloors(_Strict):
+    """``anchors = { min_kappa = 0.6 }`` on an eval: its report is a judge's anchor set (evalrun.scorer.anchors)."""
+
+    min_kappa: float | None = Field(default=None, ge=-1, le=1)  # Cohen's kappa below it fails the eval
+    min_ac1: float | None = Field(default=None, ge=-1, le=1)  # Gwet's AC1 below it fails the eval
+
+
 class TierConfig(_Strict):
     description: str = ""
     require: list[str] = Field(default_factory=list)  # guard: unmet -> refuse the tier (exit 2)
@@ -110,6 +117,7 @@ class TierConfig(_Strict):
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
     stop: Literal["decided"] | None = None
     alpha: float | None = Field(default=None, gt=0, lt=1)
+    too_little_data: Literal["note", "fail"] | None = None  # a rate comparison that cannot tell: note it, or exit 4
     experiments: ExperimentList = None  # the tier's default for its evals
 
 
@@ -148,6 +156,26 @@ class HistoryConfig(_Strict):
         raise ValueError('must start with postgresql://, postgres:// or sqlite: (e.g. url = "${HISTORY_URL}")')
 
 
+class Bite(_Strict):
+    """``[[evals.bites]]``: a named breakage of what the eval guards, and the checks that must fail under it
+    (see evalrun.bites). Paths are relative to the eval's folder; ``patch`` is a ``git diff`` of the
+    repository, applied at its top."""
+
+    name: str = Field(min_length=1)
+    patch: str | None = Field(default=None, min_length=1)
+    env: EnvTable = Field(default_factory=dict)
+    replace: dict[str, str] = Field(default_factory=dict)  # target = source
+    fails: list[str] = Field(min_length=1)
+    description: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _bite_name_is_one_line(cls, name: str) -> str:
+        if name != name.strip() or "\n" in name:
+            raise ValueError("must be one line, without surrounding spaces")
+        return name
+
+
 class EvalSpec(_Strict):
     name: str = Field(min_length=1)
     tier: str
@@ -172,7 +200,10 @@ class EvalSpec(_Strict):
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
     stop: Literal["decided"] | None = None
     alpha: float | None = Field(default=None, gt=0, lt=1)
+    too_little_data: Literal["note", "fail"] | None = None  # unset: the tier's value, else "note"
+    anchors: AnchorFloors | None = None  # this eval measures a judge on human-labelled anchors
     experiments: ExperimentList = None  # unset: the tier's list, else every experiment
+    bites: list[Bite] = Field(default_factory=list)  # evalrun bites: each must turn its checks red
 
     @field_validator("run")
     @classmethod
@@ -479,12 +510,42 @@ def _check_semantics(label: str, manifest: Manifest) -> None:
             )
         if spec.tier == "t1" and spec.services:
             raise ManifestError(f"{where}.services: t1 is static by promise and uses no services; move the eval to t2")
+        _check_bites(where, manifest, spec, folder)
     _check_keys_stay_out(label, manifest)
     for tier_name, tier in manifest.tiers.items():
         for req in tier.require:
             parse_requirement(label, manifest.probes, req, f"tiers.{tier_name}.require")
         _check_experiment_list(label, manifest, tier.experiments, f"tiers.{tier_name}.experiments")
     _check_experiments(label, manifest)
+
+
+def _check_bites(where: str, manifest: Manifest, spec: EvalSpec, folder: Path) -> None:
+    """Each bite names a breakage that exists in the checkout, once, and stays inside the manifest's folder."""
+    keys = key_vars(manifest.models.key_vars)
+    seen: set[str] = set()
+    for index, bite in enumerate(spec.bites):
+        at = f'{where}.bites[{index}] ("{bite.name}")'
+        if bite.name in seen:
+            raise ManifestError(f"{at}.name: duplicate bite name in this eval; names must be unique")
+        seen.add(bite.name)
+        if bite.patch is None and not bite.env and not bite.replace:
+            raise ManifestError(f'{at}: breaks nothing; give it a patch = "...", env = {{ ... }} or replace = {{ "file" = "other file" }}')
+        paths = ([("patch", bite.patch)] if bite.patch else []) + [("replace", source) for source in bite.replace.values()]
+        for key, relative in paths:
+            target = (folder / relative).resolve()
+            if not target.is_relative_to(manifest.root) or Path(relative).is_absolute():
+                raise ManifestError(f"{at}.{key}: {relative!r} lies outside the manifest's folder; keep bites in the repository")
+            if not target.is_file():
+                raise ManifestError(f"{at}.{key}: {relative!r} does not exist (relative to {spec.dir}); create it or fix the path")
+        for relative in bite.replace:
+            target = (folder / relative).resolve()
+            if Path(relative).is_absolute() or not target.is_relative_to(manifest.root) or target == manifest.root:
+                raise ManifestError(f"{at}.replace: {relative!r} lies outside the manifest's folder; name a file in the repository")
+        if spec.tier in ("t1", "t2"):
+            for name, value in bite.env.items():
+                problem = _key_use(name, value, keys)
+                if problem:
+                    raise ManifestError(f"{at}.env.{name}: {problem}; {spec.tier} gets no model key")
 
 
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")

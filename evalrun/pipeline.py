@@ -14,6 +14,7 @@ merged or re-judged run is decided exactly as a single run is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from evalrun import __version__
 from evalrun.atomic import writes_in_place
+from evalrun.calibration import calibrate
 from evalrun.baseline import Baseline, baseline_path, compare_tier, format_comparison, load_baseline, update_command
 from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
@@ -40,6 +42,7 @@ from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
     summary_lines,
 )
+from evalrun.reports_out.describe import calibration_lines
 from evalrun.reports_out.matrix import plain_lines, side_by_side
 from evalrun.reports_out.terminal import Console, closing_line, output_tails
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
@@ -112,13 +115,67 @@ def _run_plan(
     shown: Manifest,
 ) -> int:
     baseline = load_baseline(baseline_path(manifest, request.tier))  # a bad baseline is exit 2, before any scorer
-    collected = collect(plan, request, console, environ, baseline)
-    judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
-    write(judged, outputs, console, environ)
-    record(judged, shown, console, environ, source="run")
-    report(judged, console, outputs, verbose=request.verbose)
-    write_html(judged, shown, outputs, console, environ)
+    collected: RunResults | None = None
+    try:
+        # From here to the end, SIGTERM is Ctrl-C: 130 at any phase, and the results file says so.
+        with _sigterm_as_interrupt():
+            collected = collect(plan, request, console, environ, baseline)
+            judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
+            return deliver(judged, shown, outputs, console, environ, source="run", verbose=request.verbose)
+    except KeyboardInterrupt:
+        if collected is None:
+            raise
+        _interrupted_after_scorers(collected, outputs, console)  # while judging: the results unjudged, kept
+        return int(ExitCode.INTERRUPTED)
+
+
+def deliver(
+    judged: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
+    *, source: str, verbose: bool = False,
+) -> int:
+    """Write, record, report (and the HTML page); the exit code. Interrupted here: 130, and the results file says so.
+
+    ``verbose``: the report prints the output tail of every failing eval (``-v``).
+    """
+    try:
+        with _sigterm_as_interrupt():
+            write(judged, outputs, console, environ)
+            history_warning = record(judged, manifest, console, environ, source=source)
+            report(judged, console, outputs, verbose=verbose)
+            write_html(judged, manifest, outputs, console, environ, history_warning)
+    except KeyboardInterrupt:
+        _interrupted_after_scorers(judged, outputs, console)
+        return int(ExitCode.INTERRUPTED)
     return int(judged.exit_code or 0)
+
+
+def keep_and_record(results: RunResults, results_path: Path, manifest: Manifest, console: Console,
+                    environ: Mapping[str, str], *, source: str) -> None:
+    """The results file, then the history; interrupted here, the file is marked so and KeyboardInterrupt goes on."""
+    try:
+        with _sigterm_as_interrupt():
+            write_results(results, results_path)
+            record(results, manifest, console, environ, source=source)
+    except KeyboardInterrupt:
+        stopped = results.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
+        with _sigterm_ignored(), contextlib.suppress(OSError):
+            write_results(stopped, results_path)
+        console.warn(f"interrupted after the scorers finished: {results_path} is marked interrupted")
+        raise
+
+
+def _interrupted_after_scorers(judged: RunResults, outputs: Outputs, console: Console) -> None:
+    """Interrupted once every scorer was done (writing, the history, reports): the results file says 130 too."""
+    console.stop_progress()
+    stopped = judged.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
+    with _sigterm_ignored():  # one more signal must not leave the file half-decided
+        try:
+            write_results(stopped, outputs.results)
+        except OSError as exc:
+            console.warn(f"--json {outputs.results}: cannot write ({exc.strerror or exc})")
+    console.warn("interrupted after the scorers finished: every result was kept; the run is marked interrupted")
+    console.line(f"evalrun {judged.tier}: interrupted (exit {int(ExitCode.INTERRUPTED)})", "bold red")
+    console.line(f"results: {outputs.results}")
 
 
 # --------------------------------------------------------------------------- load, select
@@ -370,6 +427,7 @@ def judge(
 
     ``shown`` is the manifest named in hints (the real one, not a temporary export).
     """
+    results = calibrate(results, manifest)  # judges measured on their anchors: an eval may fail here
     comparison = compare_tier(
         manifest,
         results,
@@ -412,23 +470,30 @@ def _write_output(write_one: Callable[[], None], flag: str, path: Path) -> None:
         raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc}); choose a writable path") from None
 
 
-def record(results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str) -> None:
-    """Append the run to the history store; a history that cannot be written is a warning, never a verdict."""
+def record(
+    results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str
+) -> str | None:
+    """Append the run to the history store; a history that cannot be written is a warning (returned too), never a verdict."""
     from evalrun.history import record_run
 
     if warning := record_run(manifest, results, environ, source=source):
         console.warn(warning)
+    return warning
 
 
 def write_html(
-    results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str]
+    results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
+    history_warning: str | None = None,
 ) -> None:
-    """The HTML report of this run and the history's last runs, when ``--html`` asked for it."""
+    """The HTML report of this run and the history's last runs, when ``--html`` asked for it.
+
+    ``history_warning``: this run could not be recorded; the history is not waited for a second time.
+    """
     if outputs.html is None:
         return
     from evalrun.reports_out.html import write_html_after_run
 
-    if warning := write_html_after_run(manifest, results, outputs.html, environ, console):
+    if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning):
         console.warn(warning)
 
 
@@ -451,6 +516,9 @@ def report(results: RunResults, console: Console, outputs: Outputs | None = None
             console.warn(f"  {r.status.value:<11} {r.name}: {r.message}")
     for text, style in summary_lines(results.evals):
         console.line(text, style)
+    for cal in results.judges:
+        for text in calibration_lines(cal):
+            console.line(text, "red" if cal.below else ("yellow" if cal.disagree else None))
     answered = [line for line in map(describe_models, results.evals) if line]
     if answered:
         console.line("models that answered:")
@@ -527,6 +595,19 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@contextmanager
+def _sigterm_ignored() -> Iterator[None]:
+    try:
+        previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

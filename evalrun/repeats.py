@@ -45,6 +45,7 @@ class RepeatSettings:
     floor: float = DEFAULT_FLOOR  # min_pass_rate
     stop: str | None = None  # "decided": stop once no run can change a verdict
     alpha: float = DEFAULT_ALPHA  # significance of the baseline's rate comparison
+    too_little_data: str = "note"  # "fail": a rate comparison with too little data to tell is exit 4
 
     @property
     def repeats(self) -> bool:
@@ -67,7 +68,8 @@ def settings_for(manifest: Manifest, spec: EvalSpec, repeat_override: int | None
 
     count = repeat_override if repeat_override is not None else pick("repeat", 1)
     return RepeatSettings(
-        count=count, floor=pick("min_pass_rate", DEFAULT_FLOOR), stop=pick("stop", None), alpha=pick("alpha", DEFAULT_ALPHA)
+        count=count, floor=pick("min_pass_rate", DEFAULT_FLOOR), stop=pick("stop", None), alpha=pick("alpha", DEFAULT_ALPHA),
+        too_little_data=pick("too_little_data", "note"),
     )
 
 
@@ -208,6 +210,7 @@ def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: S
         runs=len(reported),
         floor=settings.floor,
         alpha=settings.alpha,
+        too_little_data=settings.too_little_data,
         stop=settings.stop,
         stopped_early=stopped_early,
         runs_detail=[
@@ -279,10 +282,12 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
         failed: list[int] = []
         evidence: list[str] = []
         first_message: str | None = None
+        judge: str | None = None
         for k, checks in by_name:
             check = checks.get(name)
             if check is not None:
                 seen += 1
+                judge = judge or check.judge
                 assertions = check.assertions if assertions is None else min(assertions, check.assertions)
             if check is not None and check.passed:
                 passes += 1
@@ -317,6 +322,7 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
                 message=message,
                 evidence=truncate("\n".join(evidence), _EVIDENCE_CHARS) if evidence else None,
                 rate=rate,
+                judge=judge,
             )
         )
     return out

@@ -62,6 +62,7 @@ class CheckResult:
     message: str | None = None
     evidence: str | None = None
     rate: CheckRate | None = None  # only for an eval that repeats: runs, passes and their statistics
+    judge: str | None = None  # "model#rubric-hash" when a model judged it (evalrun.scorer.judging.identity)
 
 
 class CheckRate(BaseModel):
@@ -100,6 +101,7 @@ class RepeatSummary(BaseModel):
     runs: int  # runs made that produced a report (the denominator of every rate)
     floor: float
     alpha: float
+    too_little_data: str = "note"  # "fail": a rate comparison that cannot tell is exit 4
     stop: str | None = None  # "decided": early stop was on
     stopped_early: bool = False  # rates come from fewer runs than planned: the verdict was decided
     partial: bool = False  # interrupted or stopped by the budget: rates of the finished runs only
@@ -154,7 +156,12 @@ def redact_result(result: EvalResult, secrets: set[str]) -> EvalResult:
             return [clean(v) for v in value]
         return value
 
-    return EvalResult.model_validate(clean(result.model_dump()))
+    data = clean(result.model_dump())
+    # What the manifest named it stays as named: the run finds its eval by these, and committed
+    # manifest text is no secret (a key that shares 8 characters with an eval's name must not
+    # turn "judge-anchors-live" into a name no eval has).
+    data.update(name=result.name, tier=result.tier, dir=result.dir, experiment=result.experiment)
+    return EvalResult.model_validate(data)
 
 
 class BaselineChange(BaseModel):
@@ -164,7 +171,7 @@ class BaselineChange(BaseModel):
 
     eval: str
     check: str | None = None  # None: the change concerns the whole eval
-    kind: str  # vanished-check, weakened, vanished-eval, new-check, new-eval, stronger; decayed, improved, new-rate (pass rates)
+    kind: str  # vanished-check, weakened, vanished-eval, new-check, new-eval, stronger; decayed, decayed-paired, improved, new-rate, too-little-data (pass rates)
     baseline: int | None = None
     current: int | None = None
     message: str
@@ -172,6 +179,34 @@ class BaselineChange(BaseModel):
     baseline_rate: tuple[int, int] | None = None
     current_rate: tuple[int, int] | None = None
     p_value: float | None = None
+    # kind too-little-data: the highest pass rate this run would have called a regression (None: no drop could be)
+    detectable: float | None = None
+    fails: bool = False  # too-little-data under too_little_data = "fail": the run exits 4
+
+
+class JudgeCalibration(BaseModel):
+    """How a judge agreed with people on its anchor set, and the run's judged checks corrected for it (evalrun.calibration)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    eval: str  # the anchors eval
+    judge: str | None = None  # "model#rubric-hash" of the anchors' judge
+    anchors: int  # anchors with a verdict
+    both_pass: int
+    only_people: int  # people passed it, the judge failed it
+    only_judge: int  # the judge passed it, people failed it
+    both_fail: int
+    true_positive_rate: float | None = None  # of what people passed, the share the judge passed (sensitivity)
+    true_negative_rate: float | None = None  # of what people failed, the share the judge failed (specificity)
+    kappa: float | None = None  # Cohen's kappa; None: undefined (every verdict one way)
+    ac1: float | None = None  # Gwet's AC1
+    disagree: bool = False  # kappa and AC1 differ by more than 0.3: the anchors are unbalanced
+    min_kappa: float | None = None
+    min_ac1: float | None = None
+    below: list[str] = Field(default_factory=list)  # the floors the judge missed, e.g. "kappa 0.41 < min_kappa 0.6"
+    judged_checks: int = 0  # the run's checks judged by this judge's model (anchors aside)
+    judged_passes: int = 0
+    corrected: tuple[float, float, float] | None = None  # their pass rate corrected for the judge's errors: estimate, 95% low, high
 
 
 class BaselineComparison(BaseModel):
@@ -183,6 +218,8 @@ class BaselineComparison(BaseModel):
     exists: bool
     regressions: list[BaselineChange] = Field(default_factory=list)
     stale: list[BaselineChange] = Field(default_factory=list)
+    # repeated checks whose rate moved too little to tell, given the runs (evalrun.baseline_rates)
+    undecided: list[BaselineChange] = Field(default_factory=list)
     not_compared: list[str] = Field(default_factory=list)
     strict: bool = False
     update_command: str = ""
@@ -205,6 +242,7 @@ class RunResults(BaseModel):
     baseline: BaselineComparison | None = None
     exit_code: int | None = None
     cost: dict[str, Any] | None = None  # the run's model cost: usd, unpriced_calls, unpriced_models (evalrun.models.cost)
+    judges: list[JudgeCalibration] = Field(default_factory=list)  # judges measured on their anchors (evalrun.calibration)
 
 
 def write_results(results: RunResults, path: Path) -> None:
@@ -299,6 +337,7 @@ class _CountedCheck(TypedDict):
     message: NotRequired[str | None]
     evidence: NotRequired[str | None]
     rate: NotRequired[CheckRate | None]
+    judge: NotRequired[str | None]
 
 
 def load_results_counted(path: Path) -> tuple[RunResults, CheckCounts]:

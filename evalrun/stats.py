@@ -82,3 +82,110 @@ def fisher_less(a: int, b: int, c: int, d: int) -> float:
 def fisher_greater(a: int, b: int, c: int, d: int) -> float:
     """One-sided Fisher exact test that the second row passes *more* often than the first."""
     return fisher_less(b, a, d, c)
+
+
+# --- what a comparison can see ----------------------------------------------------
+
+
+def detectable_passes(bp: int, bn: int, runs: int, alpha: float) -> int | None:
+    """The most passes out of ``runs`` that the one-sided Fisher test still calls lower than ``bp`` of ``bn``.
+
+    A current run with this many passes or fewer is a regression at ``alpha``;
+    ``None`` when not even 0 passes would be (the runs are too few to catch
+    any drop). ``fisher_less`` grows with the current passes, so the first
+    count that is not significant ends the search.
+    """
+    if not (0 <= bp <= bn and runs >= 0):
+        raise ValueError(f"need 0 <= bp <= bn and runs >= 0, got bp={bp}, bn={bn}, runs={runs}")
+    found: int | None = None
+    for c in range(runs + 1):
+        if fisher_less(bp, bn - bp, c, runs - c) >= alpha:
+            break
+        found = c
+    return found
+
+
+def repeats_needed(rate: float, floor: float, alpha: float, limit: int = 1000) -> int | None:
+    """The fewest repeats N (in the baseline and in the run alike) at which a drop from ``rate`` to ``floor`` is caught.
+
+    The baseline records ``round(rate * N)`` passes of N; a run that passes
+    ``floor(floor * N)`` of N must then be lower beyond chance at ``alpha``.
+    ``None`` when no N up to ``limit`` does (the floor is too close to the rate).
+    """
+    if not (0 <= floor < rate <= 1):
+        return None
+    for n in range(1, limit + 1):
+        bp = round(rate * n)
+        c = math.floor(Fraction(repr(floor)) * n)
+        if c < bp and fisher_less(bp, n - bp, c, n - c) < alpha:
+            return n
+    return None
+
+
+def sign_test_worse(worse: int, better: int) -> float:
+    """The exact one-sided McNemar (sign) test of paired items: P(at least ``worse`` of the discordant pairs got worse).
+
+    Each item pairs with itself by id in the two runs; items that did not move
+    carry no evidence. Under no change a discordant item is as likely to have
+    got worse as better, so the count is binomial(worse + better, 1/2).
+    """
+    if worse < 0 or better < 0:
+        raise ValueError(f"counts must be >= 0, got worse={worse}, better={better}")
+    n = worse + better
+    if n == 0:
+        return 1.0
+    return float(Fraction(sum(math.comb(n, k) for k in range(worse, n + 1)), 2**n))
+
+
+# --- agreement of a judge with people ------------------------------------------------
+
+
+def cohen_kappa(both_pass: int, only_people: int, only_judge: int, both_fail: int) -> float | None:
+    """Cohen's kappa of two raters on a 2x2 table; ``None`` when chance agreement is total (undefined)."""
+    n = both_pass + only_people + only_judge + both_fail
+    if n == 0:
+        return None
+    observed = Fraction(both_pass + both_fail, n)
+    people_pass = Fraction(both_pass + only_people, n)
+    judge_pass = Fraction(both_pass + only_judge, n)
+    chance = people_pass * judge_pass + (1 - people_pass) * (1 - judge_pass)
+    if chance == 1:
+        return None
+    return float((observed - chance) / (1 - chance))
+
+
+def gwet_ac1(both_pass: int, only_people: int, only_judge: int, both_fail: int) -> float | None:
+    """Gwet's AC1 (2008) of two raters on a 2x2 table: chance agreement from the mean prevalence."""
+    n = both_pass + only_people + only_judge + both_fail
+    if n == 0:
+        return None
+    observed = Fraction(both_pass + both_fail, n)
+    prevalence = (Fraction(both_pass + only_people, n) + Fraction(both_pass + only_judge, n)) / 2
+    chance = 2 * prevalence * (1 - prevalence)
+    return float((observed - chance) / (1 - chance))
+
+
+def corrected_rate(
+    passes: int, n: int, sensitivity: tuple[int, int], specificity: tuple[int, int], z: float = Z_95
+) -> tuple[float, float, float] | None:
+    """A judged pass rate corrected for the judge's error rates (Rogan & Gladen 1978), with an interval.
+
+    ``sensitivity`` is (passes the judge gave, of the anchors people passed),
+    ``specificity`` (fails the judge gave, of the anchors people failed). The
+    estimate (p + Sp - 1) / (Se + Sp - 1) is clipped to [0, 1]; its variance
+    adds the three binomial sources (Greenland 1996's delta method). ``None``
+    when the judge is no better than a coin on these anchors (Se + Sp <= 1) or
+    a count is empty.
+    """
+    (se_hits, se_n), (sp_hits, sp_n) = sensitivity, specificity
+    if n == 0 or se_n == 0 or sp_n == 0:
+        return None
+    p, se, sp = passes / n, se_hits / se_n, sp_hits / sp_n
+    youden = se + sp - 1
+    if youden <= 0:
+        return None
+    theta = (p + sp - 1) / youden
+    variance = (p * (1 - p) / n + theta**2 * se * (1 - se) / se_n + (1 - theta) ** 2 * sp * (1 - sp) / sp_n) / youden**2
+    spread = z * math.sqrt(max(variance, 0.0))
+    clip = lambda x: min(1.0, max(0.0, x))  # noqa: E731
+    return (clip(theta), clip(theta - spread), clip(theta + spread))

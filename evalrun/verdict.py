@@ -25,6 +25,8 @@ def decide_exit_code(
         return ExitCode.REGRESSED
     if any(r.status.is_unchecked for r in results):
         return ExitCode.UNCHECKED
+    if comparison is not None and any(change.fails for change in comparison.undecided):
+        return ExitCode.UNCHECKED  # too_little_data = "fail": a comparison that cannot tell is not a pass
     if not results:
         return ExitCode.NOTHING_SELECTED
     assert all(r.status is Status.PASSED for r in results)

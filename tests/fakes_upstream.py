@@ -21,7 +21,13 @@ the prompt script the situations real clients meet:
 - ``[429]``: the first such request is a 429 with ``retry-after-ms: 20``;
 - ``[slow-first]``: the first such request is answered only once a second one
   (the client's retry after its timeout) has arrived;
-- ``[gzip]``: the answer is gzip-compressed although identity was asked for.
+- ``[gzip]``: the answer is gzip-compressed although identity was asked for;
+- ``[slow-tail]``: a stream sends all its events, ``[DONE]`` included, then waits
+  ``tail_delay`` seconds before its terminating chunk (an SDK that closes after
+  ``[DONE]`` has its whole answer long before the proxy sees the stream end).
+
+``judge``: when set, a judge call (a chat request with a ``response_format``)
+is answered with the verdict ``judge(subject)`` gives for its SUBJECT text.
 
 ``verdict``: when set, a chat request with a ``response_format`` (a judge
 call, as evalrun's scorer SDK makes) is answered with that text as content;
@@ -34,7 +40,9 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -62,6 +70,9 @@ class FakeUpstream:
     second_attempt: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     verdict: str | None = None
+    # judge(subject text) -> passes: a judge call is answered with that verdict (a judge that reads what it grades)
+    judge: Callable[[str], bool] | None = None
+    tail_delay: float = 1.5  # how long a ``[slow-tail]`` stream waits before its end
 
     def __enter__(self) -> FakeUpstream:
         owner = self
@@ -106,7 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake.lock:
             self.fake.requests.append(Received(self.command, self.path, dict(self.headers.items()), body))
             self.number = len(self.fake.requests)
-        self.gzip = False
+        self.gzip = self.slow_tail = False
         credential = self.headers.get("Authorization") or self.headers.get("x-api-key") or "none"
         text = f"echo: {_last_user_text(body)} (auth seen: {credential})"
         route = self.path.split("?")[0]
@@ -119,7 +130,12 @@ class _Handler(BaseHTTPRequestHandler):
             ):
                 self._json(200, _tool_call_completion())
                 return
-        if self.fake.verdict is not None and route == "/v1/chat/completions" and body.get("response_format"):
+        if self.fake.judge is not None and route == "/v1/chat/completions" and body.get("response_format"):
+            subject = _last_user_text(body).rsplit("SUBJECT:\n", 1)[-1]
+            passed = self.fake.judge(subject)
+            reason = f"the subject {'meets' if passed else 'misses'} the rubric"
+            self._json(200, _openai_completion(json.dumps({"pass": passed, "reason": reason})))
+        elif self.fake.verdict is not None and route == "/v1/chat/completions" and body.get("response_format"):
             self._json(200, _openai_completion(self.fake.verdict.replace("{auth}", credential)))
         elif route == "/v1/chat/completions":
             if body.get("stream"):
@@ -150,6 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
             seen = {m: self.fake.seen_markers.get(prompt, 0) for m in ("[500-no-retry]", "[429]", "[slow-first]") if m in prompt}
             self.fake.seen_markers[prompt] = self.fake.seen_markers.get(prompt, 0) + 1
         self.gzip = "[gzip]" in prompt
+        self.slow_tail = "[slow-tail]" in prompt
         if seen.get("[500-no-retry]") == 0:
             self._json(500, {"error": {"message": "the server had an error", "type": "server_error"}},
                        {"x-should-retry": "false"})
@@ -204,6 +221,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.fake.hold_end:
             self.wfile.flush()
             self.fake.release.wait(10)
+        if getattr(self, "slow_tail", False):
+            self.wfile.flush()
+            time.sleep(self.fake.tail_delay)
         self.wfile.write(b"0\r\n\r\n")
 
 

@@ -157,13 +157,14 @@ def test_an_old_schema_is_migrated_on_open_and_keeps_its_runs(store_location: Hi
         assert by_name["beta"].experiment is None
     finally:
         store.close()
-    assert schema_version(store_location) == 3
+    assert back.evals[0].checks[0].judge is None  # the column migration 4 added
+    assert schema_version(store_location) == 4
 
 
 def test_a_schema_newer_than_evalrun_is_refused_in_one_line(store_location: HistoryLocation) -> None:
     open_store(store_location).close()
     set_schema_version(store_location, 99)
-    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(3\); upgrade"):
+    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(4\); upgrade"):
         open_store(store_location)
 
 

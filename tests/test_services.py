@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -217,10 +218,15 @@ def test_a_service_that_dies_mid_run_is_reported_with_exit_code_and_log(tmp_path
 
 
 def test_without_ready_a_service_counts_as_ready_once_started(tmp_path: Path) -> None:
-    spec = ServiceSpec("api", (sys.executable, str(STUB), "never"), None, None, 5.0, {}, tmp_path)
+    # A ready timeout of an hour: were start() to wait for a readiness that is never checked, the
+    # thread below would still be waiting when the join gives up (a hang detector, not a speed limit).
+    spec = ServiceSpec("api", (sys.executable, str(STUB), "never"), None, None, 3600.0, {}, tmp_path)
     with manager(tmp_path, spec) as services:
-        state = services.start("api")
-        assert state.ok and state.ready_seconds < 1.0
+        states = []
+        starter = threading.Thread(target=lambda: states.append(services.start("api")), daemon=True)
+        starter.start()
+        starter.join(120)
+        assert states and states[0].ok, "start() waited for a readiness no check decides"
 
 
 def test_a_ready_check_that_raises_is_a_reason_not_a_crash(tmp_path: Path) -> None:

@@ -24,9 +24,11 @@ from evalrun.baseline import (
     update_command,
     write_baseline,
 )
+from evalrun.baseline_judges import updated_judges
+from evalrun.baseline_settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, load, record
+from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, keep_and_record, load
 from evalrun.plan import make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
@@ -75,8 +77,8 @@ def update_baselines(
         else:
             request = RunRequest(manifest_path, tier, evals, tags, jobs, experiments=list(experiments or []), repeat=repeat)
             results = collect(plan, request, console, os.environ, early)
-            write_results(results, default_results_path(manifest, tier))
-            record(results, manifest, console, os.environ, source="baseline")
+            keep_and_record(results, default_results_path(manifest, tier), manifest, console, os.environ,
+                            source="baseline")
             if results.interrupted:
                 raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered
@@ -89,9 +91,15 @@ def update_baselines(
             locks.enter_context(hold_lock(baseline_lock(manifest, path)))
         written = []
         for tier, path, results, names, filtered in pending:
-            new, notes = update_baseline(load_baseline(path), results, names, filtered)
+            old = load_baseline(path)
+            new, notes = update_baseline(old, results, names, filtered)
+            settings = updated_settings(
+                old.settings if old is not None else None, gate_settings(manifest, tier),
+                ran=(e.name for e in results.evals), keep=new,
+            )
+            judges = updated_judges(old.judges if old is not None else None, results.evals, keep=new)
             try:
-                write_baseline(path, new, update_command(tier, manifest_path))
+                write_baseline(path, new, update_command(tier, manifest_path), settings, judges)
             except OSError as exc:
                 raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
             written.append((tier, path, new, notes))

@@ -6,6 +6,7 @@ import os
 import shlex
 from pathlib import Path
 
+from evalrun.bites import describe_bite
 from evalrun.errors import ExitCode, UsageError
 from evalrun.pipeline import RunRequest, describe_filters, load, select
 from evalrun.plan import make_plan
@@ -85,6 +86,8 @@ def dry(
             console.line(f"  requires: {', '.join(s.requires)}")
         if s.services:
             console.line(f"  services: {', '.join(s.services)}")
+        for bite in s.bites:  # evalrun bites: what it breaks and what must go red
+            console.line(f"  bite {bite.name}: {describe_bite(bite)}; must fail: {', '.join(bite.fails)}")
         if p.column is not None:
             changes = ", ".join([*p.column.env, *([f"model {p.column.model}"] if p.column.model else [])]) or "nothing"
             console.line(f"  experiment {p.experiment}: changes {changes}"

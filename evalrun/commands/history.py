@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evalrun.reports_out.terminal import Console
 from evalrun.errors import UsageError, file_label
 from evalrun.history.location import locate_history
 from evalrun.history.records import GitInfo, RunRecord, make_record, secrets_of
 from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
-from evalrun.history.backends import open_store
+from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
 from evalrun.manifest import TIERS, Manifest, load_manifest
 from evalrun.results import load_results
 
+T = TypeVar("T")
 
-def _open(manifest: Manifest) -> HistoryStore:
+
+def _using(manifest: Manifest, action: Callable[[HistoryStore], T]) -> T:
+    """``action`` on the history store, bounded; one-line HistoryError (exit 2) when it cannot be used."""
     location = locate_history(manifest, os.environ)
     if location is None:
         raise UsageError(f"{file_label(manifest.path)}: history is off ([history] enabled = false); turn it on to use it")
-    return open_store(location)
+    return use_store(location, action)
 
 
 def show_history(
@@ -36,12 +40,8 @@ def show_history(
     if location is not None and location.kind == "sqlite" and not Path(location.target).exists():
         runs, shown = [], location.shown  # reading creates nothing
     else:
-        store = _open(manifest)
-        try:
-            runs = store.runs(tier, last, shards)
-            shown = store.location.shown
-        finally:
-            store.close()
+        runs = _using(manifest, lambda store: store.runs(tier, last, shards))
+        shown = location.shown if location is not None else ""
     narrowed = eval_name is not None or check is not None
     series = ordered_for_attention(in_own_tier(check_series(runs, eval_name, check))) if narrowed else []
     if narrowed and runs and not series:
@@ -69,13 +69,9 @@ def import_results(*, manifest_path: Path, paths: list[Path], console: Console) 
     manifest = load_manifest(manifest_path)
     secrets = secrets_of(os.environ, manifest.models.key_vars)
     records = [(path, make_record(load_results(path), GitInfo(), "import", secrets)) for path in paths]
-    store = _open(manifest)
-    try:
-        for path, record in records:
-            added = store.append(record)
-            console.line(f"{'imported' if added else 'already in the history:'} {path} ({record.run_id})")
-    finally:
-        store.close()
+    added = _using(manifest, lambda store: [store.append(record) for _, record in records])
+    for (path, record), new in zip(records, added):
+        console.line(f"{'imported' if new else 'already in the history:'} {path} ({record.run_id})")
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
 from evalrun.merge import merge_results
-from evalrun.pipeline import Outputs, check_writable, default_results_path, judge, load, record, report, write
+from evalrun.pipeline import Outputs, check_writable, default_results_path, deliver, judge, load
 from evalrun.reports_out.terminal import Console
 
 
@@ -34,8 +34,6 @@ def merge_shards(
     judged = judge(merged, manifest, load_baseline(baseline_path(manifest, merged.tier)), strict=strict)
     for result in judged.evals:
         console.eval_finished(result)
-    write(judged, outputs, console, os.environ)
-    record(judged, manifest, console, os.environ, source="merge")
-    report(judged, console, outputs)
+    code = deliver(judged, manifest, outputs, console, os.environ, source="merge")
     console.line(f"merged {len(paths)} shard results")
-    return int(judged.exit_code or 0)
+    return code

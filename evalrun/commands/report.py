@@ -20,11 +20,11 @@ def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, la
     manifest = load_manifest(manifest_path)
     chosen = ""
     if tier is None:  # the tier of the latest run in the history
-        latest, _ = runs_for_report(manifest, None, 1, os.environ)
+        latest, _ = runs_for_report(manifest, None, 1, os.environ, strict=True)
         tier = latest[-1].tier if latest else None
         if tier:
             chosen = f"tier {tier}: the tier of the latest run in the history (name a tier to report another)"
-    runs, notes = runs_for_report(manifest, tier, last, os.environ) if tier else ([], [])
+    runs, notes = runs_for_report(manifest, tier, last, os.environ, strict=True) if tier else ([], [])
     if not runs:
         fallback = manifest.root / ".evalrun" / "results" / f"{tier or 't1'}.json"
         if not fallback.exists():
@@ -32,7 +32,7 @@ def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, la
                 f"no runs{' of ' + tier if tier else ''} in the history and no {file_label(fallback)}; "
                 f"run evalrun {tier or 't1'} first"
             )
-        runs, more = runs_for_report(manifest, tier, last, os.environ, load_results(fallback))
+        runs, more = runs_for_report(manifest, tier, last, os.environ, load_results(fallback), strict=True)
         notes = [*notes, *more]
     for note in notes:
         console.warn(note)

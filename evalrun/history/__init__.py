@@ -35,7 +35,7 @@ def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, st
     from evalrun.errors import EvalrunError
     from evalrun.history.location import locate_history
     from evalrun.history.records import eval_records, make_record, read_git, secrets_of
-    from evalrun.history.backends import open_store
+    from evalrun.history.backends import use_store
     from evalrun.history.store import HistoryError
 
     try:
@@ -51,12 +51,8 @@ def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, st
     try:
         secrets = secrets_of(environ, manifest.models.key_vars)
         record = make_record(results, read_git(manifest.root), source, secrets, with_evals=False)
-        store = open_store(location)
-        try:
-            # Streamed an eval at a time inside one transaction: memory stays flat, the run lands whole or not at all.
-            store.append(record, eval_records(results, secrets))
-        finally:
-            store.close()
+        # Streamed an eval at a time inside one transaction: memory stays flat, the run lands whole or not at all.
+        use_store(location, lambda store: store.append(record, eval_records(results, secrets)))
     except HistoryError as exc:
         return f"history: not recorded: {exc}"
     except Exception as exc:  # noqa: BLE001 - the history must never change a run's outcome

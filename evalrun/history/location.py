@@ -7,16 +7,19 @@ replaced, and the password is also scrubbed from any error text.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from evalrun.errors import ManifestError, file_label
+from evalrun.errors import ManifestError, UsageError, file_label
 from evalrun.manifest import Manifest
 
 ENV_VAR = "EVALRUN_HISTORY_URL"
+TIMEOUT_VAR = "EVALRUN_HISTORY_TIMEOUT"
+DEFAULT_TIMEOUT = 60.0  # seconds: the most the history may add to a run (connect, locks, statements, all of it)
 DEFAULT_FILE = Path(".evalrun") / "history.sqlite"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _HIDDEN = "***"
@@ -28,21 +31,52 @@ class HistoryLocation:
     target: str  # a file path, or the full PostgreSQL URL (secret: never print it)
     shown: str  # for messages: the path, or the URL with its password replaced
     secrets: tuple[str, ...] = field(default=())  # text to scrub from errors (the password)
+    timeout: float = DEFAULT_TIMEOUT  # seconds: the whole history step (open, write or read, close) within it
+
+    @property
+    def wait(self) -> float:
+        """Seconds for any one wait (connect, a lock, a statement): half the whole, so the store says what it waited for."""
+        return self.timeout / 2
 
 
 def locate_history(manifest: Manifest, environ: Mapping[str, str]) -> HistoryLocation | None:
-    """The store to use, or None when ``[history] enabled = false``. ManifestError on a bad URL."""
+    """The store to use, or None when ``[history] enabled = false``.
+
+    ManifestError on a bad URL; UsageError when ``EVALRUN_HISTORY_URL`` is set
+    but empty (a CI secret that is not set): that is never a silent fallback to
+    a throwaway file on the runner.
+    """
     if not manifest.history.enabled:
         return None
-    url = environ.get(ENV_VAR) or None
+    timeout = history_timeout(environ)
+    url = environ.get(ENV_VAR)
     origin = ENV_VAR
+    if url is not None and not url.strip():
+        raise UsageError(
+            f"{ENV_VAR} is set but empty (a CI secret that is not set?); set it to postgresql://... or "
+            f"sqlite:PATH, or unset it to use {DEFAULT_FILE}"
+        )
     if url is None and manifest.history.url is not None:
         origin = f"{file_label(manifest.path)}: history.url"
         url = _expand(manifest.history.url, environ, origin)
     if url is None:
         path = manifest.root / DEFAULT_FILE
-        return HistoryLocation("sqlite", str(path), str(path))
-    return parse_history_url(url, manifest.root, origin)
+        return HistoryLocation("sqlite", str(path), str(path), timeout=timeout)
+    return replace(parse_history_url(url, manifest.root, origin), timeout=timeout)
+
+
+def history_timeout(environ: Mapping[str, str]) -> float:
+    """``EVALRUN_HISTORY_TIMEOUT`` in seconds (default 60); UsageError when it is not a positive number."""
+    raw = environ.get(TIMEOUT_VAR)
+    if raw is None or not raw.strip():
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value > 86_400:
+        raise UsageError(f"{TIMEOUT_VAR}: {raw[:40]!r} is not a number of seconds between 0 and 86400; e.g. 60")
+    return value
 
 
 def parse_history_url(url: str, root: Path, origin: str) -> HistoryLocation:

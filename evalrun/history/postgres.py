@@ -2,11 +2,15 @@
 
 Several CI shards may append at once; each append is one transaction, and
 migrations run under a transaction-level advisory lock so two processes
-opening an old database upgrade it once.
+opening an old database upgrade it once. Every wait is bounded by the
+location's timeout: connecting, a lock held by another session
+(``lock_timeout``), one statement (``statement_timeout``); a server that
+accepts and never answers is bounded by ``use_store``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,7 +20,6 @@ from evalrun.history.location import HistoryLocation
 from evalrun.history.records import EvalRecord, RunRecord
 from evalrun.history.store import DEFAULT_LAST, HistoryError, describe_failure
 
-CONNECT_TIMEOUT = 10  # seconds: a database that is down is a warning, not a hang
 _MIGRATION_LOCK = 0x65766C72  # "evlr": one key all evalrun processes agree on
 
 
@@ -27,11 +30,16 @@ class PostgresStore:
         self.location = location
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error, sql.SchemaTooNew)
         try:
-            self._conn: Any = psycopg.connect(location.target, connect_timeout=CONNECT_TIMEOUT, autocommit=True,
-                                              application_name="evalrun-history")
+            self._conn: Any = psycopg.connect(location.target, connect_timeout=max(2, math.ceil(location.wait)),
+                                              autocommit=True, application_name="evalrun-history")
         except psycopg.Error as exc:
             raise HistoryError(describe_failure(location, exc)) from None
         try:
+            wait_ms = max(1, int(location.wait * 1000))
+            with self._write() as cur:
+                # ints evalrun made: nothing to quote. A lock gives up first, so the message says it was a lock.
+                cur.execute(f"SET lock_timeout = {max(1, wait_ms * 4 // 5)}")
+                cur.execute(f"SET statement_timeout = {wait_ms}")
             with self._write() as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
                 sql.migrate(cur, sql.POSTGRES, target_version)

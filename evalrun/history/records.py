@@ -37,6 +37,7 @@ class CheckRecord:
     passes: int | None = None
     message: str | None = None
     evidence: str | None = None
+    judge: str | None = None  # who judged it, when a model did (model#hash)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -166,6 +167,7 @@ def make_record(
         baseline = {
             "regressions": [clean(c.message, MESSAGE_CHARS) for c in comparison.regressions],
             "stale": [clean(c.message, MESSAGE_CHARS) for c in comparison.stale],
+            "undecided": [clean(c.message, MESSAGE_CHARS) for c in comparison.undecided],
             "not_compared": list(comparison.not_compared),
         }
     filters = run_filters(results.selection)
@@ -227,7 +229,8 @@ def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[E
                 CheckRecord(eval=result.name, name=c.name, assertions=c.assertions, passed=c.passed,
                             runs=c.rate.runs if c.rate is not None else None,  # a repeated eval: its outcomes
                             passes=c.rate.passes if c.rate is not None else None,
-                            message=clean(c.message, MESSAGE_CHARS), evidence=clean(c.evidence, EVIDENCE_CHARS))
+                            message=clean(c.message, MESSAGE_CHARS), evidence=clean(c.evidence, EVIDENCE_CHARS),
+                            judge=c.judge)
                 for c in result.checks
             ],
         )

@@ -56,6 +56,10 @@ MIGRATIONS: list[list[str]] = [
         # The experiment (column) an eval ran under; its name is eval[experiment] too. Null: none.
         "ALTER TABLE evalrun_evals ADD COLUMN experiment TEXT",
     ],
+    [
+        # Who judged a check (model#hash of its prompt and rubric, evalrun.scorer.judging); null: no model did.
+        "ALTER TABLE evalrun_checks ADD COLUMN judge TEXT",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS evalrun_schema (version INTEGER NOT NULL)"
@@ -113,14 +117,14 @@ def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord, evals: Iterable[Ev
     eval_sql = _q(dialect, """INSERT INTO evalrun_evals (run_pk, name, status, duration_s, exit_code, message, models,
         tokens, metrics, experiment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""")
     check_sql = _q(dialect, """INSERT INTO evalrun_checks (run_pk, eval, name, assertions, passed, runs, passes,
-        message, evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""")
+        message, evidence, judge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""")
     for e in run.evals if evals is None else evals:
         cur.execute(eval_sql, (pk, e.name, e.status, e.duration_s, e.exit_code, e.message,
                                json.dumps(e.models) if e.models else None, e.tokens, json.dumps(e.metrics),
                                e.experiment))
         if e.checks:
             cur.executemany(check_sql, [(pk, c.eval, c.name, c.assertions, int(c.passed), c.runs, c.passes,
-                                         c.message, c.evidence) for c in e.checks])
+                                         c.message, c.evidence, c.judge) for c in e.checks])
     return True
 
 
@@ -147,15 +151,15 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
     pks = [r[0] for r in rows]
     marks = ", ".join([dialect.placeholder] * len(pks))
     cur.execute(
-        f"SELECT run_pk, eval, name, assertions, passed, runs, passes, message, evidence FROM evalrun_checks "
+        f"SELECT run_pk, eval, name, assertions, passed, runs, passes, message, evidence, judge FROM evalrun_checks "
         f"WHERE run_pk IN ({marks})",
         pks,
     )
     checks: dict[tuple[Any, str], list[CheckRecord]] = {}
-    for pk, ev, name, assertions, passed, runs, passes, message, evidence in cur.fetchall():
+    for pk, ev, name, assertions, passed, runs, passes, message, evidence, judge in cur.fetchall():
         checks.setdefault((pk, ev), []).append(
             CheckRecord(eval=ev, name=name, assertions=assertions, passed=bool(passed), runs=runs, passes=passes,
-                        message=message, evidence=evidence))
+                        message=message, evidence=evidence, judge=judge))
     cur.execute(
         f"SELECT run_pk, name, status, duration_s, exit_code, message, models, tokens, metrics, experiment "
         f"FROM evalrun_evals "

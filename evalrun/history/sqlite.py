@@ -1,12 +1,14 @@
 """The default history backend: one SQLite file (stdlib ``sqlite3``), no setup.
 
 Writers take SQLite's write lock up front (``BEGIN IMMEDIATE``) and wait for
-it (``busy_timeout``), so two runs appending at once both land; the file is in
-WAL mode so readers never block a writer.
+it (``busy_timeout``, the location's timeout), so two runs appending at once
+both land; the file is in WAL mode so readers never block a writer. Every
+failure, opening included, leaves as one ``HistoryError`` line.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -17,16 +19,13 @@ from evalrun.history.location import HistoryLocation
 from evalrun.history.records import EvalRecord, RunRecord
 from evalrun.history.store import DEFAULT_LAST, HistoryError, describe_failure
 
-BUSY_SECONDS = 30.0
-
-
 class SqliteStore:
     def __init__(self, location: HistoryLocation, *, target_version: int = sql.SCHEMA_VERSION) -> None:
         self.location = location
         path = Path(location.target)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+            self._conn = sqlite3.connect(path, timeout=location.wait, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(describe_failure(location, exc)) from None
         try:
@@ -34,6 +33,9 @@ class SqliteStore:
             self._conn.execute("PRAGMA journal_mode = WAL")
             with self._write() as cur:
                 sql.migrate(cur, sql.SQLITE, target_version)
+        except (OSError, sqlite3.Error) as exc:  # read-only, full, locked past the wait, not a database
+            self._conn.close()
+            raise HistoryError(describe_failure(location, exc) + _why(path)) from None
         except BaseException:
             self._conn.close()
             raise
@@ -69,3 +71,15 @@ class SqliteStore:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _why(path: Path) -> str:
+    """What SQLite's "unable to open database file" leaves out: the folder is read-only."""
+    try:
+        if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
+            return f" ({path.parent} is on a read-only filesystem)"
+        if not os.access(path.parent, os.W_OK):
+            return f" ({path.parent} is not writable)"
+    except OSError:
+        pass
+    return ""

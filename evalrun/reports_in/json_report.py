@@ -28,6 +28,7 @@ from evalrun.secrets import scrub
 from evalrun.text import EVIDENCE_LIMIT, MESSAGE_LIMIT, cut, one_line, shorten, truncate
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "report.schema.json"
+JUDGE_PATTERN = r"^[A-Za-z0-9._:/@+-]{1,100}#[0-9a-f]{12}$"  # evalrun.scorer.judging.identity
 
 
 class ReportCheck(BaseModel):
@@ -47,6 +48,11 @@ class ReportCheck(BaseModel):
     )
     evidence: str | None = Field(
         default=None, description=f"What the scorer saw, for diagnosis; kept up to {EVIDENCE_LIMIT} bytes."
+    )
+    judge: str | None = Field(
+        default=None, pattern=JUDGE_PATTERN,
+        description="Who judged this check, when a model did: the model asked and a hash of its prompt and rubric "
+        "(MODEL#HASH, the SDK's judge() sets it); a judge swap is reported, not compared as a product change.",
     )
 
 
@@ -76,6 +82,7 @@ class _CheckShape(TypedDict):
     passed: bool
     message: NotRequired[str | None]
     evidence: NotRequired[str | None]
+    judge: NotRequired[Annotated[str, StringConstraints(pattern=JUDGE_PATTERN)] | None]
 
 
 class _ReportShape(TypedDict):
@@ -154,6 +161,7 @@ def read_json_report(path: Path, secrets: Iterable[str] = ()) -> ParsedReport:
                 "passed": c["passed"],
                 "message": _cut(c.get("message"), secrets, MESSAGE_LIMIT),
                 "evidence": _cut(c.get("evidence"), secrets, EVIDENCE_LIMIT),
+                "judge": c.get("judge"),
             }
             for c in data["checks"]
         ]

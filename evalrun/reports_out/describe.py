@@ -12,7 +12,7 @@ import re
 
 from evalrun.baseline import update_command
 from evalrun.errors import ExitCode
-from evalrun.results import BaselineChange, EvalResult, RunResults, Status
+from evalrun.results import BaselineChange, EvalResult, JudgeCalibration, RunResults, Status
 from evalrun.verdict import VERDICT_WORDS
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
@@ -79,3 +79,33 @@ def update_hint(results: RunResults) -> str:
 def printable(text: str) -> str:
     """Scorer output made safe to show: terminal colour codes dropped, other controls spelled out (``\\x00``)."""
     return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", _ANSI.sub("", text))
+
+
+def calibration_lines(cal: JudgeCalibration) -> list[str]:
+    """A judge's agreement with people on its anchors, and the judged pass rate corrected for it."""
+    judge = cal.judge.replace("#", " (rubric ") + ")" if cal.judge else "the judge"
+    agreed = cal.both_pass + cal.both_fail
+    rates = ", ".join(
+        f"{label} {value:.2f}" for label, value in (
+            ("TPR", cal.true_positive_rate), ("TNR", cal.true_negative_rate), ("kappa", cal.kappa), ("AC1", cal.ac1),
+        ) if value is not None
+    )
+    lines = [f"judge {judge}: agrees with people on {agreed} of {cal.anchors} anchors ({cal.eval}): {rates or 'no rates'}"]
+    if cal.kappa is None:
+        lines.append("  kappa is undefined: every anchor got the same verdict; add anchors of the other kind")
+    if cal.disagree:
+        lines.append(
+            f"  kappa and AC1 disagree ({cal.kappa:.2f} vs {cal.ac1:.2f}): the anchors are unbalanced; "
+            "add anchors of the rarer verdict before trusting either"
+        )
+    if cal.below:
+        lines.append(f"  below its floor: {'; '.join(cal.below)} ({cal.eval} fails)")
+    if cal.judged_checks:
+        text = f"  judged checks: {cal.judged_passes} of {cal.judged_checks} pass ({cal.judged_passes / cal.judged_checks:.0%})"
+        if cal.corrected is not None:
+            est, low, high = cal.corrected
+            text += f"; corrected for the judge's errors {est:.0%} (95% CI {low:.0%}-{high:.0%})"
+        else:
+            text += "; no correction: the judge is no better than chance on its anchors"
+        lines.append(text)
+    return lines

@@ -226,12 +226,17 @@ def write_html_report(path: Path, runs: list[RunRecord], notes: list[str] | None
 
 def runs_for_report(
     manifest: Manifest, tier: str | None, last: int, environ: Mapping[str, str], latest: RunResults | None = None,
+    *, strict: bool = False, unusable: str | None = None,
 ) -> tuple[list[RunRecord], list[str]]:
-    """The last runs from the history (of ``tier``); with no history, only ``latest``. Second: warnings."""
+    """The last runs from the history (of ``tier``); with no history, only ``latest``. Second: warnings.
+
+    ``strict`` (``evalrun report``): a history that cannot be read raises its one-line error instead of a note.
+    ``unusable``: the run could not record into the history just now (that warning); it is not waited for again.
+    """
     from evalrun.errors import EvalrunError
     from evalrun.history.location import locate_history
     from evalrun.history.records import make_record, run_id_for, secrets_of
-    from evalrun.history.backends import open_store
+    from evalrun.history.backends import use_store
 
     runs: list[RunRecord] = []
     notes: list[str] = []
@@ -239,13 +244,13 @@ def runs_for_report(
         location = locate_history(manifest, environ)
         if location is None:
             notes.append("history is off ([history] enabled = false): this report shows the latest run only")
+        elif unusable is not None:
+            notes.append(f"history not read: {unusable.removeprefix('history: ')}")
         else:
-            store = open_store(location)
-            try:
-                runs = store.runs(tier, last)
-            finally:
-                store.close()
+            runs = use_store(location, lambda store: store.runs(tier, last))
     except EvalrunError as exc:
+        if strict:
+            raise
         notes.append(f"history not read: {exc}")
     if latest is not None and not any(r.run_id == run_id_for(latest) for r in runs):
         runs = [*runs, make_record(latest, GitInfo(), "run", secrets_of(environ, manifest.models.key_vars))][-last:]
@@ -254,10 +259,14 @@ def runs_for_report(
 
 def write_html_after_run(
     manifest: Manifest, results: RunResults, path: Path, environ: Mapping[str, str], console: Console,
+    history_warning: str | None = None,
 ) -> str | None:
-    """``--html`` on a run command: the report of this run and the history's last runs; a warning on failure."""
+    """``--html`` on a run command: the report of this run and the history's last runs; a warning on failure.
+
+    ``history_warning``: recording this run failed with it; the page says so, and the store is not tried again.
+    """
     try:
-        runs, notes = runs_for_report(manifest, results.tier, 30, environ, results)
+        runs, notes = runs_for_report(manifest, results.tier, 30, environ, results, unusable=history_warning)
         write_html_report(path, runs, notes)
     except OSError as exc:
         return f"html report not written: {path}: {exc.strerror or exc}"

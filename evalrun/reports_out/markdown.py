@@ -44,6 +44,7 @@ def render_markdown(results: RunResults) -> str:
     parts += _flaky(results)
     parts += _rates(results)
     parts += _regressions(results)
+    parts += _undecided(results)
     parts += _unchecked(results)
     parts += _stale(results)
     text = "\n\n".join(part for part in parts if part) + "\n"
@@ -186,6 +187,18 @@ def _regressions(results: RunResults) -> list[str]:
         f"`{_code(update_hint(results))}` and commit the baseline."
     )
     return [title, "\n".join(lines), note]
+
+
+def _undecided(results: RunResults) -> list[str]:
+    baseline = results.baseline
+    if baseline is None or not baseline.undecided:
+        return []
+    lines = [_change_line(change) for change in baseline.undecided]
+    note = (
+        "A lower pass rate that is not lower beyond chance is not a pass either: repeat more "
+        "(`repeat = N`) until the comparison can tell."
+    )
+    return ["### Too little data to tell", "\n".join(lines), note]
 
 
 def _unchecked(results: RunResults) -> list[str]:

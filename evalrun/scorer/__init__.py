@@ -153,6 +153,7 @@ class Check:
         self.passed = True
         self.message: str | None = None
         self._evidence: list[str] = []
+        self._judges: list[str] = []  # the identity of each judge asked ("model#rubric-hash"), in order
         self._state = "new"  # new -> open -> done
 
     # -- lifecycle ---------------------------------------------------------
@@ -212,6 +213,10 @@ class Check:
         if self._evidence:
             m = _messages()
             out["evidence"] = m.truncate("\n".join(self._evidence), m.EVIDENCE_LIMIT)
+        if self._judges:
+            from evalrun.scorer import judging
+
+            out["judge"] = judging.combined_identity(self._judges)
         return out
 
     # -- assertions --------------------------------------------------------
@@ -321,6 +326,8 @@ class Check:
         from evalrun.scorer import judging  # stdlib only; loaded by scorers that judge
 
         outcome = judging.ask(subject, rubric, ground_truth, model)
+        if outcome.identity:
+            self._judges.append(outcome.identity)
         if outcome.problem is not None:
             if outcome.raw:
                 self._evidence.append(f"judge reply: {outcome.raw}")

@@ -16,6 +16,7 @@ the eval no model endpoint: those are answered before any request.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -49,11 +50,37 @@ VERDICT_SCHEMA = {
 class Outcome:
     """What a judge() call came to: a verdict, or why there is none (``problem``) with the raw reply."""
 
-    def __init__(self, passed: bool = False, reason: str = "", problem: str | None = None, raw: str = "") -> None:
+    def __init__(
+        self, passed: bool = False, reason: str = "", problem: str | None = None, raw: str = "", identity: str = ""
+    ) -> None:
         self.passed = passed
         self.reason = reason
         self.problem = problem
         self.raw = raw
+        self.identity = identity  # "model#rubric-hash" of the judge asked; "" when none was
+
+
+def identity(model: str, rubric: str) -> str:
+    """Who judged: the model asked and a hash of what it was told (the system prompt and the rubric).
+
+    A check judged by another model, or under another rubric or another
+    evalrun's grading prompt, has another identity, so a judge swap is seen
+    rather than compared as a change of the product.
+    """
+    digest = hashlib.sha256(f"{SYSTEM}\n{rubric}".encode("utf-8", errors="surrogatepass")).hexdigest()
+    return f"{_MODEL_WORD.sub('_', model)[:100]}#{digest[:12]}"
+
+
+def combined_identity(identities: list[str]) -> str:
+    """One identity for a check that asked several judges: itself when they agree, else a hash of them all."""
+    distinct = list(dict.fromkeys(identities))
+    if len(distinct) == 1:
+        return distinct[0]
+    models = "+".join(dict.fromkeys(i.split("#", 1)[0] for i in distinct))[:100]
+    return f"{models}#{hashlib.sha256(chr(10).join(distinct).encode()).hexdigest()[:12]}"
+
+
+_MODEL_WORD = re.compile(r"[^A-Za-z0-9._:/@+-]")
 
 
 def request_body(subject: str, rubric: str, ground_truth: str | None, model: str) -> dict[str, Any]:
@@ -86,6 +113,7 @@ def ask(subject: Any, rubric: Any, ground_truth: Any, model: str | None, environ
     model = model or env.get("EVALRUN_JUDGE_MODEL") or ""
     if not model:
         return Outcome(problem='judge() needs a model name: set [models] judge = "..." in the manifest, or pass model=')
+    who = identity(model, _text(rubric))
     body = request_body(_text(subject), _text(rubric), None if ground_truth is None else _text(ground_truth), model)
     headers = {"Content-Type": "application/json", "X-Evalrun-Session": JUDGE_SESSION}
     key = env.get("OPENAI_API_KEY")
@@ -101,10 +129,14 @@ def ask(subject: Any, rubric: Any, ground_truth: Any, model: str | None, environ
             raw = response.read(MAX_REPLY).decode("utf-8", errors="replace")
     except urllib.error.HTTPError as exc:
         raw = exc.read(MAX_REPLY).decode("utf-8", errors="replace")
-        return Outcome(problem=f"judge(): the model answered HTTP {exc.code}", raw=_shown(raw, env))
+        return Outcome(problem=f"judge(): the model answered HTTP {exc.code}", raw=_shown(raw, env), identity=who)
     except (OSError, ValueError) as exc:
-        return Outcome(problem=f"judge(): cannot reach the model: {exc.__class__.__name__}: {_shown(str(exc), env)}")
-    return parse_reply(raw, env)
+        return Outcome(
+            problem=f"judge(): cannot reach the model: {exc.__class__.__name__}: {_shown(str(exc), env)}", identity=who
+        )
+    outcome = parse_reply(raw, env)
+    outcome.identity = who
+    return outcome
 
 
 def parse_reply(raw: str, environ: Any = None) -> Outcome:

@@ -149,6 +149,13 @@ def timeout() -> list[dict[str, Any]]:
     return [observe("slow first attempt", lambda: chat(o, "[slow-first] alpha")), observe("after it", lambda: chat(o, "beta"))]
 
 
+def retry_plain_stream() -> list[dict[str, Any]]:
+    """A client-timeout retry, a plain call, then a stream whose end comes well after its [DONE]."""
+    o = gpt(timeout=1.0, retries=3)
+    return [observe("slow first attempt", lambda: chat(o, "[slow-first] alpha")), observe("after it", lambda: chat(o, "beta")),
+            observe("stream, slow tail", lambda: chat_stream(o, "[slow-tail] gamma"))]
+
+
 def concurrent() -> list[dict[str, Any]]:
     prompts = [f"concurrent {n}" for n in range(4)]
     if TIER == "t3":  # recorded all at once, in whatever order the upstream finished them
@@ -186,7 +193,7 @@ def bad_fixture() -> list[dict[str, Any]]:
 
 
 SCENARIOS = {"basics": basics, "headers": headers, "timeout": timeout, "concurrent": concurrent, "gzip": gzipped,
-             "loner": loner, "bad-fixture": bad_fixture, "unreachable": bad_fixture}
+             "retry-plain-stream": retry_plain_stream, "loner": loner, "bad-fixture": bad_fixture, "unreachable": bad_fixture}
 
 seen = SCENARIOS[SCENARIO]()
 OBSERVED.mkdir(exist_ok=True)
@@ -197,7 +204,7 @@ if TIER == "t2" and (OBSERVED / f"{SCENARIO}.t3.json").exists():
         with scorer.check(f"{SCENARIO}: {s['label']} gets what it got when recorded") as c:
             was = dict(recorded.get(s["label"], {}))
             now = dict(s)
-            if SCENARIO == "timeout":  # the recording waited for a retry; replay answers the first attempt
+            if SCENARIO in ("timeout", "retry-plain-stream"):  # the recording waited for a retry; replay answers the first attempt
                 for d in (was, now):
                     d.pop("attempts", None), d.pop("retry_counts", None)
             c.equal(now, was)

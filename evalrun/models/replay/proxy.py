@@ -52,7 +52,11 @@ Errors the proxy itself answers have the shape both SDK families parse,
 ``x-should-retry: false`` (both official SDKs obey it) and a status no SDK
 retries anyway: 401 no token, 404 missing fixture or unknown eval, 400
 mismatching or unusable fixture, invalid session or internal error, 402
-budget exhausted (``evalrun_budget_exhausted``), 424 upstream unreachable.
+budget exhausted (``evalrun_budget_exhausted``), 424 upstream unreachable,
+413 request body over 64 MiB, 400 a chunk size or Content-Length that is no
+plain number. The token is checked before any body is read; a refused
+request's body is read only when sized and at most 64 KiB
+(``evalrun.models.replay.server``).
 """
 
 
@@ -76,12 +80,13 @@ from evalrun.models.replay.fixtures import RecordedResponse, check_session, defa
 from evalrun.models.replay.recorder import FixtureRecorder, FixtureToWrite
 from evalrun.models.replay.matching import normalise_body
 from evalrun.models.replay.player import MATCHES, Call, Match, Refusal, choose
-from evalrun.models.replay.server import BodyTooLarge, ProxyHandler, ProxyServer
+from evalrun.models.replay.server import BodyRefused, ProxyHandler, ProxyServer
 from evalrun.models.replay.state import EvalState, ProxyEvalReport
 from evalrun.models.replay.upstream import (
     HOP_HEADERS,
     MAX_DECODED_BYTES,
     ConnectionPool,
+    Target,
     UpstreamError,
     api_style,
     body_pieces,
@@ -232,7 +237,16 @@ class ReplayProxy:
             raise ValueError(f"eval {eval_name!r} was never registered with the proxy; call register_eval() first")
         with state.lock:
             # A call already answered may still be being counted, or writing its fixture (record mode).
-            state.wait_settled(WRITE_WAIT_S)
+            unfinished = state.wait_settled(WRITE_WAIT_S)
+            missing = list(state.missing)
+            if unfinished and self.mode == "record":  # the verdict cannot count on a recording not on disk
+                missing += [self._redact(
+                    f"evalrun record: eval {eval_name!r}: {what}: fixture not written within {WRITE_WAIT_S:g} s "
+                    "of the eval's end; re-record"
+                ) for what in unfinished]
+            elif unfinished:
+                self.note(self._redact(f"{eval_name}: still unfinished after {WRITE_WAIT_S:g} s, "
+                                       f"not counted: {'; '.join(unfinished)}"))
             return ProxyEvalReport(
                 eval=eval_name,
                 mode=self.mode,
@@ -242,11 +256,11 @@ class ReplayProxy:
                 total_tokens=state.total_tokens,
                 providers=tuple(sorted(state.providers)),
                 models=tuple(sorted(state.models)),
-                missing=tuple(state.missing),
+                missing=tuple(missing),
                 missing_fixtures=tuple(state.missing_fixtures),
                 call_log=tuple(state.call_log),
                 calls_not_kept=max(0, state.calls_seen - len(state.call_log)),
-                unplayed=tuple(state.unplayed(self.mode)),
+                unplayed=tuple(state.unplayed(self.mode)) if len(missing) == len(state.missing) else (),
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
                 answered_by=tuple(sorted(state.answered_by)),
@@ -277,7 +291,7 @@ class ReplayProxy:
         method = handler.command
         path = self._authorised(handler.path)
         if path is None:
-            handler.read_body()
+            handler.skip_body()  # the token first: an unauthenticated body is never read beyond a little
             self.note(f"{method} refused: no valid run token in the path")
             handler.send_error_json(
                 401, "evalrun_unauthorized", "evalrun proxy: this path has no valid run token; "
@@ -286,7 +300,7 @@ class ReplayProxy:
             return
         routed = self._route(path)
         if routed is None:
-            handler.read_body()
+            handler.skip_body()
             handler.send_error_json(
                 404, "evalrun_unknown_eval", self._redact(
                     f"evalrun proxy: no eval is registered for {path.split('?', 1)[0]!r}; "
@@ -297,7 +311,7 @@ class ReplayProxy:
         state, path = routed
         try:
             self._answer(handler, state, method, path)
-        except (BrokenPipeError, ConnectionResetError, BodyTooLarge):
+        except (BrokenPipeError, ConnectionResetError, BodyRefused):
             raise
         except Exception as exc:  # a bug or a hostile fixture fails the eval, never passes silently
             message = self._redact(f"evalrun proxy: internal error ({exc.__class__.__name__}: {exc}); please report it")
@@ -366,16 +380,16 @@ class ReplayProxy:
         release_all(self._meters(state))
 
     @contextmanager
-    def _settling(self, state: EvalState) -> Iterator[None]:
-        """Around answering a call and then counting it: until counted, the call is pending for the
-        eval's report and unsettled for every budget it counts against (a call under a tokens or usd
-        cap waits for it)."""
-        state.begin_pending()
+    def _settling(self, state: EvalState, what: str) -> Iterator[None]:
+        """Around answering a call and then counting it: until counted, the call (``what``) is pending
+        for the eval's report and unsettled for every budget it counts against (a call under a tokens
+        or usd cap waits for it)."""
+        ticket = state.begin_pending(what)
         try:
             with settling(self._meters(state)):
                 yield
         finally:
-            state.end_pending()
+            state.end_pending(ticket)
 
     def _count(
         self, state: EvalState, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str
@@ -424,7 +438,7 @@ class ReplayProxy:
                            fixture=chosen.missing, error=message)
             return
         response = chosen.response
-        with self._settling(state):
+        with self._settling(state, f"{state.name}/{session} call {index}"):
             try:
                 if response.stream is not None:
                     # All of it at once, in one chunk: nothing is waited for, so nothing is gained by
@@ -465,11 +479,28 @@ class ReplayProxy:
                            request=decoded_request_body(body, headers), response=None, status=424, error=message)
             return
         reply_headers = {k.lower(): v for k, v in response.getheaders() if k.lower() not in HOP_HEADERS}
+        streamed = reply_headers.get("content-type", "").startswith("text/event-stream")
+        # A stream's client may have all it needs ([DONE]) and be gone long before the upstream ends
+        # the stream: from its first byte on, the call is pending, so the eval's report waits for it.
+        ticket = state.begin_pending(f"{state.name}/{session}: {method} {shown} (a stream not ended yet)") if streamed else None
+        try:
+            self._pass_on(handler, state, session, method, path, headers, body, target, conn, response,
+                          reply_headers, streamed)
+        finally:
+            if ticket is not None:
+                state.end_pending(ticket)
+
+    def _pass_on(
+        self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
+        headers: dict[str, str], body: bytes, target: Target, conn: http.client.HTTPConnection,
+        response: http.client.HTTPResponse, reply_headers: dict[str, str], streamed: bool,
+    ) -> None:
+        """Relay the upstream's answer to the client, then count it and hand its fixture to the writer."""
+        shown = path.split("?", 1)[0]
         decoder = content_decoder(reply_headers.get("content-encoding", ""))
         if decoder is not None:
             del reply_headers["content-encoding"]  # the client gets, and the fixture keeps, the decoded body
         recordable = decoder is not None or not reply_headers.get("content-encoding", "").strip()
-        streamed = reply_headers.get("content-type", "").startswith("text/event-stream")
         recorded: RecordedResponse | None
         raw = bytearray()
         try:
@@ -507,7 +538,7 @@ class ReplayProxy:
         abandoned = handler.client_gone() if streamed else handler.peer_closed()
         recording = self.mode == "record" and not abandoned and recordable
         index = state.take_index(session) if not abandoned else 0
-        with self._settling(state):
+        with self._settling(state, f"{state.name}/{session} call {index}"):
             try:
                 # The client has its last byte first; counting, notes and the fixture follow. A report
                 # of the eval, and a call under a tokens or usd cap, wait for them (``_settling``).

@@ -4,7 +4,8 @@ A call answered in record mode hands its fixture here; the writer thread
 redacts and writes it (atomically, with fsync: ``evalrun.models.replay.fixtures``)
 while the client already has its answer, even for its next call on the same
 keep-alive connection. The eval's report waits for the fixture: it is pending
-on the eval's state from ``submit`` until it is on disk or its failure noted.
+on the eval's state from ``submit`` until it is on disk or its failure noted
+(any exception, not only a full disk: nothing is lost silently in the thread).
 """
 
 from __future__ import annotations
@@ -42,11 +43,13 @@ class FixtureRecorder:
         self._executor: ThreadPoolExecutor | None = None
 
     def submit(self, state: EvalState, fixture: FixtureToWrite) -> None:
-        state.begin_pending()
+        assert state.fixtures_dir is not None
+        where = file_label(fixture_path(state.fixtures_dir, fixture.session, fixture.index))
+        ticket = state.begin_pending(where)
         try:
-            self._writer().submit(self._write, state, fixture)
+            self._writer().submit(self._write, state, fixture, ticket)
         except BaseException:
-            state.end_pending()
+            state.end_pending(ticket)
             raise
 
     def close(self) -> None:
@@ -61,7 +64,7 @@ class FixtureRecorder:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalrun-fixtures")
             return self._executor
 
-    def _write(self, state: EvalState, f: FixtureToWrite) -> None:
+    def _write(self, state: EvalState, f: FixtureToWrite, ticket: int) -> None:
         assert state.fixtures_dir is not None
         where = fixture_path(state.fixtures_dir, f.session, f.index)
         try:
@@ -80,5 +83,9 @@ class FixtureRecorder:
         except OSError as exc:
             message = f"evalrun record: cannot write {file_label(where)}: {exc.strerror or exc}"
             state.note_missing(None, scrub(message, self._secrets))
+        except Exception as exc:  # never a fixture lost silently in the writer thread (RecursionError, ...)
+            message = (f"evalrun record: cannot write {file_label(where)}: the call could not be stored "
+                       f"({exc.__class__.__name__}); not recorded")
+            state.note_missing(None, scrub(message, self._secrets))
         finally:
-            state.end_pending()
+            state.end_pending(ticket)

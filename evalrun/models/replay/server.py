@@ -9,6 +9,7 @@ which the server calls as ``proxy.handle(handler)``.
 from __future__ import annotations
 
 import json
+import re
 import select
 import socket
 from collections.abc import Mapping
@@ -19,11 +20,31 @@ from evalrun.models.replay.upstream import HOP_HEADERS
 
 
 MAX_REQUEST_BODY = 64 * 1024 * 1024  # larger request bodies are refused (413), never read into memory
+MAX_REFUSED_BODY = 64 * 1024  # a refused request's (no token, no eval) sized body up to this is read: the connection stays
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")  # RFC 9112 chunk-size: hex digits only; no sign, prefix or "_"
+_MAX_TRAILER_LINES = 100
 _POLL = hasattr(select, "poll")  # not on Windows: select() there
 
 
-class BodyTooLarge(Exception):
-    """A request body over ``MAX_REQUEST_BODY``, or a length that is no number."""
+class BodyRefused(Exception):
+    """A request body the proxy will not read (further); answered with ``status`` and the connection closed."""
+
+    status = 400
+    kind = "evalrun_bad_request_body"
+
+
+class BodyTooLarge(BodyRefused):
+    """A request body over the limit (``MAX_REQUEST_BODY``)."""
+
+    status = 413
+    kind = "evalrun_request_too_large"
+
+
+class BadBodyFraming(BodyRefused):
+    """A chunk size that is no plain hexadecimal number, a Content-Length that is no byte count."""
+
+    status = 400
+    kind = "evalrun_bad_request_body"
 
 
 class RequestHandlerOwner(Protocol):
@@ -69,10 +90,10 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self._body = None  # one handler serves every request of a keep-alive connection
         try:
             self.server.proxy.handle(self)
-        except BodyTooLarge as exc:
+        except BodyRefused as exc:
             self.close_connection = True
             try:
-                self.send_error_json(413, "evalrun_request_too_large", f"evalrun proxy: {exc}")
+                self.send_error_json(exc.status, exc.kind, f"evalrun proxy: {exc}")
             except OSError:
                 pass
         except (BrokenPipeError, ConnectionResetError):
@@ -91,39 +112,61 @@ class ProxyHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the proxy reports through its own log callback, never to stderr
 
-    def read_body(self) -> bytes:
-        """The request body (sized or chunked), at most ``MAX_REQUEST_BODY`` bytes; read once."""
+    def read_body(self, limit: int = MAX_REQUEST_BODY) -> bytes:
+        """The request body (sized or chunked), at most ``limit`` bytes; read once.
+
+        Raise ``BodyTooLarge`` (413) before reading a body over the limit, ``BadBodyFraming``
+        (400) at the first size or framing that is wrong: nothing is read past either.
+        """
         if self._body is not None:
             return self._body
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            body = self._read_chunked()
+            body = self._read_chunked(limit)
         else:
             raw = (self.headers.get("Content-Length") or "0").strip()
             if not raw.isdigit() or len(raw) > 12:
-                raise BodyTooLarge(f"Content-Length {raw[:20]!r} is not a byte count")
+                raise BadBodyFraming(f"Content-Length {raw[:20]!r} is not a byte count")
             length = int(raw)
-            if length > MAX_REQUEST_BODY:
-                raise BodyTooLarge(f"request body of {length} bytes; the proxy takes at most {MAX_REQUEST_BODY}")
+            if length > limit:
+                raise BodyTooLarge(f"request body of {length} bytes; the proxy takes at most {limit}")
             body = self.rfile.read(length) if length > 0 else b""
         self._body = body
         return body
 
-    def _read_chunked(self) -> bytes:
+    def skip_body(self) -> None:
+        """For a request refused whatever its body says: read a small sized body (the connection
+        stays usable), else none of it (a chunked one, a large one), and close the connection after
+        the answer: no read waits for a body that may never end."""
+        raw = (self.headers.get("Content-Length") or "0").strip()
+        chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
+        if chunked or not raw.isdigit() or len(raw) > 12 or int(raw) > MAX_REFUSED_BODY:
+            self.close_connection = True
+            return
+        self.read_body(MAX_REFUSED_BODY)
+
+    def _read_chunked(self, limit: int) -> bytes:
         body = bytearray()
         while True:
-            line = self.rfile.readline(1024).split(b";")[0].strip() or b"0"
-            try:
-                size = int(line, 16)
-            except ValueError:
-                raise BodyTooLarge(f"chunk size {line[:20]!r} is not hexadecimal") from None
+            line = self.rfile.readline(1026)
+            if not line.endswith(b"\n"):
+                raise BadBodyFraming("a chunk-size line is unterminated or longer than 1024 bytes")
+            size_text = line.split(b";", 1)[0].strip(b" \t\r\n")  # a chunk extension is ignored
+            if not _CHUNK_SIZE.fullmatch(size_text):
+                raise BadBodyFraming(f"chunk size {size_text[:20]!r} is not a hexadecimal number")
+            size = int(size_text, 16)
             if size == 0:
-                while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-                return bytes(body)
-            if len(body) + size > MAX_REQUEST_BODY:
-                raise BodyTooLarge(f"request body over {MAX_REQUEST_BODY} bytes")
-            body += self.rfile.read(size)
-            self.rfile.readline(1024)
+                for _ in range(_MAX_TRAILER_LINES + 1):
+                    if self.rfile.readline(65537) in (b"\r\n", b"\n", b""):
+                        return bytes(body)  # the trailers' end
+                raise BadBodyFraming(f"more than {_MAX_TRAILER_LINES} trailer lines")
+            if len(body) + size > limit:
+                raise BodyTooLarge(f"request body over {limit} bytes")
+            data = self.rfile.read(size)
+            if len(data) < size:
+                raise BadBodyFraming("the body ended inside a chunk")
+            body += data
+            if self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                raise BadBodyFraming("a chunk is longer than its size")
 
     def peer_closed(self) -> bool:
         """True when the client has closed its side: it will never read this answer."""

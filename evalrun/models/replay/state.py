@@ -12,6 +12,7 @@ or advised for deletion; other evals sharing the folder are left alone.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,8 +114,10 @@ class EvalState:
         self.usd = 0.0
         self.unpriced_calls = 0
         self.unpriced_models: set[str] = set()
-        # Calls answered whose counting, or fixture, is not done yet: a report waits for them.
-        self.pending = 0
+        # Calls answered (or being answered) whose counting, or fixture, is not done yet: a report
+        # waits for them. Each is kept with what it is, so a wait that runs out can name it.
+        self.pending: dict[int, str] = {}
+        self._pending_ids = itertools.count(1)
         self.settled = threading.Condition(self.lock)
 
     def unplayed(self, mode: str) -> list[str]:
@@ -138,19 +141,27 @@ class EvalState:
             self.next_index[session] = index
             return index
 
-    def begin_pending(self) -> None:
-        """A call is answered (or about to be) and its counting or fixture writing is still to come."""
-        with self.lock:
-            self.pending += 1
+    def begin_pending(self, what: str) -> int:
+        """A call is answered (or about to be) and its counting or fixture writing is still to come.
 
-    def end_pending(self) -> None:
+        ``what`` names it (a fixture file, a call) for the message if a report's wait runs out.
+        Return the ticket to give ``end_pending``.
+        """
         with self.lock:
-            self.pending -= 1
+            ticket = next(self._pending_ids)
+            self.pending[ticket] = what
+            return ticket
+
+    def end_pending(self, ticket: int) -> None:
+        with self.lock:
+            del self.pending[ticket]
             self.settled.notify_all()
 
-    def wait_settled(self, timeout: float) -> None:
-        """Wait until every call answered so far is counted and its fixture written (call with ``lock`` held)."""
-        self.settled.wait_for(lambda: self.pending == 0, timeout=timeout)
+    def wait_settled(self, timeout: float) -> list[str]:
+        """Wait until every call answered so far is counted and its fixture written (call with ``lock`` held);
+        return what is still unfinished when ``timeout`` ran out (nothing once settled)."""
+        self.settled.wait_for(lambda: not self.pending, timeout=timeout)
+        return sorted(self.pending.values())
 
     def count(
         self, key: tuple[str, int] | None, provider: str, usage: CallUsage, session: str = "",

@@ -1,0 +1,246 @@
+"""``evalrun bites [TIER]``: run each bite in a clean copy of the checkout and report caught or not.
+
+Each bite gets its own export (``git archive HEAD``, plus uncommitted tracked
+changes with ``--worktree``), so bites never touch the working tree and never
+see each other. The bite is laid on the export, then the eval runs there
+exactly as its tier runs it (``evalrun.pipeline.collect``: probes, services,
+the replay proxy in t2, no key), quietly; its result is judged by
+``evalrun.bites.judge_bite``. ``--jobs N`` runs N bites at once, ``--shard
+I/N`` a share of them. The bites' results are a results file of their own
+(``.evalrun/results/bites-<tier>.json``), and JUnit, Markdown and HTML when
+asked; they are not compared with the baseline and not written to the history.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from evalrun import __version__
+from evalrun.bites import (
+    BROKEN, CAUGHT, NOT_CAUGHT, BiteNotApplied, BiteRun, apply_bite, bites_exit_code, describe_bite, judge_bite,
+    outcome_of, plan_bites, select_bite_shard,
+)
+from evalrun.errors import EvalrunError, ExitCode, UsageError
+from evalrun.manifest import TIERS
+from evalrun.pipeline import Outputs, RunRequest, check_writable, collect, load, write
+from evalrun.plan import Plan, make_plan
+from evalrun.reports_out.terminal import Console
+from evalrun.results import EvalResult, RunResults, redact_result
+from evalrun.secrets import run_secrets
+from evalrun.verdict import VERDICT_WORDS
+
+
+@dataclass(frozen=True)
+class BitesRequest:
+    manifest_path: Path
+    tier: str | None = None  # None: t1 and t2
+    evals: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    jobs: int = 0
+    shard: str | None = None
+    worktree: bool = False
+    json_path: Path | None = None
+    junit_path: Path | None = None
+    markdown_path: Path | None = None
+    html_path: Path | None = None
+
+
+def run_bites(request: BitesRequest, console: Console, environ: Mapping[str, str]) -> int:
+    manifest = load(request.manifest_path)
+    if request.tier is not None and request.tier not in TIERS:
+        raise UsageError(f"bites {request.tier}: unknown tier; use one of {', '.join(TIERS)}")
+    tiers = [request.tier] if request.tier else [t for t in ("t1", "t2") if t in manifest.tiers]
+    outputs_given = any(p is not None for p in (request.json_path, request.junit_path, request.markdown_path,
+                                                request.html_path))
+    if len(tiers) > 1 and outputs_given:
+        raise UsageError("bites: --json, --junit, --markdown and --html write one tier's bites; name it: evalrun bites t2 ...")
+    shard = None
+    if request.shard:
+        from evalrun.selection.shards import parse_shard
+
+        parsed = parse_shard(request.shard)
+        shard = (parsed.index, parsed.total)
+    codes = []
+    for tier in tiers:
+        plan = make_plan(manifest, tier, request.evals, request.tags)
+        runs = plan_bites(plan.evals)
+        if shard is not None:
+            runs = select_bite_shard(runs, shard)
+        outputs = Outputs(
+            results=check_writable(request.json_path or _default_path(manifest.root, tier, request.shard), "--json"),
+            junit=check_writable(request.junit_path, "--junit") if request.junit_path else None,
+            markdown=check_writable(request.markdown_path, "--markdown") if request.markdown_path else None,
+            html=check_writable(request.html_path, "--html") if request.html_path else None,
+        )
+        codes.append(_run_tier_bites(manifest, plan, runs, tier, request, outputs, console, environ))
+    return int(_worst(codes))
+
+
+def _default_path(root: Path, tier: str, shard: str | None) -> Path:
+    folder = root / ".evalrun" / "results"
+    if shard:
+        index, _, total = shard.replace(" ", "").partition("/")
+        return folder / f"bites-{tier}.shard-{index}-of-{total}.json"
+    return folder / f"bites-{tier}.json"
+
+
+def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, request: BitesRequest,  # noqa: ANN001
+                    outputs: Outputs, console: Console, environ: Mapping[str, str]) -> int:
+    started = _now()
+    source = "HEAD plus uncommitted changes" if request.worktree else "HEAD"
+    if tier == "t3":
+        console.warn("bites t3: every bite makes live model calls, within the tier's budget")
+    console.line(f"bites of {tier}: {len(runs)} bite{'s' if len(runs) != 1 else ''}, each on a clean copy of {source}")
+    secrets = run_secrets(environ, manifest.models.key_vars)
+    results: dict[str, EvalResult] = {}
+    interrupted = False
+    jobs = request.jobs or min(4, os.cpu_count() or 1)
+
+    def one(run: BiteRun) -> EvalResult:
+        result = redact_result(_run_one(run, tier, request, environ), secrets)
+        _show(console, result)
+        return result
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="bite")
+    try:
+        futures = {run.name: pool.submit(one, run) for run in runs}
+        for name, future in futures.items():
+            results[name] = future.result()
+    except KeyboardInterrupt:
+        interrupted = True
+        for future in futures.values():
+            future.cancel()
+        console.warn("interrupted: waiting for the bites already running to stop")
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if interrupted:
+        for run in runs:
+            if run.name not in results:
+                results[run.name] = judge_bite(run, EvalResult(name=run.planned.name, tier=tier, dir=run.planned.spec.dir,
+                                                               status="interrupted", message="interrupted"))
+    ordered = [results[r.name] for r in runs]
+    code = bites_exit_code(ordered, interrupted)
+    judged = RunResults(
+        evalrun_version=__version__, tier=tier, manifest=str(manifest.path), started_at=started, finished_at=_now(),
+        interrupted=interrupted,
+        selection={**plan.filters, "filtered_out": plan.filtered_out, "bites": [r.name for r in runs],
+                   **({"shard": [request.shard]} if request.shard else {})},
+        evals=ordered, exit_code=int(code),
+    )
+    write(judged, outputs, console, environ)
+    _report(judged, tier, console, outputs)
+    if outputs.html is not None:
+        _write_html(judged, manifest, outputs.html, console, environ)
+    return int(code)
+
+
+def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[str, str]) -> EvalResult:
+    """The eval under one bite, in its own clean copy; every problem becomes a "broken" result."""
+    from evalrun.selection.checkout import clean_checkout
+
+    try:
+        with clean_checkout(request.manifest_path, request.worktree) as exported:
+            inner = load(exported)
+            spec = next((s for s in inner.evals if s.name == run.planned.spec.name), None)
+            if spec is None:
+                return judge_bite(run, None, f"the clean copy's manifest has no eval {run.planned.spec.name}; commit it")
+            bite = next((b for b in spec.bites if b.name == run.bite.name), None)
+            if bite is None:
+                return judge_bite(run, None, f"the clean copy's manifest has no bite {run.bite.name}; commit it")
+            run = BiteRun(run.planned, bite)  # judged by the clean copy's own bite: what was committed
+            eval_dir = inner.eval_dir(spec)
+            try:
+                apply_bite(bite, eval_dir, _top_of(exported, request.manifest_path))
+            except BiteNotApplied as exc:
+                return judge_bite(run, None, str(exc))
+            bitten = spec.model_copy(update={"env": {**spec.env, **bite.env}})
+            cell = next(p for p in make_plan(inner, tier, [run.planned.name], []).evals if p.name == run.planned.name)
+            planned = replace(cell, spec=bitten)
+            plan = Plan(manifest=inner, tier=tier, evals=[planned])
+            quiet = Console(stream=io.StringIO(), env={})
+            inner_request = RunRequest(manifest_path=exported, tier=tier, evals=[run.planned.name], jobs=1)
+            collected = collect(plan, inner_request, quiet, environ)
+    except EvalrunError as exc:  # a clean copy that cannot be made, a manifest the export breaks
+        return judge_bite(run, None, str(exc))
+    if collected.interrupted:
+        raise KeyboardInterrupt
+    found = [r for r in collected.evals if r.name == run.planned.name]
+    return judge_bite(run, found[0] if found else None, "the eval left no result")
+
+
+def _top_of(exported_manifest: Path, manifest_path: Path) -> Path:
+    """The export's top folder: as many levels above the exported manifest as the manifest is below the repository's top."""
+    from evalrun.selection.checkout import repo_toplevel
+
+    top = repo_toplevel(manifest_path.resolve(), "bites")
+    depth = len(manifest_path.resolve().relative_to(top).parts)
+    folder = exported_manifest
+    for _ in range(depth):
+        folder = folder.parent
+    return folder
+
+
+_WORDS = {CAUGHT: ("CAUGHT", "green"), NOT_CAUGHT: ("NOT CAUGHT", "bold red"), BROKEN: ("BROKEN", "red")}
+
+
+def _show(console: Console, result: EvalResult) -> None:
+    outcome = outcome_of(result)
+    word, style = _WORDS.get(outcome, (outcome.upper(), "yellow"))
+    console.line(f"{word:<11} {result.name}  {result.message or ''}", style)
+
+
+def _report(results: RunResults, tier: str, console: Console, outputs: Outputs) -> None:
+    console.line("")
+    counts = {k: sum(outcome_of(r) == k for r in results.evals) for k in (CAUGHT, NOT_CAUGHT, BROKEN)}
+    other = len(results.evals) - sum(counts.values())
+    for r in results.evals:
+        if outcome_of(r) == NOT_CAUGHT:
+            for check in r.checks:
+                if not check.passed:
+                    console.line(f"not caught: {r.metrics.get('eval')}: check \"{check.name}\" passed with "
+                                 f"{r.metrics.get('breaks')}: it cannot fail this way", "red")
+    console.line(f"{counts[CAUGHT]} caught, {counts[NOT_CAUGHT]} not caught, {counts[BROKEN]} broken"
+                 + (f", {other} not run" if other else ""))
+    code = results.exit_code or 0
+    words = "every bite caught" if code == 0 else VERDICT_WORDS.get(ExitCode(code), "")
+    if code == ExitCode.REGRESSED:
+        words = "a check cannot fail"
+    console.line(f"evalrun bites {tier}: {words} (exit {code})", "green" if code == 0 else "bold red")
+    console.line(f"results: {outputs.results}")
+    for label, path in (("junit", outputs.junit), ("markdown", outputs.markdown)):
+        if path is not None:
+            console.line(f"{label}: {path}")
+
+
+def _write_html(results: RunResults, manifest, path: Path, console: Console, environ: Mapping[str, str]) -> None:  # noqa: ANN001
+    from evalrun.history.records import GitInfo, make_record, secrets_of
+    from evalrun.reports_out.html import write_html_report
+
+    try:
+        record = make_record(results, GitInfo(), "bites", secrets_of(environ, manifest.models.key_vars))
+        write_html_report(path, [record], [f"bites of {results.tier}: each row is one bite, caught when its checks failed"])
+    except OSError as exc:
+        console.warn(f"html report not written: {path}: {exc.strerror or exc}")
+        return
+    console.line(f"html: {path}")
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _worst(codes: list[int]) -> int:
+    """One exit code for several tiers, in DESIGN.md's order: 130, 1, 3, 4, 5, then 0."""
+    for code in (ExitCode.INTERRUPTED, ExitCode.FAILED, ExitCode.REGRESSED, ExitCode.UNCHECKED):
+        if code in codes:
+            return int(code)
+    if codes and all(c == ExitCode.NOTHING_SELECTED for c in codes):
+        return int(ExitCode.NOTHING_SELECTED)
+    return int(ExitCode.OK)
