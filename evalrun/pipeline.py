@@ -135,7 +135,10 @@ def deliver(
     judged: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
     *, source: str, verbose: bool = False,
 ) -> int:
-    """Write, record, report (and the HTML page); the exit code. Interrupted here: 130, and the results file says so."""
+    """Write, record, report (and the HTML page); the exit code. Interrupted here: 130, and the results file says so.
+
+    ``verbose``: the report prints the output tail of every failing eval (``-v``).
+    """
     try:
         with _sigterm_as_interrupt():
             write(judged, outputs, console, environ)

@@ -157,9 +157,12 @@ def _answer(body: Any, stream: list[str]) -> dict[str, Any]:
     if isinstance(body, dict):
         if isinstance(body.get("error"), dict):
             return {"error": _cut(str(body["error"].get("message", "")))}
+        if body.get("error"):
+            return {"error": _cut(str(body["error"]))}
         choices = body.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-            message = choices[0].get("message") or {}
+            message = choices[0].get("message")
+            message = message if isinstance(message, dict) else {}
             out: dict[str, Any] = {"answer": _cut(_text_of(message.get("content")))}
             if message.get("tool_calls"):
                 out["tool_calls"] = _tool_calls(message["tool_calls"])
@@ -167,7 +170,7 @@ def _answer(body: Any, stream: list[str]) -> dict[str, Any]:
             return out
         content = body.get("content")
         if isinstance(content, list):  # Anthropic Messages
-            text = "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+            text = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
             calls = [{"name": str(p.get("name", "")), "arguments": _args(p.get("input"))}
                      for p in content if isinstance(p, dict) and p.get("type") == "tool_use"][:MAX_TOOL_CALLS]
             return {"answer": _cut(text), **({"tool_calls": calls} if calls else {}), "finish": body.get("stop_reason")}
@@ -196,16 +199,21 @@ def _streamed_answer(stream: list[str]) -> dict[str, Any]:
                 continue
             if not isinstance(event, dict):
                 continue
-            for choice in event.get("choices") or []:
+            choices = event.get("choices")
+            for choice in choices if isinstance(choices, list) else []:
                 if not isinstance(choice, dict):
                     continue
-                delta = choice.get("delta") or {}
+                delta = choice.get("delta")
+                delta = delta if isinstance(delta, dict) else {}
                 if isinstance(delta.get("content"), str):
                     text.append(delta["content"])
-                for call in delta.get("tool_calls") or []:
+                tool_deltas = delta.get("tool_calls")
+                for call in tool_deltas if isinstance(tool_deltas, list) else []:
                     if isinstance(call, dict):
-                        slot = calls.setdefault(int(call.get("index", 0) or 0), {"name": "", "arguments": ""})
-                        function = call.get("function") or {}
+                        index = call.get("index")
+                        slot = calls.setdefault(index if isinstance(index, int) else 0, {"name": "", "arguments": ""})
+                        function = call.get("function")
+                        function = function if isinstance(function, dict) else {}
                         slot["name"] += str(function.get("name") or "")
                         slot["arguments"] += str(function.get("arguments") or "")
                 finish = choice.get("finish_reason") or finish

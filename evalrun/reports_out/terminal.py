@@ -330,8 +330,8 @@ def output_tails(results: Sequence[EvalResult], lines: int = TAIL_LINES) -> list
 
 
 def visible(line: str) -> str:
-    """Control characters shown as ``\\xNN`` (until the shared neutraliser of text.py covers this output)."""
-    return "".join(ch if ch == "\t" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in line)
+    """Scorer output shown as one safe line: the one neutraliser every output takes (``evalrun.text.neutralise``)."""
+    return neutralise(line)
 
 
 def _counts(result: EvalResult) -> str:
