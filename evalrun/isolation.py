@@ -34,6 +34,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -141,10 +142,13 @@ def run_isolated(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple
             pass
     read_end, write_end = os.pipe()
     parent = os.getpid()
+    # Only the main thread can forward signals; from another (a bite's worker) the child stays in
+    # evalrun's process group, where a terminal's Ctrl-C reaches it directly.
+    forwards = threading.current_thread() is threading.main_thread()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_end)
-        _child(body, on_entered, write_end, parent)
+        _child(body, on_entered, write_end, parent, own_group=forwards)
     os.close(write_end)
     with _forwarding(pid):
         try:
@@ -165,14 +169,15 @@ def run_isolated(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple
     return True, value, None
 
 
-def _child(body: Callable[[], Any], on_entered: Callable[[], None], fd: int, parent: int) -> None:
+def _child(body: Callable[[], Any], on_entered: Callable[[], None], fd: int, parent: int, own_group: bool) -> None:
     code = 0
     try:
         _die_with(parent)
-        try:
-            os.setpgid(0, 0)  # the parent forwards signals: a terminal's Ctrl-C reaches this process once
-        except OSError:
-            pass
+        if own_group:
+            try:
+                os.setpgid(0, 0)  # the parent forwards signals: a terminal's Ctrl-C reaches this process once
+            except OSError:
+                pass
         why = enter_loopback_namespace()
         status = b"ok" if why is None else why.encode("utf-8", "replace")[:4000]
         _write_all(fd, len(status).to_bytes(4, "big") + status)
