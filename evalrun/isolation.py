@@ -163,6 +163,8 @@ def run_isolated(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple
     try:
         kind, value = pickle.loads(rest)
     except Exception as exc:  # noqa: BLE001 - a child killed half-way: a truncated pickle raises many kinds
+        if code > 0 and os.WIFSIGNALED(code):
+            _die_like(os.WTERMSIG(code))  # the child was the run: its death by a signal is evalrun's
         raise RuntimeError(f"the isolated run ended without its results (wait status {code}: {exc})") from None
     if kind == "raise":
         raise value
@@ -202,6 +204,20 @@ def _child(body: Callable[[], Any], on_entered: Callable[[], None], fd: int, par
             except (OSError, ValueError):
                 pass
         os._exit(code)
+
+
+def _die_like(signum: int) -> None:
+    """End this process by ``signum``, as the isolated child ended: a SIGKILLed run reads as one, isolated or not."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        signal.signal(signum, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), signum)
 
 
 def _write_all(fd: int, data: bytes) -> None:
