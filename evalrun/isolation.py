@@ -34,6 +34,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -141,10 +142,13 @@ def run_isolated(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple
             pass
     read_end, write_end = os.pipe()
     parent = os.getpid()
+    # Only the main thread can forward signals; from another (a bite's worker) the child stays in
+    # evalrun's process group, where a terminal's Ctrl-C reaches it directly.
+    forwards = threading.current_thread() is threading.main_thread()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_end)
-        _child(body, on_entered, write_end, parent)
+        _child(body, on_entered, write_end, parent, own_group=forwards)
     os.close(write_end)
     with _forwarding(pid):
         try:
@@ -159,20 +163,23 @@ def run_isolated(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple
     try:
         kind, value = pickle.loads(rest)
     except Exception as exc:  # noqa: BLE001 - a child killed half-way: a truncated pickle raises many kinds
+        if code > 0 and os.WIFSIGNALED(code):
+            _die_like(os.WTERMSIG(code))  # the child was the run: its death by a signal is evalrun's
         raise RuntimeError(f"the isolated run ended without its results (wait status {code}: {exc})") from None
     if kind == "raise":
         raise value
     return True, value, None
 
 
-def _child(body: Callable[[], Any], on_entered: Callable[[], None], fd: int, parent: int) -> None:
+def _child(body: Callable[[], Any], on_entered: Callable[[], None], fd: int, parent: int, own_group: bool) -> None:
     code = 0
     try:
         _die_with(parent)
-        try:
-            os.setpgid(0, 0)  # the parent forwards signals: a terminal's Ctrl-C reaches this process once
-        except OSError:
-            pass
+        if own_group:
+            try:
+                os.setpgid(0, 0)  # the parent forwards signals: a terminal's Ctrl-C reaches this process once
+            except OSError:
+                pass
         why = enter_loopback_namespace()
         status = b"ok" if why is None else why.encode("utf-8", "replace")[:4000]
         _write_all(fd, len(status).to_bytes(4, "big") + status)
@@ -197,6 +204,20 @@ def _child(body: Callable[[], Any], on_entered: Callable[[], None], fd: int, par
             except (OSError, ValueError):
                 pass
         os._exit(code)
+
+
+def _die_like(signum: int) -> None:
+    """End this process by ``signum``, as the isolated child ended: a SIGKILLed run reads as one, isolated or not."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        signal.signal(signum, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), signum)
 
 
 def _write_all(fd: int, data: bytes) -> None:

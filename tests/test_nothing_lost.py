@@ -100,7 +100,9 @@ def test_two_concurrent_filtered_updates_both_land(project, tmp_path: Path) -> N
     assert [p.returncode for p in procs] == [0, 0], outputs
     assert all("wrote " in out for out in outputs), outputs
     baseline = tomllib.loads((proj.root / "baselines" / "t1.toml").read_text())
+    settings = baseline.pop("/settings")  # each eval's gate settings (docs/gate-settings.md) land too
     assert baseline == {"a": {"met the other update": 1}, "b": {"met the other update": 1}}
+    assert set(settings) == {"a", "b"}
 
 
 def test_what_is_not_a_file_is_written_into_never_replaced(tmp_path: Path) -> None:
