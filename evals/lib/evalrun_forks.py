@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -110,7 +111,12 @@ class Zygote:
         if pending.done.wait(limit_s):
             return self._result(pending)
         # Past the limit: stopped as evalrun stops a scorer, SIGTERM (evalrun then stops its own
-        # scorers) and SIGKILL after a grace. The zygote reports the pid right after the fork.
+        # scorers) and SIGKILL after a grace. The zygote reports the pid right after the fork; on a
+        # loaded machine that report can come after the limit, so it is waited for (a run never
+        # signalled would never end, and the zygote waits for its children when it closes).
+        reported = time.monotonic() + STOP_GRACE_S
+        while pending.pid is None and not pending.done.is_set() and time.monotonic() < reported:
+            time.sleep(0.02)
         if pending.pid is not None:
             _signal_group(pending.pid, signal.SIGTERM)
             if not pending.done.wait(STOP_GRACE_S):
