@@ -170,7 +170,7 @@ def test_verbose_prints_the_output_tail_of_each_failing_eval_only(project):
     shown = lines[header + 1 : header + 12]
     assert "  | Traceback (most recent call last):" in shown, shown
     assert any(ln.startswith("  |") and "KeyError: 'max_urgency'" in ln for ln in shown), shown
-    assert "  | ::error::not a workflow command \\x1b[2J" in shown  # indented, the escape shown, not sent
+    assert "  | \\x3a:error::not a workflow command \\x1b[2J" in shown  # indented, defused, the escape shown, not sent
     assert not any(ln.startswith("::error::") for ln in lines)
     assert "fine output" not in loud.out  # a passing eval's output stays out
     assert proj.run("t1", "--verbose").out.count("--- triage: output tail") == 1
