@@ -419,7 +419,7 @@ def _where(data: Any, loc: tuple[Any, ...]) -> str:
 
 
 _MESSAGES = {
-    "extra_forbidden": "unknown key; check its spelling against the manifest reference in the README",
+    "extra_forbidden": "unknown key; check its spelling against the manifest reference (docs/manifest.md)",
     "missing": "required key is missing",
     "greater_than": "must be > {gt}",
     "greater_than_equal": "must be >= {ge}",
