@@ -172,20 +172,29 @@ def corrected_rate(
 
     ``sensitivity`` is (passes the judge gave, of the anchors people passed),
     ``specificity`` (fails the judge gave, of the anchors people failed). The
-    estimate (p + Sp - 1) / (Se + Sp - 1) is clipped to [0, 1]; its variance
-    adds the three binomial sources (Greenland 1996's delta method). ``None``
-    when the judge is no better than a coin on these anchors (Se + Sp <= 1) or
-    a count is empty.
+    estimate (p + Sp - 1) / (Se + Sp - 1) is clipped to [0, 1]. The interval
+    takes the Wilson interval of each of the three rates and the extremes of
+    the estimate over them (it is monotone in each rate), so it stays honest
+    where a delta-method interval collapses to a point (every check passed, a
+    judge without errors on few anchors); an interval box in which the judge
+    could be no better than chance gives (0, 1) on that side. ``None`` when the
+    judge is no better than a coin on these anchors (Se + Sp <= 1) or a count is empty.
     """
     (se_hits, se_n), (sp_hits, sp_n) = sensitivity, specificity
     if n == 0 or se_n == 0 or sp_n == 0:
         return None
     p, se, sp = passes / n, se_hits / se_n, sp_hits / sp_n
-    youden = se + sp - 1
-    if youden <= 0:
+    if se + sp - 1 <= 0:
         return None
-    theta = (p + sp - 1) / youden
-    variance = (p * (1 - p) / n + theta**2 * se * (1 - se) / se_n + (1 - theta) ** 2 * sp * (1 - sp) / sp_n) / youden**2
-    spread = z * math.sqrt(max(variance, 0.0))
     clip = lambda x: min(1.0, max(0.0, x))  # noqa: E731
-    return (clip(theta), clip(theta - spread), clip(theta + spread))
+    theta = clip((p + sp - 1) / (se + sp - 1))
+    ranges = (wilson_interval(passes, n, z), wilson_interval(se_hits, se_n, z), wilson_interval(sp_hits, sp_n, z))
+    corners = []
+    for p_ in ranges[0]:
+        for se_ in ranges[1]:
+            for sp_ in ranges[2]:
+                youden = se_ + sp_ - 1
+                if youden <= 0:
+                    return (theta, 0.0, 1.0)
+                corners.append(clip((p_ + sp_ - 1) / youden))
+    return (theta, min(min(corners), theta), max(max(corners), theta))

@@ -131,13 +131,32 @@ def test_corrected_rate_inverts_a_known_judge() -> None:
     # 0.9 * 6/7 + 0.2 * 1/7 = 5.6/7 = 0.8
     estimate, low, high = corrected_rate(80, 100, (45, 50), (40, 50))
     assert estimate == pytest.approx(6 / 7, abs=1e-12)
-    assert low < estimate < high <= 1.0
+    assert 0.0 <= low < estimate < high <= 1.0
+    # a judge without errors corrects nothing, and its interval is at least the observed rate's own
     perfect = corrected_rate(80, 100, (50, 50), (50, 50))
-    assert perfect[0] == pytest.approx(0.8) and perfect[1:] == pytest.approx(
-        (0.8 - 1.959963984540054 * math.sqrt(0.16 / 100), 0.8 + 1.959963984540054 * math.sqrt(0.16 / 100))
-    )
+    wilson = scipy_stats.binomtest(80, 100).proportion_ci(method="wilson")
+    assert perfect[0] == pytest.approx(0.8) and perfect[1] <= wilson.low + 1e-9 and perfect[2] >= wilson.high - 1e-9
     assert corrected_rate(80, 100, (25, 50), (25, 50)) is None  # a coin: nothing to correct with
     assert corrected_rate(0, 0, (1, 1), (1, 1)) is None
+
+
+def test_corrected_rate_keeps_an_interval_where_every_rate_is_extreme() -> None:
+    # every judged check passed and the judge erred on no anchor: the delta method would say [1, 1]
+    estimate, low, high = corrected_rate(2, 2, (5, 5), (4, 4))
+    assert estimate == 1.0 and high == 1.0 and low < 0.6
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 60).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+       st.integers(1, 30).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+       st.integers(1, 30).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_corrected_rate_interval_holds_its_estimate(judged, se, sp) -> None:
+    out = corrected_rate(judged[0], judged[1], se, sp)
+    if se[0] / se[1] + sp[0] / sp[1] <= 1:
+        assert out is None
+        return
+    estimate, low, high = out
+    assert 0.0 <= low <= estimate <= high <= 1.0
 
 
 # --- the three verdicts --------------------------------------------------------------------
