@@ -139,6 +139,10 @@ def trend_charts(runs: list[RunRecord]) -> list[Chart]:
 
 
 PAGE_CALL_CHARS = 1_000_000  # characters of model-call text on one page; the rest: evalrun show EVAL
+# The page's bound, whatever the history holds: check rows in the trend table and in the latest run
+# (failing and flipping ones first), and the characters of a check name shown (the rest: the results file).
+PAGE_CHECK_ROWS = 2_000
+NAME_SHOWN = 200
 FOLD_CHARS = 300  # a longer text is folded (<details>), its first line showing
 
 
@@ -197,7 +201,12 @@ def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
         notes.append(f"{len(partial)} of the {len(runs)} runs {'was' if len(partial) == 1 else 'were'} filtered "
                      f"({', '.join(sorted({f for r in partial for f in r.filters})[:5])}): left out of the trends")
     series = ordered_for_attention(check_series(runs))
+    if len(series) > PAGE_CHECK_ROWS:
+        notes.append(f"{len(series):,} checks in these runs: the {PAGE_CHECK_ROWS:,} that need attention first are shown "
+                     f"(failing and flipping ones first); every check is in evalrun history --check and the results files")
+        series = series[:PAGE_CHECK_ROWS]
     rows = [{"s": s, "strip": make_strip(s), "since": last_failure(s)} for s in series]
+    shown_checks, hidden_checks = _latest_checks(latest.evals, PAGE_CHECK_ROWS)
     code = latest.exit_code
     try:
         words = VERDICT_WORDS.get(ExitCode(code), "") if code is not None else "no exit code recorded"
@@ -208,8 +217,26 @@ def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
                                                                        or r["s"].flaky or r["s"].failing],
         charts=trend_charts(whole), trend_runs=len(whole), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, left=LEFT,
         notes=notes, cell=CELL, calls=call_views(latest.evals), fold=FOLD_CHARS,
-        unchecked=[e for e in latest.evals if e.unchecked],
+        unchecked=[e for e in latest.evals if e.unchecked], shown_checks=shown_checks, hidden_checks=hidden_checks,
     )
+
+
+def _latest_checks(evals: list[Any], budget: int) -> tuple[dict[str, list[Any]], dict[str, int]]:
+    """Each eval's checks the page lists (failed ones first, ``budget`` on the whole page), and how many it leaves out."""
+    shown: dict[str, list[Any]] = {}
+    hidden: dict[str, int] = {}
+    for e in evals:
+        ordered = sorted(e.checks, key=lambda c: c.passed)  # stable: failed first, in report order
+        shown[e.name] = ordered[:budget]
+        hidden[e.name] = len(ordered) - len(shown[e.name])
+        budget = max(0, budget - len(shown[e.name]))
+    return shown, hidden
+
+
+def short_name(text: Any) -> str:
+    """A check or eval name as the page shows it: cut at ``NAME_SHOWN`` characters, saying so."""
+    text = str(text)
+    return text if len(text) <= NAME_SHOWN else text[: NAME_SHOWN - 1] + "…"
 
 
 @functools.cache
@@ -219,6 +246,7 @@ def _template() -> Any:
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_neutralised,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["short"] = short_name
     return env.get_template("report.html")
 
 
