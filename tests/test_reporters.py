@@ -275,7 +275,8 @@ def test_markdown_failures_regressions_skips_and_stale() -> None:
     assert "### Baseline regressions (`baselines/t2.toml`)" in text
     assert 'check "gone check" vanished' in html.replace("&quot;", '"')
     assert "<strong>needs-key</strong>: skipped: env OPENAI_API_KEY is not set" in html
-    assert "Not compared with the baseline (filtered out or not run): needs-key, spent" in text
+    assert "Not compared with the baseline:\n- needs-key was skipped (env OPENAI\\_API\\_KEY is not set)\n" in text
+    assert "- spent was stopped by the model budget (model budget of 100 calls exhausted)" in text
     assert "### Stale baseline (`baselines/t2.toml`)" in text
     assert "Record these with `evalrun baseline --update t2` and commit `baselines/t2.toml`." in text
 

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
+from evalrun.baseline import format_comparison
 from evalrun.reports_out.matrix import markdown_lines, side_by_side
 from evalrun.text import neutralise, one_line, truncate
 from evalrun.reports_out.describe import describe_unchecked, describe_verdict, update_hint
@@ -211,9 +212,11 @@ def _unchecked(results: RunResults) -> list[str]:
     if unchecked:
         parts.append("\n".join(f"- **{_md(r.name)}**: {_md(one_line(describe_unchecked(r)))}" for r in unchecked))
         parts.append("A skip is never a pass: meet the requirement, or run the tier where it is met.")
-    if not_compared:
-        names = ", ".join(_md(name) for name in not_compared)
-        parts.append(f"Not compared with the baseline (filtered out or not run): {names}")
+    if not_compared and results.baseline is not None:
+        # The terminal's lines, each with its reason (crashed, skipped, left out by -e/-x ...).
+        why = [line.removeprefix("not compared: ") for line in format_comparison(
+            results.baseline, results.evals, selection=results.selection) if line.startswith("not compared: ")]
+        parts.append("Not compared with the baseline:\n" + "\n".join(f"- {_md(line)}" for line in why))
     return parts
 
 
