@@ -184,6 +184,7 @@ def test_the_own_t2_passes_isolated_embedded_postgres_and_the_replay_proxy_insid
     results = json.loads(out.read_text())
     assert {e["name"]: e["status"] for e in results["evals"]} == {
         "rls-isolation": "passed", "agent-tools[mini]": "passed", "agent-tools[nano]": "passed",
+        "judge-anchors": "passed",
     }
     assert "model calls: replay through http://127.0.0.1:" in proc.stdout
 
