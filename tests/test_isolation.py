@@ -224,13 +224,52 @@ needs_nobody_python = pytest.mark.skipif(
 )
 
 
-def _as_nobody(root: Path, no_user_namespaces: bool, *args: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def nobody_site() -> Iterator[Path]:
+    """evalrun and the packages an ``evalrun t1`` imports, copied where uid 65534 can read them.
+
+    The checkout and the virtual environment may sit under a folder only root may enter (a
+    ``mktemp -d`` of mode 700, as CI's are): the user the test becomes could import neither.
+    Which packages: the ones a real ``evalrun t1`` of a tiny project imports (``-X importtime``).
+    """
+    import importlib.util
     import site
 
+    folder = Path(tempfile.mkdtemp(prefix="isolation-site-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        probe = folder / "probe"
+        _write(probe, {"manifest.toml": '[[evals]]\nname = "p"\ntier = "t1"\ndir = "e"\nrun = ["python", "s.py"]\n',
+                       "e/s.py": "from evalrun import scorer\nwith scorer.check('c') as c:\n    c.true(True)\n"})
+        run = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalrun", "t1"], cwd=probe, capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+        names = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in run.stderr.splitlines() if "|" in line}
+        sites = [Path(p).resolve() for p in site.getsitepackages()]
+        (folder / "lib").mkdir()
+        for name in sorted(n for n in names if not n.startswith("__editable__")):
+            spec = importlib.util.find_spec(name) if name.isidentifier() else None
+            origin = Path(spec.origin).resolve() if spec is not None and spec.origin not in (None, "built-in", "frozen") else None
+            if origin is None or not any(origin.is_relative_to(s) for s in sites):
+                continue
+            source = origin.parent if origin.name == "__init__.py" or origin.parent.name == name else origin
+            target = folder / "lib" / source.name
+            if not target.exists():
+                (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
+        shutil.copytree(REPO / "evalrun", folder / "lib" / "evalrun", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for path in (folder / "lib").rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644 | (path.stat().st_mode & 0o111))
+        (folder / "lib").chmod(0o755)
+        yield folder / "lib"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _as_nobody(root: Path, site_dir: Path, no_user_namespaces: bool, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
     env.update({"HOME": str(root), "NO_COLOR": "1", "TMPDIR": str(root)})
-    # This checkout and the environment's packages, for an interpreter outside the virtual environment.
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *site.getsitepackages()])
+    # evalrun and its packages, copied where the user can read them, for an interpreter outside the venv.
+    env["PYTHONPATH"] = str(site_dir)
     env.pop("CI", None)
     flag = ["--no-user-namespaces"] if no_user_namespaces else []
     return subprocess.run([sys.executable, str(DROP), *flag, "--", str(NOBODY_PYTHON), "-m", "evalrun", *args],
@@ -252,9 +291,9 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 @needs_root
 @needs_nobody_python
-def test_without_permission_the_run_falls_back_and_says_why(open_project: Path, host_listener: int) -> None:
+def test_without_permission_the_run_falls_back_and_says_why(open_project: Path, host_listener: int, nobody_site: Path) -> None:
     _write(open_project, {"manifest.toml": _nobody_manifest(host_listener), "e/score.py": REACH_SCORER})
-    proc = _as_nobody(open_project, True, "t1")
+    proc = _as_nobody(open_project, nobody_site, True, "t1")
     assert proc.returncode == 0, proc.stdout + proc.stderr  # not isolated: the host listener is reached
     assert ("network: not isolated: uid 65534 cannot create a network namespace: unshare: No space left on device; "
             "user namespaces are limited to 0 here (user.max_user_namespaces)") in proc.stdout
@@ -262,10 +301,10 @@ def test_without_permission_the_run_falls_back_and_says_why(open_project: Path, 
 
 @needs_root
 @needs_nobody_python
-def test_without_permission_require_isolation_is_one_line_exit_2(open_project: Path, host_listener: int) -> None:
+def test_without_permission_require_isolation_is_one_line_exit_2(open_project: Path, host_listener: int, nobody_site: Path) -> None:
     _write(open_project, {"manifest.toml": _nobody_manifest(host_listener, "[tiers.t1]\nrequire_isolation = true\n\n"),
                           "e/score.py": REACH_SCORER})
-    proc = _as_nobody(open_project, True, "t1")
+    proc = _as_nobody(open_project, nobody_site, True, "t1")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "t1: require_isolation = true, but the run cannot be isolated: uid 65534" in lines[0], lines
@@ -274,9 +313,9 @@ def test_without_permission_require_isolation_is_one_line_exit_2(open_project: P
 
 @needs_root
 @needs_nobody_python
-def test_an_unprivileged_user_with_user_namespaces_is_isolated(open_project: Path, host_listener: int) -> None:
+def test_an_unprivileged_user_with_user_namespaces_is_isolated(open_project: Path, host_listener: int, nobody_site: Path) -> None:
     _write(open_project, {"manifest.toml": _nobody_manifest(host_listener), "e/score.py": REACH_SCORER})
-    proc = _as_nobody(open_project, False, "t1")
+    proc = _as_nobody(open_project, nobody_site, False, "t1")
     if "unshare(CLONE_NEWUSER)" in proc.stderr:
         pytest.skip(f"this machine allows no user namespace even to root: {proc.stderr.strip()}")
     assert proc.returncode == 1, proc.stdout + proc.stderr
