@@ -25,7 +25,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from evalrun.errors import BaselineError
-from evalrun.results import BaselineChange, EvalResult, Status
+from evalrun.baseline_settings import TOML_BASIC
+from evalrun.results import JUDGE_ID, BaselineChange, EvalResult, Status
 
 JUDGES_TABLE = "/judges"  # no eval or cell name holds "/"
 Judges = dict[str, tuple[str, ...]]
@@ -92,9 +93,8 @@ def judges_line(key: str, ids: tuple[str, ...]) -> str:
     return f"{key} = [{', '.join(json.dumps(i) for i in ids)}]"
 
 
-_ID = r'"([A-Za-z0-9._:/@+-]{1,100}#[0-9a-f]{12})"'
-_BASIC = r'"((?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4})*)"'
-JUDGES_ENTRY = re.compile(r"(?:([A-Za-z0-9_-]+)|" + _BASIC + r") = \[((?:" + _ID + r"(?:, " + _ID + r")*)?)\]\Z")
+_ID = f'"({JUDGE_ID})"'
+JUDGES_ENTRY = re.compile(r"(?:([A-Za-z0-9_-]+)|" + TOML_BASIC + r") = \[((?:" + _ID + r"(?:, " + _ID + r")*)?)\]\Z")
 _ID_IN_LIST = re.compile(_ID)
 
 
@@ -123,4 +123,4 @@ def parse_judges_table(label: str, table: Any, fix: str) -> Judges:
     return out
 
 
-_ID_FULL = re.compile(r"[A-Za-z0-9._:/@+-]{1,100}#[0-9a-f]{12}")
+_ID_FULL = re.compile(JUDGE_ID)

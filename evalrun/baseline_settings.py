@@ -235,10 +235,11 @@ def _toml_string(text: str) -> str:
 
 
 # The fast reader's grammar: exactly what ``settings_line`` writes. Anything else goes to tomllib.
-_BASIC = r'"((?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4})*)"'
+TOML_BASIC = r'"((?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4})*)"'  # a basic string, its body a group
+_BASIC = TOML_BASIC
 _PLAIN_BASIC = r'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4})*"'
 _FLOAT = r"((?:0|[1-9][0-9]*)(?:\.[0-9]+(?:e[+-]?[0-9]+)?|e[+-]?[0-9]+))"
-_SIGNED_FLOAT = r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:e[+-]?[0-9]+)?|e[+-]?[0-9]+))"
+_SIGNED_FLOAT = "(-?" + _FLOAT[1:]
 _INT = r"(0|[1-9][0-9]{0,17})"
 SETTINGS_ENTRY = re.compile(
     r"(?:([A-Za-z0-9_-]+)|" + _BASIC + r") = \{ tier = " + _BASIC + r", repeat = " + _INT

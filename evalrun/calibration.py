@@ -19,6 +19,7 @@ without a key, and ``merge`` or ``baseline diff`` recompute it from results.
 from __future__ import annotations
 
 from evalrun.manifest import Manifest
+from evalrun.plan import split_cell_name
 from evalrun.results import EvalResult, JudgeCalibration, RunResults, Status
 from evalrun.stats import cohen_kappa, corrected_rate, gwet_ac1
 
@@ -101,8 +102,7 @@ def _table(result: EvalResult) -> dict[str, int] | None:
 
 
 def _eval_name(result: EvalResult) -> str:
-    suffix = f"[{result.experiment}]" if result.experiment else ""
-    return result.name.removesuffix(suffix) if suffix else result.name
+    return split_cell_name(result.name)[0] if result.experiment else result.name
 
 
 def _round(x: float | None) -> float | None:

@@ -194,6 +194,10 @@ class BaselineChange(BaseModel):
     fails: bool = False  # too-little-data under too_little_data = "fail": the run exits 4
 
 
+# Who judged a check: the model asked and a hash of its prompt and rubric (evalrun.scorer.judging.identity).
+JUDGE_ID = r"[A-Za-z0-9._:/@+-]{1,100}#[0-9a-f]{12}"
+
+
 class JudgeCalibration(BaseModel):
     """How a judge agreed with people on its anchor set, and the run's judged checks corrected for it (evalrun.calibration)."""
 

@@ -24,7 +24,6 @@ from evalrun.manifest import _RawManifest
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
-MANIFEST_KEYS = set(_RawManifest.model_fields)
 
 
 def _blocks(kind: str) -> list[tuple[str, str]]:
@@ -37,8 +36,17 @@ def _blocks(kind: str) -> list[tuple[str, str]]:
 
 
 def _is_baseline(data: dict) -> bool:
-    """A baseline's tables are evals (names no manifest key has), or its settings/judges tables."""
-    return bool(data) and not (set(data) & MANIFEST_KEYS)
+    """A baseline: tables of check counts (ints, or rate tables), and its settings/judges tables.
+
+    Judged by the values, not by the absence of manifest keys, so a manifest example with a
+    mistyped table (``[tier.t1] skips = "fail"``) is validated, and fails, rather than passed over.
+    """
+    def counts(table: object) -> bool:
+        return isinstance(table, dict) and all(
+            (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, dict) and "assertions" in v)
+            for v in table.values())
+
+    return bool(data) and all(name.startswith("/") or counts(table) for name, table in data.items())
 
 
 TOML_BLOCKS = _blocks("toml")
@@ -110,3 +118,8 @@ def test_every_relative_link_points_at_a_file(path: Path) -> None:
         if re.match(r"[a-z]+:", target):
             continue  # https:, mailto:
         assert (path.parent / target).exists(), f"{path.relative_to(REPO)}: link to {target} goes nowhere"
+
+
+def test_a_mistyped_manifest_example_is_no_baseline() -> None:
+    assert not _is_baseline(tomllib.loads('[tier.t1]\nskips = "fail"\n'))
+    assert _is_baseline(tomllib.loads('[a]\n"x" = 3\n"y" = { assertions = 2, passes = 9, runs = 10 }\n'))

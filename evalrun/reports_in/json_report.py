@@ -23,12 +23,12 @@ from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_ex
 from evalrun.errors import ReportError
 from evalrun.files import FileReadError, read_bounded
 from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, CHECK_LIMIT, NAME_LIMIT, REPORT_LIMIT, REPORT_WHAT, ParsedReport
-from evalrun.results import CheckResult
+from evalrun.results import JUDGE_ID, CheckResult
 from evalrun.secrets import scrub
 from evalrun.text import EVIDENCE_LIMIT, MESSAGE_LIMIT, cut, one_line, shorten, truncate
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "report.schema.json"
-JUDGE_PATTERN = r"^[A-Za-z0-9._:/@+-]{1,100}#[0-9a-f]{12}$"  # evalrun.scorer.judging.identity
+JUDGE_PATTERN = f"^{JUDGE_ID}$"
 
 
 class ReportCheck(BaseModel):

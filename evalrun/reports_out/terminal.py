@@ -325,13 +325,8 @@ def output_tails(results: Sequence[EvalResult], lines: int = TAIL_LINES) -> list
         shown = tail[-lines:]
         cut = f", last {len(shown)} of {len(tail)} lines kept" if len(shown) < len(tail) else ""
         out.append(f"--- {r.name}: output tail ({_WORDS[r.status][0]}{cut})")
-        out += [f"  | {visible(ln)}" for ln in shown]
+        out += [f"  | {neutralise(ln)}" for ln in shown]
     return out
-
-
-def visible(line: str) -> str:
-    """Scorer output shown as one safe line: the one neutraliser every output takes (``evalrun.text.neutralise``)."""
-    return neutralise(line)
 
 
 def _counts(result: EvalResult) -> str:

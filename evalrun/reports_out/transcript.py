@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrun.reports_out.terminal import visible
 from evalrun.results import EvalResult
+from evalrun.text import neutralise
 
 WIDE = 400  # characters of a text shown on one line before it is cut (the results file keeps up to 2,000)
 
@@ -41,7 +41,7 @@ def transcript_lines(result: EvalResult) -> list[str]:
     if not calls:
         why = "it made no model calls" if models else "no model calls were recorded for it"
         lines.append(f"  {why} in this run")
-        return [visible(line) for line in lines]
+        return [neutralise(line) for line in lines]
     mode = models.get("mode") or "?"
     answered = models.get("calls", 0)
     made = len(calls) + int(models.get("calls_not_kept") or 0)
@@ -63,7 +63,7 @@ def transcript_lines(result: EvalResult) -> list[str]:
             lines.append(f"    → error: {_short(call['error'])}")
     if models.get("calls_not_kept"):
         lines.append(f"  ({models['calls_not_kept']} later calls were counted but not kept)")
-    return [visible(line) for line in lines]
+    return [neutralise(line) for line in lines]
 
 
 def _short(text: str) -> str:
