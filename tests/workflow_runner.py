@@ -129,7 +129,10 @@ class Runner:
             f.touch()
         outcome = JobOutcome(name, dict(matrix or {}))
         env: dict[str, str] = dict(self.base_env)
-        path = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if Path(p) != VENV_BIN]
+        # A fresh runner has no evalrun before the install step: neither this venv's nor that of any
+        # other venv active where the tests were started (a user's `. .venv/bin/activate`, then .ci/run).
+        path = [p for p in env.get("PATH", os.defpath).split(os.pathsep)
+                if Path(p) != VENV_BIN and not (Path(p) / "evalrun").exists()]
         env.update(
             PATH=os.pathsep.join(path), CI="true", GITHUB_ACTIONS="true", GITHUB_EVENT_NAME=self.event,
             GITHUB_WORKSPACE=str(workspace), RUNNER_TEMP=str(runner_temp), GITHUB_JOB=name,
