@@ -27,6 +27,7 @@ from typing import Any
 from evalrun.errors import BaselineError
 from evalrun.baseline_settings import TOML_BASIC
 from evalrun.results import JUDGE_ID, BaselineChange, EvalResult, Status
+from evalrun.text import plural
 
 JUDGES_TABLE = "/judges"  # no eval or cell name holds "/"
 Judges = dict[str, tuple[str, ...]]
@@ -64,7 +65,7 @@ def diff_judges(
         stale.append(BaselineChange(
             eval=name, kind="judge-changed",
             message=f"{name}: the judge changed ({was} -> {is_now}); "
-                    f"{judged} judged check{'s' if judged != 1 else ''} not compared by pass rate",
+                    f"{plural(judged, 'judged check')} not compared by pass rate",
         ))
     return changed
 

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 from evalrun import __version__
 from evalrun.atomic import writes_in_place
 from evalrun.calibration import calibrate
-from evalrun.baseline import Baseline, baseline_path, compare_tier, format_comparison, load_baseline, update_command
+from evalrun.baseline import Baseline, baseline_path, compare_tier, load_baseline, update_command
 from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
-from evalrun.models.cost import describe_cost, run_cost
-from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls, describe_models
+from evalrun.models.cost import run_cost
+from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls
 from evalrun.models.scorer_env import with_pythonpath
 from evalrun.plan import Plan, PlannedEval, make_plan
 from evalrun.preconditions import (
@@ -41,16 +41,15 @@ from evalrun.preconditions import (
 )
 from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
-    summary_lines,
 )
-from evalrun.reports_out.describe import calibration_lines
-from evalrun.reports_out.matrix import plain_lines, side_by_side
-from evalrun.reports_out.terminal import Console, closing_line, output_tails
+from evalrun.reports_out.describe import describe_filters
+from evalrun.reports_out.summary import report
+from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
 from evalrun.secrets import run_secrets
 from evalrun.leftovers import reap_leftovers
 from evalrun.services.manager import ServiceManager
-from evalrun.verdict import VERDICT_WORDS, decide_exit_code
+from evalrun.verdict import decide_exit_code
 
 if TYPE_CHECKING:
     from evalrun.selection.changed import ChangedSelection
@@ -538,68 +537,6 @@ def positional_warnings(results: RunResults, baseline: Baseline | None, console:
         names = [c.name for c in result.checks if c.name not in known]
         if names and (found := find_positional(names)) is not None:
             console.warn(positional_warning(result.name, found))
-
-
-def report(results: RunResults, console: Console, outputs: Outputs | None = None, *, verbose: bool = False) -> None:
-    """Baseline lines, what was not checked, models, the summary table, the closing line, the verdict, the files.
-
-    ``verbose``: first, the output tail of every eval that failed.
-    """
-    console.line("")
-    if verbose:
-        for text in output_tails(results.evals):
-            console.line(text)
-    if results.baseline is not None:
-        for text in format_comparison(
-            results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED, selection=results.selection
-        ):
-            console.line(text, "red" if text.startswith("regression") else "yellow")
-    unchecked = [r for r in results.evals if r.status.is_unchecked]
-    if unchecked:
-        console.warn(f"not checked ({len(unchecked)}):")
-        for r in unchecked:
-            console.warn(f"  {r.status.value:<11} {r.name}: {r.message}")
-    for text, style in summary_lines(results.evals):
-        console.line(text, style)
-    for cal in results.judges:
-        for text in calibration_lines(cal):
-            console.line(text, "red" if cal.below else ("yellow" if cal.disagree else None))
-    answered = [line for line in map(describe_models, results.evals) if line]
-    if answered:
-        console.line("models that answered:")
-        for line in answered:
-            console.line(f"  {line}")
-    if results.cost is not None:
-        cost_line = f"cost: {describe_cost(results.cost)}"
-        console.line(cost_line, "yellow" if results.cost.get("unpriced_calls") else None)
-    console.summary(results.evals)
-    grid = side_by_side(results.evals)
-    if grid is not None:  # experiments as columns: which environment broke, at a glance
-        console.line("side by side (experiments as columns):")
-        for text in plain_lines(grid):
-            console.line(f"  {text}")
-    console.line(closing_line(results.evals))
-    code = results.exit_code if results.exit_code is not None else 0
-    words = VERDICT_WORDS.get(ExitCode(code), "")
-    console.line(f"evalrun {results.tier}: {words} (exit {code})", "green" if code == 0 else "bold red")
-    if outputs is not None:
-        console.line(f"results: {outputs.results}")
-        for label, path in (("junit", outputs.junit), ("markdown", outputs.markdown)):
-            if path is not None:
-                console.line(f"{label}: {path}")
-
-
-def describe_filters(plan: Plan) -> str:
-    """What narrowed the plan, for "nothing selected" lines."""
-    parts = [f"--eval {e}" for e in plan.filters.get("evals", [])]
-    parts += [f"--tag {t}" for t in plan.filters.get("tags", [])]
-    parts += [f"--experiment {x}" for x in plan.filters.get("experiments", [])]
-    parts += [f"--changed-since {r}" for r in plan.filters.get("changed_since", [])]
-    parts += [f"--shard {s}" for s in plan.filters.get("shard", [])]
-    parts += ["--last-failed" for _ in plan.filters.get("last_failed", [])[:1]]
-    if parts:
-        return "filters: " + " ".join(parts)
-    return "the tier has no evals in the manifest"
 
 
 # --------------------------------------------------------------------------- clean checkout

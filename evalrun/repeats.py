@@ -352,21 +352,6 @@ def _floor_words(check: CheckResult, floor: float, planned: int, outcomes: bool 
     return text
 
 
-def rate_line(check: CheckResult) -> str:
-    """``"x": 9/10 passed (90%, 95% CI 60-98%), pass@3 1.00, pass^3 0.70`` for summaries."""
-    rate = check.rate
-    assert rate is not None
-    low, high = rate.wilson_95
-    pct = f"{rate.passes / rate.runs:.0%}" if rate.runs else "-"
-    text = f'"{check.name}": {rate.passes}/{rate.runs} passed ({pct}, 95% CI {low:.0%}-{high:.0%})'
-    k = max((int(k) for k in rate.pass_at_k if int(k) <= 3), default=None)
-    if k is not None and k > 1:
-        text += f", pass@{k} {rate.pass_at_k[str(k)]:.2f}, pass^{k} {rate.pass_hat_k[str(k)]:.2f}"
-    if rate.seen < rate.runs:
-        text += f", seen in {rate.seen} of {rate.runs} runs"
-    return text
-
-
 def _check_names(runs: Sequence[EvalResult]) -> list[str]:
     names: dict[str, None] = {}
     for r in runs:
@@ -416,38 +401,29 @@ def _call_logs(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {**({"call_log": calls[:MAX_CALLS]} if calls else {}), **({"calls_not_kept": dropped} if dropped else {})}
 
 
-# --------------------------------------------------------------------------- words for the summaries
+# --------------------------------------------------------------------------- what the summaries list
 
 
-def summary_lines(results: Sequence[EvalResult]) -> list[tuple[str, str | None]]:
-    """Each repeated eval's pass rates, then every flaky check on a line of its own (loud, like skips)."""
-    lines: list[tuple[str, str | None]] = []
-    repeated = [r for r in results if r.repeats is not None and r.checks]
-    if repeated:
-        lines.append(("pass rates:", None))
-    for r in repeated:
-        lines.append((f"  {r.name}: {describe_repeats(r)}", None))
-        lines.extend((f"    {rate_line(c)}", None if c.passed else "red") for c in r.checks if c.rate is not None)
-    flaky = [(r, c) for r in results for c in r.checks if c.rate is not None and c.rate.flaky]
-    if flaky:
-        lines.append((f"flaky ({len(flaky)}):", "yellow"))
-        lines.extend((f"  FLAKY {flaky_line(r, c)}", "yellow") for r, c in flaky)
-    return lines
+@dataclass(frozen=True)
+class FlakyCheck:
+    """A repeated eval's check that met its floor without passing every run (worded by ``evalrun.reports_out``)."""
+
+    eval: str
+    check: CheckResult
+    floor: float
+
+    @property
+    def rate(self) -> CheckRate:
+        assert self.check.rate is not None
+        return self.check.rate
 
 
-def describe_repeats(result: EvalResult) -> str:
-    """``10 of 10 runs, floor 0.8`` (plus ``stopped early`` or ``partial``)."""
-    s = result.repeats
-    assert s is not None
-    text = f"{s.runs} of {s.planned} runs, floor {s.floor:g}"
-    if s.stopped_early:
-        text += f", stopped early (stop = \"decided\"): rates from {len(s.runs_detail)} runs"
-    if s.partial:
-        text += ", partial: not every run finished"
-    return text
-
-
-def flaky_line(result: EvalResult, check: CheckResult) -> str:
-    assert check.rate is not None and result.repeats is not None
-    return (f'{result.name}: check "{check.name}" passed {check.rate.passes} of {check.rate.runs} '
-            f"(floor {result.repeats.floor:g})")
+def flaky_checks(results: Sequence[EvalResult]) -> list[FlakyCheck]:
+    """Every flaky check of the run, in result and report order: listed loudly, never silent."""
+    return [
+        FlakyCheck(eval=r.name, check=c, floor=r.repeats.floor)
+        for r in results
+        if r.repeats is not None
+        for c in r.checks
+        if c.rate is not None and c.rate.flaky
+    ]

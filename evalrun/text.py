@@ -43,6 +43,11 @@ def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return folded if len(folded) <= limit else folded[: limit - 3] + "..."
 
 
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 call``, ``0 calls``, ``2 calls``: the count, then its noun, plural (``many``, else noun + "s") unless one."""
+    return f"{count} {noun if count == 1 else (many if many is not None else noun + 's')}"
+
+
 def first_line(text: str, limit: int = 200) -> str:
     """The first non-empty line of ``text``, shortened."""
     for line in text.splitlines():

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalrun.manifest import Budget, Price
-from evalrun.models.cost import call_cost, describe_cost, price_for, run_cost
+from evalrun.models.cost import call_cost, price_for, run_cost
 from evalrun.models.replay.budget import BudgetMeter
+from evalrun.reports_out.describe import describe_cost
 from evalrun.scorer import judging
 
 SECRET = "sk-test-parts-0123456789abcdef"

@@ -31,7 +31,7 @@ from evalrun.manifest import Bite
 from evalrun.plan import PlannedEval
 from evalrun.results import CheckResult, EvalResult, Status
 from evalrun.selection.checkout import git_says, run_git
-from evalrun.text import one_line
+from evalrun.text import one_line, plural
 
 CAUGHT, NOT_CAUGHT, BROKEN, SKIPPED, INTERRUPTED = "caught", "not caught", "broken", "skipped", "interrupted"
 _STATUS = {CAUGHT: Status.PASSED, NOT_CAUGHT: Status.FAILED, BROKEN: Status.ERROR, SKIPPED: Status.SKIPPED,
@@ -150,7 +150,7 @@ def judge_bite(run: BiteRun, result: EvalResult | None, problem: str | None = No
     if passed:
         listed = ", ".join(_q(n) for n in passed)
         return done(NOT_CAUGHT, f"{listed} passed with {describe_bite(bite)}", checks, result)
-    return done(CAUGHT, f"{len(checks)} named check{'s' if len(checks) != 1 else ''} failed with {describe_bite(bite)}",
+    return done(CAUGHT, f"{plural(len(checks), 'named check')} failed with {describe_bite(bite)}",
                 checks, result)
 
 

@@ -32,6 +32,7 @@ from evalrun.plan import Plan, make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, redact_result
 from evalrun.secrets import run_secrets
+from evalrun.text import plural
 from evalrun.verdict import VERDICT_WORDS
 
 
@@ -95,7 +96,7 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
     source = "HEAD plus uncommitted changes" if request.worktree else "HEAD"
     if tier == "t3":
         console.warn("bites t3: every bite makes live model calls, within the tier's budget")
-    console.line(f"bites of {tier}: {len(runs)} bite{'s' if len(runs) != 1 else ''}, each on a clean copy of {source}")
+    console.line(f"bites of {tier}: {plural(len(runs), 'bite')}, each on a clean copy of {source}")
     secrets = run_secrets(environ, manifest.models.key_vars)
     results: dict[str, EvalResult] = {}
     interrupted = False

@@ -12,6 +12,7 @@ from evalrun.pipeline import load
 from evalrun.reports_in.positional import find_positional
 from evalrun.reports_out.positional import positional_warning
 from evalrun.reports_out.terminal import Console
+from evalrun.text import plural
 
 
 def check(*, manifest_path: Path, console: Console) -> int:
@@ -23,8 +24,8 @@ def check(*, manifest_path: Path, console: Console) -> int:
         console.warn(line)
     n = len(manifest.evals)
     console.line(
-        f"{manifest_path}: valid, {n} eval{'s' if n != 1 else ''}; "
-        + (f"{len(warnings)} absolute path warning{'s' if len(warnings) != 1 else ''}" if warnings else "no absolute paths of this machine")
+        f"{manifest_path}: valid, {plural(n, 'eval')}; "
+        + (plural(len(warnings), "absolute path warning") if warnings else "no absolute paths of this machine")
     )
     return 0
 

@@ -10,12 +10,14 @@ from evalrun.bites import describe_bite
 from evalrun.errors import ExitCode, UsageError, file_label
 from evalrun.manifest import Manifest
 from evalrun.models.fixture_state import FixtureState, fixture_state
-from evalrun.pipeline import RunRequest, describe_filters, load, select
+from evalrun.pipeline import RunRequest, load, select
 from evalrun.plan import make_plan
 from evalrun.preconditions import Preconditions, probe_environment, probe_evals, tier_guard_problem
 from evalrun.repeats import settings_for
+from evalrun.reports_out.describe import describe_filters
 from evalrun.reports_out.matrix import dry_matrix, plain_lines
 from evalrun.reports_out.terminal import Console
+from evalrun.text import plural
 
 
 def dry(
@@ -55,7 +57,7 @@ def dry(
             of_tier = [p for p in plan.evals if p.spec.tier == t]
             found = probe_evals(manifest, of_tier, probe_environment(manifest, t, environ), skips_fail=False)
             pre.decisions.update(found.decisions)
-    console.line(f"planned in {scope}: {len(plan.evals)} eval{'s' if len(plan.evals) != 1 else ''} (nothing is run)")
+    console.line(f"planned in {scope}: {plural(len(plan.evals), 'eval')} (nothing is run)")
     refused: dict[str, str] = {}
     for t in tiers:
         problem = tier_guard_problem(manifest, t, probe_environment(manifest, t, environ)) if probe else None
@@ -106,7 +108,7 @@ def dry(
     matrix = dry_matrix(cells, plan.rule_skips)
     if matrix is not None:
         grid, notes = matrix
-        console.line(f"matrix: {len(grid) - 1} eval{'s' if len(grid) != 2 else ''} × {len(grid[0]) - 1} experiments")
+        console.line(f"matrix: {plural(len(grid) - 1, 'eval')} × {len(grid[0]) - 1} experiments")
         for text in plain_lines(grid):
             console.line(f"  {text}")
         for note in notes:
@@ -133,7 +135,7 @@ def _where(state: FixtureState) -> str:
 
 
 def _calls(count: int) -> str:
-    return f"{count} recorded call{'s' if count != 1 else ''}"
+    return plural(count, "recorded call")
 
 
 def _model_lines(state: FixtureState, name: str) -> list[str]:

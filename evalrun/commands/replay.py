@@ -27,7 +27,7 @@ from evalrun.models.scorer_env import endpoint_env
 from evalrun.models.replay.fixtures import default_session
 from evalrun.models.replay.proxy import MODES, ReplayProxy
 from evalrun.models.replay.state import ProxyEvalReport
-from evalrun.text import neutralise
+from evalrun.text import neutralise, plural
 
 
 def serve(
@@ -103,7 +103,7 @@ def _check_arguments(fixtures: Path, mode: str, upstream: str | None, port: int,
 
 def _summarise(report: ProxyEvalReport, say: Callable[[str], None]) -> None:
     say(
-        f"evalrun replay: {report.calls} call{'s' if report.calls != 1 else ''}, "
+        f"evalrun replay: {plural(report.calls, 'call')}, "
         f"{report.total_tokens} tokens ({report.input_tokens} in, {report.output_tokens} out), "
         f"provider {report.provider or '-'}, models {', '.join(report.models) or '-'}"
     )

@@ -10,6 +10,7 @@ from evalrun.errors import UsageError, file_label
 from evalrun.manifest import TIERS, load_manifest
 from evalrun.reports_out.html import runs_for_report, write_html_report
 from evalrun.results import load_results
+from evalrun.text import plural
 
 
 def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, last: int, console: Console) -> int:
@@ -40,7 +41,7 @@ def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, la
         write_html_report(html, runs, [chosen, *notes] if chosen else notes)
     except OSError as exc:
         raise UsageError(f"--html {html}: cannot write: {exc.strerror or exc}") from None
-    console.line(f"html: {html} ({runs[-1].tier}, {len(runs)} run{'s' if len(runs) != 1 else ''})")
+    console.line(f"html: {html} ({runs[-1].tier}, {plural(len(runs), 'run')})")
     if chosen:
         console.line(chosen)
     return 0

@@ -1,7 +1,8 @@
 """What model calls cost, from the manifest's ``[models.prices]``; never looked up on the network.
 
-This module owns the price of one call and the run's cost line. A price is
-per million tokens, input and output apart::
+This module owns the price of one call and the run's cost record (the cost
+line's words are ``evalrun.reports_out.describe``). A price is per million
+tokens, input and output apart::
 
     [models.prices]
     "gpt-4o-mini" = { input = 0.15, output = 0.60 }
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
+
+from evalrun.text import plural
 
 MILLION = 1_000_000
 
@@ -47,10 +50,6 @@ def call_cost(prices: Mapping[str, PriceLike], models: Iterable[str], input_toke
     return (input_tokens * price.input + output_tokens * price.output) / MILLION
 
 
-def format_usd(usd: float) -> str:
-    return f"${usd:.4f}" if usd < 1 else f"${usd:.2f}"
-
-
 def run_cost(records: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
     """The run's cost from its evals' ``models`` records, or None when no eval reports one."""
     costs = [r["cost"] for r in records if r and isinstance(r.get("cost"), dict)]
@@ -63,11 +62,14 @@ def run_cost(records: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | No
     }
 
 
-def describe_cost(cost: Mapping[str, Any]) -> str:
-    """``$0.0123`` or ``$0.0123 + 3 unpriced calls (model-x has no price in [models.prices])``."""
-    text = format_usd(float(cost.get("usd") or 0))
+def unpriced_note(cost: Mapping[str, Any]) -> str:
+    """``3 unpriced calls (model-x: no price in [models.prices])``, or "" when every call had a price.
+
+    The words a result's message carries when a usd budget could not count such
+    calls; the run's cost line (``evalrun.reports_out.describe.describe_cost``) says the same.
+    """
     unpriced = int(cost.get("unpriced_calls") or 0)
-    if unpriced:
-        names = ", ".join(cost.get("unpriced_models") or []) or "unknown model"
-        text += f" + {unpriced} unpriced call{'s' if unpriced != 1 else ''} ({names}: no price in [models.prices])"
-    return text
+    if not unpriced:
+        return ""
+    names = ", ".join(cost.get("unpriced_models") or []) or "unknown model"
+    return f"{plural(unpriced, 'unpriced call')} ({names}: no price in [models.prices])"

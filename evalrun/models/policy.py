@@ -142,9 +142,9 @@ class ModelCalls:
             unpriced = (report.cost or {}).get("unpriced_calls")
             if unpriced and self._usd_capped(planned):
                 # Loud, and never as free: the usd budget could not count these calls.
-                from evalrun.models.cost import describe_cost
+                from evalrun.models.cost import unpriced_note
 
-                note = f"note: usd budget cannot count {describe_cost(report.cost or {}).split(' + ', 1)[1]}"
+                note = f"note: usd budget cannot count {unpriced_note(report.cost or {})}"
                 current = update.get("message", result.message)
                 update["message"] = f"{current}; {note}" if current else note
         return result.model_copy(update=update) if update else result
@@ -180,36 +180,3 @@ def fixtures_dir(eval_dir: Path, experiment: str | None) -> Path:
     """``<eval>/fixtures``, or ``<eval>/fixtures/@<experiment>``: two columns' recordings never mix."""
     folder = eval_dir / "fixtures"
     return folder / f"@{experiment}" if experiment else folder
-
-
-def describe_models(result: EvalResult) -> str | None:
-    """``agent: openai gpt-4o-mini-2024-07-18, anthropic claude-…, 6 calls, 1234 tokens (replay)`` for the summary."""
-    m = result.models
-    if not m or not m.get("calls"):
-        return None
-    return _describe_answers(result.name, m) + _describe_extras(m)
-
-
-def _describe_extras(m: dict[str, Any]) -> str:
-    """``; judge: gpt-4o-mini-…, 1 call; cost $0.0012`` after an eval's models line."""
-    from evalrun.models.cost import describe_cost
-
-    text = ""
-    judge = m.get("judge")
-    if isinstance(judge, dict) and judge.get("calls"):
-        calls = judge["calls"]
-        text += f"; judge: {', '.join(judge.get('models') or []) or 'no model named'}, {calls} call{'s' if calls != 1 else ''}"
-    if isinstance(m.get("cost"), dict):
-        text += f"; cost {describe_cost(m['cost'])}"
-    return text
-
-
-def _describe_answers(name: str, m: dict[str, Any]) -> str:
-    result_name = name
-    by_provider = m.get("by_provider") or {}
-    if by_provider:  # each model after the provider that answered with it
-        models = ", ".join(f"{provider} {model}" for provider, names in by_provider.items() for model in names)
-        return f"{result_name}: {models}, {m['calls']} call{'s' if m['calls'] != 1 else ''}, {(m.get('tokens') or {}).get('total', 0)} tokens ({m.get('mode')})"
-    models = ", ".join(m.get("models") or []) or "no model named"
-    tokens = (m.get("tokens") or {}).get("total", 0)
-    return f"{result_name}: {m.get('provider') or 'unknown provider'} {models}, {m['calls']} call{'s' if m['calls'] != 1 else ''}, {tokens} tokens ({m.get('mode')})"

@@ -16,7 +16,7 @@ from typing import Any
 from evalrun.reports_in.crash_line import is_stack_frame, js_error_line
 from evalrun.reports_in.parsed import ParsedReport, Skip
 from evalrun.results import CheckResult, Status
-from evalrun.text import MESSAGE_LIMIT, shorten
+from evalrun.text import MESSAGE_LIMIT, plural, shorten
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def _failed_message(failed: list[CheckResult]) -> str:
     # The eval's message is one line: a name or message with line breaks is folded here (the check keeps them).
     msg = f'check "{_fold(first.name)}" failed' + (f": {_fold(first.message)}" if first.message else "")
     if len(failed) > 1:
-        msg += f" (and {len(failed) - 1} more failed check{'s' if len(failed) > 2 else ''})"
+        msg += f" (and {plural(len(failed) - 1, 'more failed check')})"
     return msg
 
 

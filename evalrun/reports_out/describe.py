@@ -1,17 +1,30 @@
-"""Reporters for CI: JUnit XML, a Markdown summary and GitHub annotations.
+"""The words every output shares: the terminal, JUnit XML, Markdown and GitHub annotations.
 
 Each reporter takes a finished ``RunResults`` and renders it; none decides
-anything. What they share lives here, so that the three say the same thing in
-the same words: the verdict for an exit code and the one-line story of a
-failed, skipped or regressed eval.
+anything. What they share lives here, so that they say the same thing in
+the same words: the verdict for an exit code, the one-line story of a
+failed, skipped or regressed eval, what narrowed a plan, a repeated eval's
+runs and pass rates, the models that answered and what they cost. The domain
+modules (``repeats``, ``models.cost``, ...) hand over plain records; the
+sentences are made here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from evalrun.baseline import update_command
 from evalrun.errors import ExitCode
-from evalrun.results import BaselineChange, EvalResult, JudgeCalibration, RunResults, Status
+from evalrun.models.cost import unpriced_note
+from evalrun.results import BaselineChange, CheckResult, EvalResult, JudgeCalibration, RunResults, Status
+from evalrun.text import plural
 from evalrun.verdict import VERDICT_WORDS
+
+if TYPE_CHECKING:
+    from evalrun.plan import Plan
+    from evalrun.repeats import FlakyCheck
+
 
 def describe_verdict(results: RunResults) -> str:
     """``failed (exit 1)``: the verdict a reader needs first."""
@@ -39,7 +52,7 @@ def describe_failure(result: EvalResult) -> str:
         lines.append(result.message)
     failures = failed_checks(result)
     if failures:
-        lines.append(f"{len(failures)} failed check{'s' if len(failures) != 1 else ''}: " + failures[0])
+        lines.append(f"{plural(len(failures), 'failed check')}: " + failures[0])
         lines.extend(failures[1:])
     return "\n".join(lines) or result.status.value
 
@@ -68,6 +81,99 @@ def update_hint(results: RunResults) -> str:
         return results.baseline.update_command
     return update_command(results.tier)
 
+
+def describe_filters(plan: Plan) -> str:
+    """What narrowed the plan, for "nothing selected" lines."""
+    parts = [f"--eval {e}" for e in plan.filters.get("evals", [])]
+    parts += [f"--tag {t}" for t in plan.filters.get("tags", [])]
+    parts += [f"--experiment {x}" for x in plan.filters.get("experiments", [])]
+    parts += [f"--changed-since {r}" for r in plan.filters.get("changed_since", [])]
+    parts += [f"--shard {s}" for s in plan.filters.get("shard", [])]
+    parts += ["--last-failed" for _ in plan.filters.get("last_failed", [])[:1]]
+    if parts:
+        return "filters: " + " ".join(parts)
+    return "the tier has no evals in the manifest"
+
+
+# --------------------------------------------------------------------------- repeats: runs, rates, flaky checks
+
+
+def describe_repeats(result: EvalResult) -> str:
+    """``10 of 10 runs, floor 0.8`` (plus ``stopped early`` or ``partial``)."""
+    s = result.repeats
+    assert s is not None
+    text = f"{s.runs} of {s.planned} runs, floor {s.floor:g}"
+    if s.stopped_early:
+        text += f", stopped early (stop = \"decided\"): rates from {len(s.runs_detail)} runs"
+    if s.partial:
+        text += ", partial: not every run finished"
+    return text
+
+
+def rate_line(check: CheckResult) -> str:
+    """``"x": 9/10 passed (90%, 95% CI 60-98%), pass@3 1.00, pass^3 0.70`` for summaries."""
+    rate = check.rate
+    assert rate is not None
+    low, high = rate.wilson_95
+    pct = f"{rate.passes / rate.runs:.0%}" if rate.runs else "-"
+    text = f'"{check.name}": {rate.passes}/{rate.runs} passed ({pct}, 95% CI {low:.0%}-{high:.0%})'
+    k = max((int(k) for k in rate.pass_at_k if int(k) <= 3), default=None)
+    if k is not None and k > 1:
+        text += f", pass@{k} {rate.pass_at_k[str(k)]:.2f}, pass^{k} {rate.pass_hat_k[str(k)]:.2f}"
+    if rate.seen < rate.runs:
+        text += f", seen in {rate.seen} of {rate.runs} runs"
+    return text
+
+
+def flaky_line(flaky: FlakyCheck) -> str:
+    """``agent: check "x" passed 9 of 10 (floor 0.8)``."""
+    return f'{flaky.eval}: check "{flaky.check.name}" passed {flaky.rate.passes} of {flaky.rate.runs} (floor {flaky.floor:g})'
+
+
+# --------------------------------------------------------------------------- models: who answered, what it cost
+
+
+def format_usd(usd: float) -> str:
+    return f"${usd:.4f}" if usd < 1 else f"${usd:.2f}"
+
+
+def describe_cost(cost: Mapping[str, Any]) -> str:
+    """``$0.0123`` or ``$0.0123 + 3 unpriced calls (model-x: no price in [models.prices])``."""
+    text = format_usd(float(cost.get("usd") or 0))
+    note = unpriced_note(cost)
+    return f"{text} + {note}" if note else text
+
+
+def describe_models(result: EvalResult) -> str | None:
+    """``agent: openai gpt-4o-mini-2024-07-18, anthropic claude-…, 6 calls, 1234 tokens (replay)`` for the summary."""
+    m = result.models
+    if not m or not m.get("calls"):
+        return None
+    return _describe_answers(result.name, m) + _describe_extras(m)
+
+
+def _describe_extras(m: dict[str, Any]) -> str:
+    """``; judge: gpt-4o-mini-…, 1 call; cost $0.0012`` after an eval's models line."""
+    text = ""
+    judge = m.get("judge")
+    if isinstance(judge, dict) and judge.get("calls"):
+        text += f"; judge: {', '.join(judge.get('models') or []) or 'no model named'}, {plural(judge['calls'], 'call')}"
+    if isinstance(m.get("cost"), dict):
+        text += f"; cost {describe_cost(m['cost'])}"
+    return text
+
+
+def _describe_answers(name: str, m: dict[str, Any]) -> str:
+    by_provider = m.get("by_provider") or {}
+    tokens = (m.get("tokens") or {}).get("total", 0)
+    if by_provider:  # each model after the provider that answered with it
+        models = ", ".join(f"{provider} {model}" for provider, names in by_provider.items() for model in names)
+        return f"{name}: {models}, {plural(m['calls'], 'call')}, {tokens} tokens ({m.get('mode')})"
+    models = ", ".join(m.get("models") or []) or "no model named"
+    return f"{name}: {m.get('provider') or 'unknown provider'} {models}, {plural(m['calls'], 'call')}, {tokens} tokens ({m.get('mode')})"
+
+
+# --------------------------------------------------------------------------- judges
 
 
 def calibration_lines(cal: JudgeCalibration) -> list[str]:

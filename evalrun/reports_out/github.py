@@ -25,7 +25,7 @@ from evalrun.errors import ReportError
 from evalrun.reports_out.describe import describe_failure, describe_unchecked, update_hint
 from evalrun.reports_out.markdown import render_markdown
 from evalrun.results import RunResults, Status
-from evalrun.text import neutralise
+from evalrun.text import neutralise, plural
 
 
 def github_annotations(results: RunResults) -> list[str]:
@@ -50,7 +50,7 @@ def github_annotations(results: RunResults) -> list[str]:
             errors.append(_command("error", where, f"evalrun {change.eval}", text))
         if baseline.stale:
             text = (
-                f"{len(baseline.stale)} change{'s' if len(baseline.stale) != 1 else ''} not in the baseline yet "
+                f"{plural(len(baseline.stale), 'change')} not in the baseline yet "
                 f"(first: {baseline.stale[0].message}); run `{update_hint(results)}` and commit {baseline.path}"
             )
             warnings.append(_command("warning", baseline.path, "evalrun baseline is stale", text))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from evalrun.atomic import write_atomic
 from evalrun.history.records import GitInfo, RunRecord
 from evalrun.history.series import ABSENT, FAILED, CheckSeries, check_series, last_failure, ordered_for_attention
-from evalrun.text import neutralise
+from evalrun.text import neutralise, plural
 
 if TYPE_CHECKING:
     from evalrun.reports_out.terminal import Console
@@ -247,6 +247,7 @@ def _template() -> Any:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_neutralised,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = short_name
+    env.filters["plural"] = plural
     return env.get_template("report.html")
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from evalrun.atomic import write_atomic
 from evalrun.baseline import format_comparison
 from evalrun.reports_out.matrix import markdown_lines, side_by_side
-from evalrun.text import neutralise, one_line, truncate
-from evalrun.reports_out.describe import describe_unchecked, describe_verdict, update_hint
+from evalrun.text import neutralise, one_line, plural, truncate
+from evalrun.repeats import flaky_checks
+from evalrun.reports_out.describe import describe_repeats, describe_unchecked, describe_verdict, rate_line, update_hint
 from evalrun.results import BaselineChange, CheckResult, RunResults, Status
 
 _ICONS = {
@@ -73,7 +74,7 @@ def _counts(results: RunResults) -> str:
     checks = sum(len(r.checks) for r in results.evals)
     assertions = sum(c.assertions for r in results.evals for c in r.checks)
     seconds = sum(r.duration_s for r in results.evals)
-    evals = f"**{len(results.evals)} eval{'s' if len(results.evals) != 1 else ''}**"
+    evals = f"**{plural(len(results.evals), 'eval')}**"
     line = f"{evals}: {statuses or 'none ran'} · {checks} checks, {assertions} assertions · {seconds:.1f} s"
     if results.interrupted:
         line += "\n\n**Interrupted:** these results are partial."
@@ -150,12 +151,9 @@ def _change_line(change: BaselineChange) -> str:
 def _flaky(results: RunResults) -> list[str]:
     """Repeated evals' checks that met their floor without passing every run: listed, never silent."""
     rows = [
-        f"- **{_md(r.name)}**: check **{_md(c.name)}** passed {c.rate.passes} of {c.rate.runs} "
-        f"(floor {r.repeats.floor:g}; 95% CI {c.rate.wilson_95[0]:.0%}-{c.rate.wilson_95[1]:.0%})"
-        for r in results.evals
-        if r.repeats is not None
-        for c in r.checks
-        if c.rate is not None and c.rate.flaky
+        f"- **{_md(f.eval)}**: check **{_md(f.check.name)}** passed {f.rate.passes} of {f.rate.runs} "
+        f"(floor {f.floor:g}; 95% CI {f.rate.wilson_95[0]:.0%}-{f.rate.wilson_95[1]:.0%})"
+        for f in flaky_checks(results.evals)
     ]
     if not rows:
         return []
@@ -165,8 +163,6 @@ def _flaky(results: RunResults) -> list[str]:
 
 def _rates(results: RunResults) -> list[str]:
     """Every repeated eval's checks with runs, passes, the 95% interval, pass@k and pass^k."""
-    from evalrun.repeats import describe_repeats, rate_line
-
     repeated = [r for r in results.evals if r.repeats is not None and r.checks]
     if not repeated:
         return []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evalrun.reports_in.positional import Positional
+from evalrun.text import plural
 
 _FIX = {
     "pytest": "name the cases with parametrize's ids= (or pytest.param(..., id=...))",
@@ -14,6 +15,6 @@ _FIX = {
 def positional_warning(eval_name: str, found: Positional) -> str:
     many = found.count != 1
     return (
-        f'warning: {eval_name}: {found.count} check name{"s" if many else ""} {"are positions" if many else "is a position"}'
+        f'warning: {eval_name}: {plural(found.count, "check name")} {"are positions" if many else "is a position"}'
         f' (e.g. "{found.example}"): removing one case renames every later one; {_FIX[found.tool]}'
     )

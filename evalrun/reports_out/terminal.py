@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from evalrun.results import EvalResult, Status
 from evalrun.secrets import scrub
-from evalrun.text import neutralise
+from evalrun.text import neutralise, plural
 
 _WORDS = {
     Status.PASSED: ("PASS", "green"),
@@ -162,7 +162,7 @@ class Console:
         parts = []
         for name in running[:3]:
             calls = self._calls(name) if self._calls is not None else None
-            parts.append(f"{name} {calls} call{'s' if calls != 1 else ''}" if calls else name)
+            parts.append(f"{name} {plural(calls, 'call')}" if calls else name)
         if len(running) > 3:
             parts.append(f"+{len(running) - 3} more")
         return self._shown(", ".join(parts))  # names are scorer-adjacent text: neutralised like every line
@@ -287,7 +287,7 @@ def closing_line(results: Sequence[EvalResult]) -> str:
         text += f", {interrupted} interrupted"
     tests = sum(len(r.skipped_tests) for r in results)
     if tests:  # tests the scorers' own reports skipped, inside evals that ran: never hidden behind "0 skipped"
-        text += f" ({tests} test{'s' if tests != 1 else ''} skipped inside evals)"
+        text += f" ({plural(tests, 'test')} skipped inside evals)"
     return text
 
 
@@ -332,4 +332,4 @@ def output_tails(results: Sequence[EvalResult], lines: int = TAIL_LINES) -> list
 def _counts(result: EvalResult) -> str:
     n = len(result.checks)
     a = sum(c.assertions for c in result.checks)
-    return f"{n} check{'s' if n != 1 else ''}, {a} assertion{'s' if a != 1 else ''}"
+    return f"{plural(n, 'check')}, {plural(a, 'assertion')}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalrun.results import EvalResult
-from evalrun.text import neutralise
+from evalrun.text import neutralise, plural
 
 WIDE = 400  # characters of a text shown on one line before it is cut (the results file keeps up to 2,000)
 
@@ -45,7 +45,7 @@ def transcript_lines(result: EvalResult) -> list[str]:
     mode = models.get("mode") or "?"
     answered = models.get("calls", 0)
     made = len(calls) + int(models.get("calls_not_kept") or 0)
-    lines.append(f"  {made} model call{'s' if made != 1 else ''} ({mode}"
+    lines.append(f"  {plural(made, 'model call')} ({mode}"
                  + (f", {answered} answered" if answered != made else "") + "), in order:")
     for call in calls:
         lines.append(f"  {call_headline(call)}")
