@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -49,6 +48,7 @@ from evalrun.reports_out.terminal import Console, closing_line, output_tails
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
 from evalrun.secrets import run_secrets
 from evalrun.leftovers import reap_leftovers
+from evalrun.workspace import Workspace, check_writable
 from evalrun.services.manager import ServiceManager
 from evalrun.verdict import VERDICT_WORDS, decide_exit_code
 
@@ -222,12 +222,8 @@ def select(
 
 
 def default_results_path(manifest: Manifest, tier: str, shard: str | None = None) -> Path:
-    """``.evalrun/results/<tier>.json``; a shard's own file is ``<tier>.shard-I-of-N.json``."""
-    folder = manifest.root / ".evalrun" / "results"
-    if shard:
-        index, _, total = shard.replace(" ", "").partition("/")
-        return folder / f"{tier}.shard-{index}-of-{total}.json"
-    return folder / f"{tier}.json"
+    """The tier's results file in the workspace (``evalrun.workspace``): ``.evalrun/results/<tier>.json``, or a shard's."""
+    return Workspace(manifest.root).results(tier, shard)
 
 
 def plan_outputs(manifest: Manifest, request: RunRequest) -> Outputs:
@@ -239,39 +235,6 @@ def plan_outputs(manifest: Manifest, request: RunRequest) -> Outputs:
         markdown=check_writable(request.markdown_path, "--markdown") if request.markdown_path else None,
         html=check_writable(request.html_path, "--html") if request.html_path else None,
     )
-
-
-def check_writable(path: Path, flag: str) -> Path:
-    """``path`` (as given) if a file can be written there; else an ``OutputError`` naming the flag, the path and the fix.
-
-    A file is written beside its target and renamed, so the check makes (and
-    removes) a file in the folder it will be written in: permissions, a
-    read-only or pseudo filesystem, all say so before any scorer starts.
-    """
-    given, path = path, Path(os.path.abspath(path))
-    if path.is_dir():
-        raise OutputError(f"{flag} {path}: is a directory; pass a file path, e.g. {path / 'out'}")
-    if writes_in_place(path):  # /dev/stdout, /dev/null, a FIFO: written into, not replaced
-        if not path.exists():
-            raise OutputError(f"{flag} {path}: no such file to write into; choose a path outside /dev and /proc")
-        if not os.access(path, os.W_OK):
-            raise OutputError(f"{flag} {path}: not writable (permission denied); choose another path")
-        return given
-    real = Path(os.path.realpath(path))
-    parent = real.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise OutputError(f"{flag} {path}: {parent} is not a directory; pass a path inside a folder")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".evalrun-write-check-", dir=parent)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise OutputError(f"{flag} {path}: cannot write in {parent} ({exc.strerror or exc}); choose a writable folder") from None
-    if real.exists() and not os.access(real, os.W_OK):
-        raise OutputError(f"{flag} {path}: the file is not writable (permission denied); choose another path")
-    return given
 
 
 # --------------------------------------------------------------------------- preconditions, services, execute
@@ -317,7 +280,7 @@ def _collect(
     probe_env = probe_environment(manifest, tier, environ)
     with _sigterm_as_interrupt():
         check_tier_guard(manifest, tier, probe_env)  # unmet: exit 2 before any scorer starts
-        state_dir = manifest.root / ".evalrun" / "services"
+        state_dir = Workspace(manifest.root).services
         for line in reap_leftovers(state_dir):
             console.warn(line)
         try:
@@ -368,7 +331,7 @@ def _start_and_execute(
     secrets = run_secrets(environ, manifest.models.key_vars)  # one set for everything the run shows
     services = ServiceManager(
         manifest.services,
-        logs_dir=manifest.root / ".evalrun" / "logs",
+        logs_dir=Workspace(manifest.root).logs,
         state_dir=state_dir,
         environ=models.base_env,  # services obey the tier's key rule as scorers do
         ready_check=ready_check(manifest),

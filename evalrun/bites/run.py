@@ -27,12 +27,13 @@ from evalrun.bites import (
 )
 from evalrun.errors import EvalrunError, ExitCode, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import Outputs, RunRequest, check_writable, collect, load, write
+from evalrun.pipeline import Outputs, RunRequest, collect, load, write
 from evalrun.plan import Plan, make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, redact_result
 from evalrun.secrets import run_secrets
 from evalrun.verdict import VERDICT_WORDS
+from evalrun.workspace import Workspace, check_writable
 
 
 @dataclass(frozen=True)
@@ -72,21 +73,13 @@ def run_bites(request: BitesRequest, console: Console, environ: Mapping[str, str
         if shard is not None:
             runs = select_bite_shard(runs, shard)
         outputs = Outputs(
-            results=check_writable(request.json_path or _default_path(manifest.root, tier, request.shard), "--json"),
+            results=check_writable(request.json_path or Workspace(manifest.root).bites_results(tier, request.shard), "--json"),
             junit=check_writable(request.junit_path, "--junit") if request.junit_path else None,
             markdown=check_writable(request.markdown_path, "--markdown") if request.markdown_path else None,
             html=check_writable(request.html_path, "--html") if request.html_path else None,
         )
         codes.append(_run_tier_bites(manifest, plan, runs, tier, request, outputs, console, environ))
     return int(_worst(codes))
-
-
-def _default_path(root: Path, tier: str, shard: str | None) -> Path:
-    folder = root / ".evalrun" / "results"
-    if shard:
-        index, _, total = shard.replace(" ", "").partition("/")
-        return folder / f"bites-{tier}.shard-{index}-of-{total}.json"
-    return folder / f"bites-{tier}.json"
 
 
 def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, request: BitesRequest,  # noqa: ANN001

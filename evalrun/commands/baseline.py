@@ -32,7 +32,8 @@ from evalrun.baseline_judges import updated_judges
 from evalrun.baseline_settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, keep_and_record, load, positional_warnings
+from evalrun.pipeline import RunRequest, collect, default_results_path, keep_and_record, load, positional_warnings
+from evalrun.workspace import check_writable
 from evalrun.plan import make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock

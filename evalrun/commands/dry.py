@@ -16,6 +16,7 @@ from evalrun.preconditions import Preconditions, probe_environment, probe_evals,
 from evalrun.repeats import settings_for
 from evalrun.reports_out.matrix import dry_matrix, plain_lines
 from evalrun.reports_out.terminal import Console
+from evalrun.workspace import Workspace
 
 
 def dry(
@@ -121,7 +122,7 @@ def _last_messages(manifest: Manifest, tier: str) -> dict[str, str]:
     from evalrun.errors import ResultsError
     from evalrun.results import load_results
 
-    path = manifest.root / ".evalrun" / "results" / f"{tier}.json"
+    path = Workspace(manifest.root).results(tier)
     try:
         return {r.name: r.message or "" for r in load_results(path).evals} if path.is_file() else {}
     except ResultsError:  # an unreadable last run only means no "unplayed" figure

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
 from evalrun.merge import merge_results
-from evalrun.pipeline import Outputs, check_writable, default_results_path, deliver, judge, load
+from evalrun.pipeline import Outputs, default_results_path, deliver, judge, load
+from evalrun.workspace import check_writable
 from evalrun.reports_out.terminal import Console
 
 

@@ -10,6 +10,7 @@ from evalrun.errors import UsageError, file_label
 from evalrun.manifest import TIERS, load_manifest
 from evalrun.reports_out.html import runs_for_report, write_html_report
 from evalrun.results import load_results
+from evalrun.workspace import Workspace
 
 
 def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, last: int, console: Console) -> int:
@@ -26,7 +27,7 @@ def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, la
             chosen = f"tier {tier}: the tier of the latest run in the history (name a tier to report another)"
     runs, notes = runs_for_report(manifest, tier, last, os.environ, strict=True) if tier else ([], [])
     if not runs:
-        fallback = manifest.root / ".evalrun" / "results" / f"{tier or 't1'}.json"
+        fallback = Workspace(manifest.root).results(tier or "t1")
         if not fallback.exists():
             raise UsageError(
                 f"no runs{' of ' + tier if tier else ''} in the history and no {file_label(fallback)}; "

@@ -11,23 +11,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalrun.workspace import FOLDER, Workspace
+
 if TYPE_CHECKING:
     from evalrun.manifest import Manifest
     from evalrun.results import RunResults
 
-STATE_DIR = ".evalrun"
+STATE_DIR = FOLDER  # kept for importers; the layout is evalrun.workspace's
 
 
 def ensure_state_dir(root: Path) -> Path:
-    """``.evalrun/`` under ``root``, with a ``.gitignore`` of ``*`` so results are never committed by accident."""
-    from evalrun.atomic import write_atomic
-
-    folder = root / STATE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        write_atomic(ignore, "# written by evalrun: nothing in this folder belongs in git\n*\n")
-    return folder
+    """``.evalrun/`` under ``root``, with a ``.gitignore`` of ``*`` (``evalrun.workspace.Workspace.ensure``)."""
+    return Workspace(root).ensure()
 
 
 def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, str], source: str = "run") -> str | None:
@@ -38,10 +33,11 @@ def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, st
     from evalrun.history.backends import use_store
     from evalrun.history.store import HistoryError
 
+    workspace = Workspace(manifest.root)
     try:
-        ensure_state_dir(manifest.root)
+        workspace.ensure()
     except OSError as exc:
-        return f"history: cannot create {manifest.root / STATE_DIR}: {exc.strerror or exc}"
+        return f"history: cannot create {workspace.folder}: {exc.strerror or exc}"
     try:
         location = locate_history(manifest, environ)
     except EvalrunError as exc:
