@@ -10,6 +10,7 @@ from evalrun.errors import UsageError, file_label
 from evalrun.manifest import TIERS, load_manifest
 from evalrun.reports_out.html import runs_for_report, write_html_report
 from evalrun.results import load_results
+from evalrun.secrets import known_secrets
 from evalrun.workspace import Workspace
 
 
@@ -33,7 +34,9 @@ def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, la
                 f"no runs{' of ' + tier if tier else ''} in the history and no {file_label(fallback)}; "
                 f"run evalrun {tier or 't1'} first"
             )
-        runs, more = runs_for_report(manifest, tier, last, os.environ, load_results(fallback), strict=True)
+        secrets = known_secrets(os.environ, manifest.models.key_vars).values
+        runs, more = runs_for_report(manifest, tier, last, os.environ, load_results(fallback), strict=True,
+                                     secrets=secrets)
         notes = [*notes, *more]
     for note in notes:
         console.warn(note)

@@ -1,35 +1,35 @@
 """The results history: every run appended to SQLite (default) or PostgreSQL, and read back over time.
 
 ``record_run`` is the one call the run, merge and baseline commands make
-after writing their results file. It never raises: a history that cannot be
+after writing their results file (the store's default place and the folder's
+``.gitignore`` are ``evalrun.workspace``'s). It never raises: a history that cannot be
 written is a warning line, and never changes the verdict or the results file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from evalrun.workspace import FOLDER, Workspace
+from evalrun.workspace import Workspace
 
 if TYPE_CHECKING:
     from evalrun.manifest import Manifest
     from evalrun.results import RunResults
 
-STATE_DIR = FOLDER  # kept for importers; the layout is evalrun.workspace's
 
+def record_run(
+    manifest: Manifest, results: RunResults, environ: Mapping[str, str], source: str = "run",
+    *, secrets: Iterable[str] = (),
+) -> str | None:
+    """Append ``results`` to the history; return a warning line when it could not be, else None.
 
-def ensure_state_dir(root: Path) -> Path:
-    """``.evalrun/`` under ``root``, with a ``.gitignore`` of ``*`` (``evalrun.workspace.Workspace.ensure``)."""
-    return Workspace(root).ensure()
-
-
-def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, str], source: str = "run") -> str | None:
-    """Append ``results`` to the history; return a warning line when it could not be, else None."""
+    ``environ`` says where the history is (``evalrun.history.location``); ``secrets`` are the run's
+    (``evalrun.secrets.known_secrets``), scrubbed from every text stored.
+    """
     from evalrun.errors import EvalrunError
     from evalrun.history.location import locate_history
-    from evalrun.history.records import eval_records, make_record, read_git, secrets_of
+    from evalrun.history.records import eval_records, make_record, read_git
     from evalrun.history.backends import use_store
     from evalrun.history.store import HistoryError
 
@@ -45,10 +45,10 @@ def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, st
     if location is None:
         return None
     try:
-        secrets = secrets_of(environ, manifest.models.key_vars)
-        record = make_record(results, read_git(manifest.root), source, secrets, with_evals=False)
+        hidden = set(secrets)
+        record = make_record(results, read_git(manifest.root), source, hidden, with_evals=False)
         # Streamed an eval at a time inside one transaction: memory stays flat, the run lands whole or not at all.
-        use_store(location, lambda store: store.append(record, eval_records(results, secrets)))
+        use_store(location, lambda store: store.append(record, eval_records(results, hidden)))
     except HistoryError as exc:
         return f"history: not recorded: {exc}"
     except Exception as exc:  # noqa: BLE001 - the history must never change a run's outcome
