@@ -140,3 +140,62 @@ def test_the_probe_environment_is_the_scrubbed_one_with_the_manifest_s_pythonpat
     probe_env = context.probe_env()
     assert probe_env["OPENAI_API_KEY"] == PLACEHOLDER
     assert probe_env["PYTHONPATH"].split(":")[0] == str(suite / "src")
+
+
+# -- what leaves by the side channels: each is handed the secrets its command worked out once -------------------
+
+CRED = "acme-cred-value-5550123"  # under a manifest key variable whose name says nothing secret
+CHANNELS_MANIFEST = """
+[tiers.t1]
+description = "static"
+[models]
+key_vars = ["ACME_LLM_CRED"]
+[[evals]]
+name = "a"
+tier = "t1"
+dir = "evals/a"
+run = ["python", "score.py"]
+"""
+# The scorer writes the value itself: a run without the variable set has nothing to hide, so it is kept as written.
+QUOTING = (
+    "import json, os\n"
+    "json.dump({'checks': [{'name': 'quotes', 'assertions': 1, 'passed': False, 'message': 'said %s'}]},"
+    " open(os.environ['EVALRUN_REPORT'], 'w'))\n" % CRED
+)
+
+
+@pytest.fixture
+def quoted(project, tmp_path: Path):
+    """A project whose last t1 results file holds ``CRED`` in a message, the first history elsewhere."""
+    p = project({"manifest.toml": CHANNELS_MANIFEST, "evals/a/score.py": QUOTING})
+    first = p.run("t1", env={"EVALRUN_HISTORY_URL": f"sqlite:{tmp_path / 'elsewhere.sqlite'}"})
+    assert first.code == 1, first.output
+    assert CRED in Workspace(p.root).results("t1").read_text(encoding="utf-8")
+    return p
+
+
+def test_history_import_scrubs_the_manifest_s_key_values(quoted) -> None:
+    results = Workspace(quoted.root).results("t1")
+    outcome = quoted.run("history", "import", str(results), env={"ACME_LLM_CRED": CRED})
+    assert outcome.code == 0, outcome.output
+    stored = Workspace(quoted.root).history.read_bytes()
+    assert CRED.encode() not in stored and b"said [redacted by evalrun]" in stored
+
+
+def test_merge_records_the_merged_run_without_the_manifest_s_key_values(quoted, tmp_path: Path) -> None:
+    shard = quoted.run("t1", "--shard", "1/1", env={"EVALRUN_HISTORY_URL": f"sqlite:{tmp_path / 'elsewhere.sqlite'}"})
+    assert shard.code == 1, shard.output
+    results = Workspace(quoted.root).results("t1", "1/1")
+    assert CRED in results.read_text(encoding="utf-8")
+    outcome = quoted.run("merge", str(results), "--json", str(quoted.root / "merged.json"), env={"ACME_LLM_CRED": CRED})
+    assert outcome.code == 1, outcome.output
+    stored = Workspace(quoted.root).history.read_bytes()
+    assert CRED.encode() not in stored and b"said [redacted by evalrun]" in stored
+
+
+def test_report_html_from_the_results_file_scrubs_the_manifest_s_key_values(quoted) -> None:
+    page = quoted.root / "report.html"
+    outcome = quoted.run("report", "--html", str(page), "t1", env={"ACME_LLM_CRED": CRED})
+    assert outcome.code == 0, outcome.output
+    text = page.read_text(encoding="utf-8")
+    assert CRED not in text and "said [redacted by evalrun]" in text
