@@ -1,7 +1,7 @@
 """Keeping each tier's promise about model calls, for one run.
 
-This module owns, per invocation: the scorers' environment with provider keys
-kept out of t1 and t2 (``evalrun.models.scorer_env``), the record/replay proxy started when
+This module owns, per invocation (the scorers' environment with provider keys
+kept out of t1 and t2 is the run's context's, ``evalrun.context``): the record/replay proxy started when
 a planned t2/t3 eval uses models (``evalrun.models.replay``), each eval's endpoint
 variables, the budget, and what the proxy learnt about each eval afterwards:
 which provider and models answered (the judge's apart), calls, tokens and cost
@@ -32,14 +32,13 @@ class ModelCalls:
 
     def __init__(
         self, manifest: Manifest, tier: str, evals: list[PlannedEval], environ: Mapping[str, str], record: bool,
-        *, base_env: Mapping[str, str], secrets: frozenset[str],
+        *, secrets: frozenset[str],
     ) -> None:
         """``environ``: evalrun's own, read for ``EVALRUN_UPSTREAM`` and, in record and live modes, the keys sent
-        upstream; ``base_env``: the tier's scrubbed environment and ``secrets``: the run's provider key values,
-        both worked out once for the run (``evalrun.context``)."""
+        upstream; ``secrets``: the run's provider key values, worked out once for the run (``evalrun.context``),
+        which the proxy keeps out of fixtures and messages. The scorers' environment is the context's too."""
         self.manifest = manifest
         self.tier = tier
-        self.base_env = dict(base_env)
         self._users = [p for p in evals if manifest.uses_model(p.spec)]
         self._bases: dict[tuple[str, int], str] = {}  # (eval, repeat) -> its base URL on the proxy
         # Evals with more than one run: each run is its own session on the proxy (evalrun.repeats).
