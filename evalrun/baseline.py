@@ -65,7 +65,9 @@ def baseline_path(manifest: Manifest, tier: str) -> Path:
 
 def baseline_lock(manifest: Manifest, path: Path) -> Path:
     """The lock held while a baseline is read, updated and written: kept out of the committed folder."""
-    return manifest.root / ".evalrun" / "locks" / f"{path.name}.lock"
+    from evalrun.workspace import Workspace  # the .evalrun/ layout has one owner
+
+    return Workspace(manifest.root).lock(path.name)
 
 
 def baseline_fingerprint(path: Path) -> str | None:

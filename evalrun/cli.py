@@ -101,9 +101,18 @@ DEFAULT_MANIFEST = Path("manifest.toml")
 
 def _console():  # noqa: ANN202 - imported lazily to keep --version fast
     from evalrun.reports_out.terminal import Console
-    from evalrun.secrets import run_secrets
 
-    return Console(env=os.environ, secrets=run_secrets(os.environ))
+    return Console(env=os.environ, secrets=_process_secrets())
+
+
+def _process_secrets() -> frozenset[str]:
+    """What evalrun's own environment holds that nothing it prints may show: the console and the error lines.
+
+    A run adds its manifest's key variables to these (``evalrun.context``); this process has no manifest yet.
+    """
+    from evalrun.secrets import known_secrets
+
+    return known_secrets(os.environ).values
 
 
 def _version(value: bool) -> None:
@@ -503,9 +512,9 @@ def _is_usage_exception(exc: Exception) -> bool:
 
 def _redacted(text: str) -> str:
     """``text`` without the environment's key values, secret-looking values or URL passwords: it leaves evalrun."""
-    from evalrun.secrets import redact_passwords, run_secrets, scrub
+    from evalrun.secrets import redact_passwords, scrub
 
-    return scrub(redact_passwords(text), run_secrets(os.environ))
+    return scrub(redact_passwords(text), _process_secrets())
 
 
 def _say(line: str) -> None:

@@ -7,7 +7,10 @@
 this module that takes records and returns a new record, and each delegates
 to the module of its own name (``manifest``, ``plan``, ``probes``, ``services``,
 ``models``, ``execute``, ``baseline``, ``verdict``, ``results``,
-``reports_out``). ``evalrun merge`` and ``evalrun baseline diff`` reuse the
+``reports_out``). Once the plan is chosen, the run's context
+(``evalrun.context.RunContext``: the manifest, the tier, the environment, the
+secrets and the scrubbed environment, the ``.evalrun/`` workspace) is built
+once and each step gets the parts it uses. ``evalrun merge`` and ``evalrun baseline diff`` reuse the
 same ``judge`` (compare, then decide), ``write`` and ``report`` steps, so a
 merged or re-judged run is decided exactly as a single run is.
 """
@@ -17,8 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 from evalrun import __version__
 from evalrun.atomic import writes_in_place
 from evalrun.calibration import calibrate
+from evalrun.context import RunContext
 from evalrun.baseline import Baseline, baseline_path, compare_tier, load_baseline, update_command
 from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
@@ -36,9 +39,7 @@ from evalrun.models.cost import run_cost
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls
 from evalrun.models.scorer_env import with_pythonpath
 from evalrun.plan import Plan, PlannedEval, make_plan
-from evalrun.preconditions import (
-    Preconditions, check_tier_guard, probe_environment, probe_evals, ready_check, skips_are_failures,
-)
+from evalrun.preconditions import Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures
 from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
 )
@@ -46,8 +47,8 @@ from evalrun.reports_out.describe import describe_filters
 from evalrun.reports_out.summary import report
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
-from evalrun.secrets import run_secrets
 from evalrun.leftovers import reap_leftovers
+from evalrun.workspace import Workspace, check_writable
 from evalrun.services.manager import ServiceManager
 from evalrun.verdict import decide_exit_code
 
@@ -82,6 +83,20 @@ class RunRequest:
 
 
 @dataclass(frozen=True)
+class CollectOptions:
+    """What collecting a plan takes of the request: how many at once, how often, what is recorded, what a skip is."""
+
+    jobs: int = 0  # 0: one per CPU
+    repeat: int | None = None  # --repeat N
+    record: bool = False  # t3 --record
+    no_skips: bool = False  # --no-skips: a skip is a failure
+
+    @classmethod
+    def of(cls, request: RunRequest) -> CollectOptions:
+        return cls(jobs=request.jobs, repeat=request.repeat, record=request.record, no_skips=request.no_skips)
+
+
+@dataclass(frozen=True)
 class Outputs:
     """Where a run writes: the results file, and the reports asked for."""
 
@@ -101,28 +116,24 @@ def run(request: RunRequest, console: Console, environ: Mapping[str, str]) -> in
     manifest = load(request.manifest_path)
     plan, _ = select(manifest, request, console)
     outputs = plan_outputs(manifest, request)
-    return _run_plan(manifest, plan, request, outputs, console, environ, shown=manifest)
+    context = RunContext.build(manifest, request.tier, environ)  # the one place the run's state is worked out
+    return _run_plan(context, plan, request, outputs, console, shown=manifest)
 
 
 def _run_plan(
-    manifest: Manifest,
-    plan: Plan,
-    request: RunRequest,
-    outputs: Outputs,
-    console: Console,
-    environ: Mapping[str, str],
-    *,
-    shown: Manifest,
+    context: RunContext, plan: Plan, request: RunRequest, outputs: Outputs, console: Console, *, shown: Manifest
 ) -> int:
-    baseline = load_baseline(baseline_path(manifest, request.tier))  # a bad baseline is exit 2, before any scorer
+    manifest = context.manifest
+    baseline = load_baseline(baseline_path(manifest, context.tier))  # a bad baseline is exit 2, before any scorer
     collected: RunResults | None = None
     try:
         # From here to the end, SIGTERM is Ctrl-C: 130 at any phase, and the results file says so.
         with _sigterm_as_interrupt():
-            collected = collect(plan, request, console, environ, baseline)
+            collected = collect_in(context, plan, CollectOptions.of(request), console, baseline)
             judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
             positional_warnings(judged, baseline, console)
-            return deliver(judged, shown, outputs, console, environ, source="run", verbose=request.verbose)
+            return deliver(judged, shown, outputs, console, context.environ, secrets=context.secrets.values,
+                           source="run", verbose=request.verbose)
     except KeyboardInterrupt:
         if collected is None:
             raise
@@ -132,18 +143,19 @@ def _run_plan(
 
 def deliver(
     judged: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
-    *, source: str, verbose: bool = False,
+    *, secrets: Iterable[str], source: str, verbose: bool = False,
 ) -> int:
     """Write, record, report (and the HTML page); the exit code. Interrupted here: 130, and the results file says so.
 
+    ``secrets``: the run's (``evalrun.secrets.known_secrets``), scrubbed from what the history and the page keep.
     ``verbose``: the report prints the output tail of every failing eval (``-v``).
     """
     try:
         with _sigterm_as_interrupt():
             write(judged, outputs, console, environ)
-            history_warning = record(judged, manifest, console, environ, source=source)
+            history_warning = record(judged, manifest, console, environ, secrets=secrets, source=source)
             report(judged, console, outputs, verbose=verbose)
-            write_html(judged, manifest, outputs, console, environ, history_warning)
+            write_html(judged, manifest, outputs, console, environ, history_warning, secrets=secrets)
     except KeyboardInterrupt:
         _interrupted_after_scorers(judged, outputs, console)
         return int(ExitCode.INTERRUPTED)
@@ -151,12 +163,12 @@ def deliver(
 
 
 def keep_and_record(results: RunResults, results_path: Path, manifest: Manifest, console: Console,
-                    environ: Mapping[str, str], *, source: str) -> None:
+                    environ: Mapping[str, str], *, secrets: Iterable[str], source: str) -> None:
     """The results file, then the history; interrupted here, the file is marked so and KeyboardInterrupt goes on."""
     try:
         with _sigterm_as_interrupt():
             write_results(results, results_path)
-            record(results, manifest, console, environ, source=source)
+            record(results, manifest, console, environ, secrets=secrets, source=source)
     except KeyboardInterrupt:
         stopped = results.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
         with _sigterm_ignored(), contextlib.suppress(OSError):
@@ -221,12 +233,8 @@ def select(
 
 
 def default_results_path(manifest: Manifest, tier: str, shard: str | None = None) -> Path:
-    """``.evalrun/results/<tier>.json``; a shard's own file is ``<tier>.shard-I-of-N.json``."""
-    folder = manifest.root / ".evalrun" / "results"
-    if shard:
-        index, _, total = shard.replace(" ", "").partition("/")
-        return folder / f"{tier}.shard-{index}-of-{total}.json"
-    return folder / f"{tier}.json"
+    """The tier's results file in the workspace (``evalrun.workspace``): ``.evalrun/results/<tier>.json``, or a shard's."""
+    return Workspace(manifest.root).results(tier, shard)
 
 
 def plan_outputs(manifest: Manifest, request: RunRequest) -> Outputs:
@@ -240,44 +248,19 @@ def plan_outputs(manifest: Manifest, request: RunRequest) -> Outputs:
     )
 
 
-def check_writable(path: Path, flag: str) -> Path:
-    """``path`` (as given) if a file can be written there; else an ``OutputError`` naming the flag, the path and the fix.
-
-    A file is written beside its target and renamed, so the check makes (and
-    removes) a file in the folder it will be written in: permissions, a
-    read-only or pseudo filesystem, all say so before any scorer starts.
-    """
-    given, path = path, Path(os.path.abspath(path))
-    if path.is_dir():
-        raise OutputError(f"{flag} {path}: is a directory; pass a file path, e.g. {path / 'out'}")
-    if writes_in_place(path):  # /dev/stdout, /dev/null, a FIFO: written into, not replaced
-        if not path.exists():
-            raise OutputError(f"{flag} {path}: no such file to write into; choose a path outside /dev and /proc")
-        if not os.access(path, os.W_OK):
-            raise OutputError(f"{flag} {path}: not writable (permission denied); choose another path")
-        return given
-    real = Path(os.path.realpath(path))
-    parent = real.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise OutputError(f"{flag} {path}: {parent} is not a directory; pass a path inside a folder")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".evalrun-write-check-", dir=parent)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise OutputError(f"{flag} {path}: cannot write in {parent} ({exc.strerror or exc}); choose a writable folder") from None
-    if real.exists() and not os.access(real, os.W_OK):
-        raise OutputError(f"{flag} {path}: the file is not writable (permission denied); choose another path")
-    return given
-
-
 # --------------------------------------------------------------------------- preconditions, services, execute
 
 
 def collect(
     plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str], baseline: Baseline | None = None
+) -> RunResults:
+    """``collect_in`` for a caller that holds a plan and a request but no context yet (the context is built here)."""
+    context = RunContext.build(plan.manifest, request.tier, environ)
+    return collect_in(context, plan, CollectOptions.of(request), console, baseline)
+
+
+def collect_in(
+    context: RunContext, plan: Plan, options: CollectOptions, console: Console, baseline: Baseline | None = None
 ) -> RunResults:
     """Guard, probe, start services and the model proxy, execute; results not yet compared or judged.
 
@@ -287,50 +270,49 @@ def collect(
     """
     from evalrun.isolation import explain_isolation, header, network_policy, refuse, run_isolated
 
-    policy = network_policy(plan.manifest, request.tier)
+    tier = context.tier
+    policy = network_policy(context.manifest, tier)
     if not policy.isolate:
-        if request.tier in ("t1", "t2"):
+        if tier in ("t1", "t2"):
             console.warn(header(policy, policy.why_not))
-        return _collect(plan, request, console, environ, baseline)
+        return _collect(context, plan, options, console, baseline)
     entered, results, why = run_isolated(
-        lambda: _collect(plan, request, console, environ, baseline), lambda: console.note(header(policy, None))
+        lambda: _collect(context, plan, options, console, baseline), lambda: console.note(header(policy, None))
     )
     if entered and results is not None:
-        return results.model_copy(update={"evals": explain_isolation(results.evals, request.tier)})
+        return results.model_copy(update={"evals": explain_isolation(results.evals, tier)})
     if policy.required:
         raise refuse(policy, why or "unknown")
     console.warn(header(policy, why))
-    return _collect(plan, request, console, environ, baseline)
+    return _collect(context, plan, options, console, baseline)
 
 
 def _collect(
-    plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str], baseline: Baseline | None = None
+    context: RunContext, plan: Plan, options: CollectOptions, console: Console, baseline: Baseline | None = None
 ) -> RunResults:
     """Ctrl-C or SIGTERM at any phase ends here as results that mark every planned
     eval either done or interrupted.
     """
-    manifest, tier = plan.manifest, request.tier
+    manifest, tier = context.manifest, context.tier
     started = _now()
-    environ = dict(environ)
     # Probes obey the tier's key rule as scorers do: no provider key in t1/t2.
-    probe_env = probe_environment(manifest, tier, environ)
+    probe_env = context.probe_env()
     with _sigterm_as_interrupt():
         check_tier_guard(manifest, tier, probe_env)  # unmet: exit 2 before any scorer starts
-        state_dir = manifest.root / ".evalrun" / "services"
-        for line in reap_leftovers(state_dir):
+        for line in reap_leftovers(context.workspace.services):
             console.warn(line)
         try:
-            pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, request.no_skips))
+            pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, options.no_skips))
             if not plan.evals:
                 console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
-            results, interrupted = _start_and_execute(plan, request, pre, console, environ, state_dir, baseline)
+            results, interrupted = _start_and_execute(context, plan.evals, options, pre, console, baseline)
         except KeyboardInterrupt:
             console.stop_progress()
             results, interrupted = [interrupted_result(p, tier) for p in plan.evals], True
     return RunResults(
         evalrun_version=__version__,
         tier=tier,
-        manifest=str(plan.manifest.path),
+        manifest=str(manifest.path),
         started_at=started,
         finished_at=_now(),
         interrupted=interrupted,
@@ -345,39 +327,37 @@ def _collect(
 
 
 def _start_and_execute(
-    plan: Plan,
-    request: RunRequest,
+    context: RunContext,
+    planned: list[PlannedEval],
+    options: CollectOptions,
     pre: Preconditions,
     console: Console,
-    environ: dict[str, str],
-    state_dir: Path,
     baseline: Baseline | None = None,
 ) -> tuple[list[EvalResult], bool]:
     """Services and the model proxy up, every planned eval executed, everything stopped again."""
-    manifest, tier = plan.manifest, request.tier
+    manifest, tier, secrets = context.manifest, context.tier, context.secrets
     # Repeats: every planned eval becomes its runs; they are folded back into one result per eval below.
-    settings, repeat_notes = repeat_as_recorded(plan_settings(manifest, plan.evals, request.repeat), baseline,
-                                                request.repeat)
+    settings, repeat_notes = repeat_as_recorded(plan_settings(manifest, planned, options.repeat), baseline,
+                                                options.repeat)
     for line in repeat_notes:
         console.note(line)
-    runs = expand(plan.evals, settings)
-    tracker = RepeatTracker(plan.evals, settings, tier, on_eval_done=console.eval_finished)
+    runs = expand(planned, settings)
+    tracker = RepeatTracker(planned, settings, tier, on_eval_done=console.eval_finished)
     will_run = [p for p in runs if pre.for_eval(p.name).runs]
-    models = ModelCalls(manifest, tier, will_run, environ, request.record)
-    secrets = run_secrets(environ, manifest.models.key_vars)  # one set for everything the run shows
+    models = ModelCalls(manifest, tier, will_run, context.environ, options.record, secrets=secrets.keys)
     services = ServiceManager(
         manifest.services,
-        logs_dir=manifest.root / ".evalrun" / "logs",
-        state_dir=state_dir,
-        environ=models.base_env,  # services obey the tier's key rule as scorers do
+        logs_dir=context.workspace.logs,
+        state_dir=context.workspace.services,
+        environ=context.scrubbed_env,  # services obey the tier's key rule as scorers do
         ready_check=ready_check(manifest),
-        secrets=secrets,
+        secrets=secrets.values,
     )
 
     def finalize(planned: PlannedEval, result: EvalResult) -> EvalResult:
         # Redacted before anything is written or shown: results, JUnit, Markdown, baselines, history;
         # a repeated eval's runs are folded into one result by the tracker.
-        return tracker.record(planned, redact_result(models.finalize(planned, result), secrets))
+        return tracker.record(planned, redact_result(models.finalize(planned, result), secrets.values))
 
     shown_started: set[str] = set()
 
@@ -408,20 +388,20 @@ def _start_and_execute(
                 state = services.start(name)
                 if not state.ok:
                     console.error(state.failure or f"service {name} failed")
-            console.start_progress(len(plan.evals), tier, calls=models.calls_so_far if models.proxy else None)
+            console.start_progress(len(planned), tier, calls=models.calls_so_far if models.proxy else None)
             outcome = execute(
                 ExecuteRequest(
                     evals=runs,
                     tier=tier,
-                    jobs=request.jobs or default_jobs(),
-                    base_env=with_pythonpath(scorer_base_env(models.base_env), manifest.python_paths()),
+                    jobs=options.jobs or default_jobs(),
+                    base_env=with_pythonpath(scorer_base_env(context.scrubbed_env), context.python_paths),
                     prepare=prepare,
                     finalize=finalize,
                     on_start=started,
                     # A repeated eval is shown once, by the tracker, when its last run is in.
                     on_finish=lambda r: None if tracker.repeats(r.name) else console.eval_finished(r),
-                    secrets=frozenset(secrets),
-                    record_dir=state_dir,  # scorers are recorded like services, and swept alike
+                    secrets=secrets.values,
+                    record_dir=context.workspace.services,  # scorers are recorded like services, and swept alike
                 )
             )
             console.stop_progress()
@@ -429,7 +409,7 @@ def _start_and_execute(
                 console.note(line)
     finally:
         console.stop_progress()
-    return aggregate_all(plan.evals, runs, outcome.results, settings, tier), outcome.interrupted
+    return aggregate_all(planned, runs, outcome.results, settings, tier), outcome.interrupted
 
 
 def default_jobs() -> int:
@@ -501,19 +481,20 @@ def _write_output(write_one: Callable[[], None], flag: str, path: Path) -> None:
 
 
 def record(
-    results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str
+    results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str,
+    *, secrets: Iterable[str],
 ) -> str | None:
     """Append the run to the history store; a history that cannot be written is a warning (returned too), never a verdict."""
     from evalrun.history import record_run
 
-    if warning := record_run(manifest, results, environ, source=source):
+    if warning := record_run(manifest, results, environ, source=source, secrets=secrets):
         console.warn(warning)
     return warning
 
 
 def write_html(
     results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
-    history_warning: str | None = None,
+    history_warning: str | None = None, *, secrets: Iterable[str],
 ) -> None:
     """The HTML report of this run and the history's last runs, when ``--html`` asked for it.
 
@@ -523,7 +504,7 @@ def write_html(
         return
     from evalrun.reports_out.html import write_html_after_run
 
-    if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning):
+    if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning, secrets=secrets):
         console.warn(warning)
 
 
@@ -569,7 +550,8 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
             filters={**plan.filters, "clean_checkout": ["worktree" if request.worktree else "HEAD"]},
         )
         inner_request = replace(request, manifest_path=exported, clean_checkout=False, worktree=False)
-        return _run_plan(inner, narrowed, inner_request, outputs, console, environ, shown=manifest)
+        context = RunContext.build(inner, request.tier, environ)  # the export's manifest, services and logs
+        return _run_plan(context, narrowed, inner_request, outputs, console, shown=manifest)
 
 
 # --------------------------------------------------------------------------- helpers

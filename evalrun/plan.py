@@ -83,6 +83,9 @@ def tier_cells(manifest: Manifest, tier: str | None) -> list[str]:
 
 @dataclass(frozen=True)
 class Plan:
+    """What the selection chose. Its manifest and tier are the selection's own record (``evalrun.selection``
+    narrows a plan by them); the stages of a run take both from the run's context (``evalrun.context``)."""
+
     manifest: Manifest
     tier: str | None  # None: every tier (dry only)
     evals: list[PlannedEval]

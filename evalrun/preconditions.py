@@ -5,8 +5,8 @@ This module owns the step between the plan and the execution: a tier's
 each distinct probe of the planned evals run once and concurrently, and the skip
 policy (``skips = "fail"`` on a tier or ``--no-skips``: a skip becomes a failure
 with the same reason). A skip is a result with a reason, never a pass. Probes
-get the environment scorers of their tier get (``probe_environment``): no
-provider key in t1/t2.
+get the environment scorers of their tier get (``evalrun.context.RunContext.probe_env``):
+no provider key in t1/t2.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from evalrun.errors import TierGuardError
 from evalrun.manifest import Manifest
-from evalrun.models.scorer_env import scrub_environment, with_pythonpath
 from evalrun.plan import PlannedEval
 from evalrun.probes.run import check_probe, run_probes
 
@@ -39,12 +38,6 @@ class Preconditions:
 
     def for_eval(self, name: str) -> Decision:
         return self.decisions.get(name, Decision())
-
-
-def probe_environment(manifest: Manifest, tier: str, environ: Mapping[str, str]) -> dict[str, str]:
-    """What the probes of ``tier`` see: the scorers' environment rule, so no provider key in t1/t2,
-    and the manifest's ``pythonpath`` (a ``python:`` probe imports what a scorer would)."""
-    return with_pythonpath(scrub_environment(environ, tier, None, manifest.models.key_vars), manifest.python_paths())
 
 
 def tier_guard_problem(manifest: Manifest, tier: str, env: Mapping[str, str]) -> str | None:

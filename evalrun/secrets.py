@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -221,12 +222,26 @@ def _replace_spans(text: str, spans: list[tuple[int, int]], replacement: str) ->
     return "".join(out)
 
 
-def run_secrets(env: Mapping[str, str], extra_key_vars: Iterable[str] = ()) -> set[str]:
-    """Everything a run must never show: provider key values and secret-looking variables' values.
+@dataclass(frozen=True)
+class RunSecrets:
+    """What one run must never show, worked out once from its environment (``known_secrets``)."""
+
+    keys: frozenset[str]  # provider key values: kept out of fixtures and the model proxy's words
+    values: frozenset[str]  # the keys and every secret-looking variable's value: scrubbed from all a run shows
+
+
+def known_secrets(env: Mapping[str, str], extra_key_vars: Iterable[str] = ()) -> RunSecrets:
+    """The one entry point: provider key values and secret-looking variables' values of ``env``, once per run.
 
     evalrun's own placeholder is none of them: an evalrun run by a t1 scorer sees it as its key.
     """
-    return key_values(env, extra_key_vars) | set(secret_like_values(env))
+    keys = frozenset(key_values(env, extra_key_vars))
+    return RunSecrets(keys=keys, values=keys | frozenset(secret_like_values(env)))
+
+
+def run_secrets(env: Mapping[str, str], extra_key_vars: Iterable[str] = ()) -> set[str]:
+    """Everything a run must never show (``known_secrets(...).values``) as a set."""
+    return set(known_secrets(env, extra_key_vars).values)
 
 
 def redact_passwords(text: str) -> str:

@@ -27,13 +27,15 @@ from evalrun.bites import (
 )
 from evalrun.errors import EvalrunError, ExitCode, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import Outputs, RunRequest, check_writable, collect, load, write
+from evalrun.context import RunContext
+from evalrun.pipeline import CollectOptions, Outputs, collect_in, load, write
 from evalrun.plan import Plan, make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, redact_result
-from evalrun.secrets import run_secrets
+from evalrun.secrets import known_secrets
 from evalrun.text import plural
 from evalrun.verdict import VERDICT_WORDS
+from evalrun.workspace import Workspace, check_writable
 
 
 @dataclass(frozen=True)
@@ -73,21 +75,13 @@ def run_bites(request: BitesRequest, console: Console, environ: Mapping[str, str
         if shard is not None:
             runs = select_bite_shard(runs, shard)
         outputs = Outputs(
-            results=check_writable(request.json_path or _default_path(manifest.root, tier, request.shard), "--json"),
+            results=check_writable(request.json_path or Workspace(manifest.root).bites_results(tier, request.shard), "--json"),
             junit=check_writable(request.junit_path, "--junit") if request.junit_path else None,
             markdown=check_writable(request.markdown_path, "--markdown") if request.markdown_path else None,
             html=check_writable(request.html_path, "--html") if request.html_path else None,
         )
         codes.append(_run_tier_bites(manifest, plan, runs, tier, request, outputs, console, environ))
     return int(_worst(codes))
-
-
-def _default_path(root: Path, tier: str, shard: str | None) -> Path:
-    folder = root / ".evalrun" / "results"
-    if shard:
-        index, _, total = shard.replace(" ", "").partition("/")
-        return folder / f"bites-{tier}.shard-{index}-of-{total}.json"
-    return folder / f"bites-{tier}.json"
 
 
 def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, request: BitesRequest,  # noqa: ANN001
@@ -97,7 +91,7 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
     if tier == "t3":
         console.warn("bites t3: every bite makes live model calls, within the tier's budget")
     console.line(f"bites of {tier}: {plural(len(runs), 'bite')}, each on a clean copy of {source}")
-    secrets = run_secrets(environ, manifest.models.key_vars)
+    secrets = known_secrets(environ, manifest.models.key_vars).values  # once for every bite of the tier
     results: dict[str, EvalResult] = {}
     interrupted = False
     jobs = request.jobs or min(4, os.cpu_count() or 1)
@@ -136,7 +130,7 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
     write(judged, outputs, console, environ)
     _report(judged, tier, console, outputs)
     if outputs.html is not None:
-        _write_html(judged, manifest, outputs.html, console, environ)
+        _write_html(judged, outputs.html, console, secrets)
     return int(code)
 
 
@@ -164,8 +158,8 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[st
             planned = replace(cell, spec=bitten)
             plan = Plan(manifest=inner, tier=tier, evals=[planned])
             quiet = Console(stream=io.StringIO(), env={})
-            inner_request = RunRequest(manifest_path=exported, tier=tier, evals=[run.planned.name], jobs=1)
-            collected = collect(plan, inner_request, quiet, environ)
+            context = RunContext.build(inner, tier, environ)  # each bite is a run of its own, in its own copy
+            collected = collect_in(context, plan, CollectOptions(jobs=1), quiet)
     except EvalrunError as exc:  # a clean copy that cannot be made, a manifest the export breaks
         return judge_bite(run, None, str(exc))
     if collected.interrupted:
@@ -218,12 +212,12 @@ def _report(results: RunResults, tier: str, console: Console, outputs: Outputs) 
             console.line(f"{label}: {path}")
 
 
-def _write_html(results: RunResults, manifest, path: Path, console: Console, environ: Mapping[str, str]) -> None:  # noqa: ANN001
-    from evalrun.history.records import GitInfo, make_record, secrets_of
+def _write_html(results: RunResults, path: Path, console: Console, secrets: frozenset[str]) -> None:
+    from evalrun.history.records import GitInfo, make_record
     from evalrun.reports_out.html import write_html_report
 
     try:
-        record = make_record(results, GitInfo(), "bites", secrets_of(environ, manifest.models.key_vars))
+        record = make_record(results, GitInfo(), "bites", set(secrets))
         write_html_report(path, [record], [f"bites of {results.tier}: each row is one bite, caught when its checks failed"])
     except OSError as exc:
         console.warn(f"html report not written: {path}: {exc.strerror or exc}")

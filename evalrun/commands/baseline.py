@@ -32,7 +32,9 @@ from evalrun.baseline_judges import updated_judges
 from evalrun.baseline_settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
-from evalrun.pipeline import RunRequest, check_writable, collect, default_results_path, keep_and_record, load, positional_warnings
+from evalrun.context import RunContext
+from evalrun.pipeline import CollectOptions, collect_in, default_results_path, keep_and_record, load, positional_warnings
+from evalrun.workspace import check_writable
 from evalrun.plan import make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
@@ -83,10 +85,10 @@ def update_baselines(
                 keep = {p.name for p in plan.evals}
                 results = results.model_copy(update={"evals": [e for e in results.evals if e.name in keep]})
         else:
-            request = RunRequest(manifest_path, tier, evals, tags, jobs, experiments=list(experiments or []), repeat=repeat)
-            results = collect(plan, request, console, os.environ, early)
-            keep_and_record(results, default_results_path(manifest, tier), manifest, console, os.environ,
-                            source="baseline")
+            context = RunContext.build(manifest, tier, os.environ)
+            results = collect_in(context, plan, CollectOptions(jobs=jobs, repeat=repeat), console, early)
+            keep_and_record(results, context.workspace.results(tier), manifest, console, context.environ,
+                            secrets=context.secrets.values, source="baseline")
             if results.interrupted:
                 raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered

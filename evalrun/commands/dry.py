@@ -7,17 +7,19 @@ import shlex
 from pathlib import Path
 
 from evalrun.bites import describe_bite
+from evalrun.context import RunContext
 from evalrun.errors import ExitCode, UsageError, file_label
 from evalrun.manifest import Manifest
 from evalrun.models.fixture_state import FixtureState, fixture_state
 from evalrun.pipeline import RunRequest, load, select
 from evalrun.plan import make_plan
-from evalrun.preconditions import Preconditions, probe_environment, probe_evals, tier_guard_problem
+from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
 from evalrun.repeats import settings_for
 from evalrun.reports_out.describe import describe_filters
 from evalrun.reports_out.matrix import dry_matrix, plain_lines
 from evalrun.reports_out.terminal import Console
 from evalrun.text import plural
+from evalrun.workspace import Workspace
 
 
 def dry(
@@ -51,16 +53,18 @@ def dry(
         return int(ExitCode.NOTHING_SELECTED)
     environ = dict(os.environ)
     tiers = [tier] if tier else sorted({p.spec.tier for p in plan.evals})
+    # Each tier's probes see what its scorers would: no provider key in t1/t2.
+    probe_envs = {t: RunContext.build(manifest, t, environ).probe_env() for t in tiers} if probe else {}
     pre = Preconditions()
-    if probe:  # each tier's probes see what its scorers would: no provider key in t1/t2
+    if probe:
         for t in tiers:
             of_tier = [p for p in plan.evals if p.spec.tier == t]
-            found = probe_evals(manifest, of_tier, probe_environment(manifest, t, environ), skips_fail=False)
+            found = probe_evals(manifest, of_tier, probe_envs[t], skips_fail=False)
             pre.decisions.update(found.decisions)
     console.line(f"planned in {scope}: {plural(len(plan.evals), 'eval')} (nothing is run)")
     refused: dict[str, str] = {}
     for t in tiers:
-        problem = tier_guard_problem(manifest, t, probe_environment(manifest, t, environ)) if probe else None
+        problem = tier_guard_problem(manifest, t, probe_envs[t]) if probe else None
         if problem:
             refused[t] = problem
             console.warn(f"tier {t} would be refused: {problem}")
@@ -123,7 +127,7 @@ def _last_messages(manifest: Manifest, tier: str) -> dict[str, str]:
     from evalrun.errors import ResultsError
     from evalrun.results import load_results
 
-    path = manifest.root / ".evalrun" / "results" / f"{tier}.json"
+    path = Workspace(manifest.root).results(tier)
     try:
         return {r.name: r.message or "" for r in load_results(path).evals} if path.is_file() else {}
     except ResultsError:  # an unreadable last run only means no "unplayed" figure

@@ -11,12 +11,13 @@ from typing import Any, TypeVar
 from evalrun.reports_out.terminal import Console
 from evalrun.errors import UsageError, file_label
 from evalrun.history.location import locate_history
-from evalrun.history.records import GitInfo, RunRecord, make_record, secrets_of
+from evalrun.history.records import GitInfo, RunRecord, make_record
 from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
 from evalrun.manifest import TIERS, Manifest, load_manifest
 from evalrun.results import load_results
+from evalrun.secrets import known_secrets
 
 T = TypeVar("T")
 
@@ -70,7 +71,7 @@ def import_results(*, manifest_path: Path, paths: list[Path], console: Console) 
     if not paths:
         raise UsageError("history import: name at least one results file")
     manifest = load_manifest(manifest_path)
-    secrets = secrets_of(os.environ, manifest.models.key_vars)
+    secrets = set(known_secrets(os.environ, manifest.models.key_vars).values)
     records = [(path, make_record(load_results(path), GitInfo(), "import", secrets)) for path in paths]
     added = _using(manifest, lambda store: [store.append(record) for _, record in records])
     for (path, record), new in zip(records, added):

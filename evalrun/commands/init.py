@@ -16,6 +16,7 @@ from pathlib import Path
 from evalrun.atomic import write_atomic
 from evalrun.reports_out.terminal import Console
 from evalrun.errors import UsageError, file_label
+from evalrun.workspace import PROJECT_GITIGNORE_LINE
 
 MANIFEST = '''\
 # evalrun manifest: which evals run in which tier. Reference: the evalrun README.
@@ -210,7 +211,7 @@ if __name__ == "__main__":
     main()
 '''
 
-GITIGNORE_LINE = ".evalrun/"
+GITIGNORE_LINE = PROJECT_GITIGNORE_LINE
 
 
 def init_project(*, folder: Path, console: Console, model: bool = False) -> int:
@@ -243,7 +244,7 @@ def init_project(*, folder: Path, console: Console, model: bool = False) -> int:
         joiner = "" if not current or current.endswith("\n") else "\n"
         write_atomic(gitignore, f"{current}{joiner}{GITIGNORE_LINE}\n")
         gitignore.chmod(0o644)
-        console.line(f"{'added .evalrun/ to' if current else 'wrote'} {file_label(gitignore)}")
+        console.line(f"{f'added {GITIGNORE_LINE} to' if current else 'wrote'} {file_label(gitignore)}")
     console.line('scorers import your project\'s code: pythonpath = ["."] in manifest.toml (add "src" if it lives there)')
     if not model:
         console.line("next: evalrun t1, then evalrun baseline --update t1 and commit baselines/")

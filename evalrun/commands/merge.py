@@ -7,7 +7,9 @@ from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
 from evalrun.merge import merge_results
-from evalrun.pipeline import Outputs, check_writable, default_results_path, deliver, judge, load
+from evalrun.pipeline import Outputs, default_results_path, deliver, judge, load
+from evalrun.secrets import known_secrets
+from evalrun.workspace import check_writable
 from evalrun.reports_out.terminal import Console
 
 
@@ -34,6 +36,7 @@ def merge_shards(
     judged = judge(merged, manifest, load_baseline(baseline_path(manifest, merged.tier)), strict=strict)
     for result in judged.evals:
         console.eval_finished(result)
-    code = deliver(judged, manifest, outputs, console, os.environ, source="merge")
+    secrets = known_secrets(os.environ, manifest.models.key_vars).values
+    code = deliver(judged, manifest, outputs, console, os.environ, secrets=secrets, source="merge")
     console.line(f"merged {len(paths)} shard results")
     return code

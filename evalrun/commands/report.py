@@ -10,6 +10,8 @@ from evalrun.errors import UsageError, file_label
 from evalrun.manifest import TIERS, load_manifest
 from evalrun.reports_out.html import runs_for_report, write_html_report
 from evalrun.results import load_results
+from evalrun.secrets import known_secrets
+from evalrun.workspace import Workspace
 from evalrun.text import plural
 
 
@@ -27,13 +29,15 @@ def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, la
             chosen = f"tier {tier}: the tier of the latest run in the history (name a tier to report another)"
     runs, notes = runs_for_report(manifest, tier, last, os.environ, strict=True) if tier else ([], [])
     if not runs:
-        fallback = manifest.root / ".evalrun" / "results" / f"{tier or 't1'}.json"
+        fallback = Workspace(manifest.root).results(tier or "t1")
         if not fallback.exists():
             raise UsageError(
                 f"no runs{' of ' + tier if tier else ''} in the history and no {file_label(fallback)}; "
                 f"run evalrun {tier or 't1'} first"
             )
-        runs, more = runs_for_report(manifest, tier, last, os.environ, load_results(fallback), strict=True)
+        secrets = known_secrets(os.environ, manifest.models.key_vars).values
+        runs, more = runs_for_report(manifest, tier, last, os.environ, load_results(fallback), strict=True,
+                                     secrets=secrets)
         notes = [*notes, *more]
     for note in notes:
         console.warn(note)

@@ -10,6 +10,7 @@ from evalrun.plan import split_cell_name
 from evalrun.reports_out.terminal import Console
 from evalrun.reports_out.transcript import transcript_lines
 from evalrun.results import load_results
+from evalrun.workspace import Workspace
 
 
 def show_eval(*, manifest_path: Path, name: str, tier: str | None, json_path: Path | None, console: Console) -> int:
@@ -22,7 +23,7 @@ def show_eval(*, manifest_path: Path, name: str, tier: str | None, json_path: Pa
         listing = ", ".join(manifest.names()) or "(the manifest has no evals)"
         raise UsageError(f"show {name}: no such eval in {file_label(manifest.path)}; known evals: {listing}")
     tier = tier or (spec.tier if spec is not None else None)
-    path = json_path or manifest.root / ".evalrun" / "results" / f"{tier}.json"
+    path = json_path or Workspace(manifest.root).results(tier)
     if not path.exists():
         raise UsageError(f"show {name}: no results file at {file_label(path)}; run evalrun {tier} first")
     results = load_results(path)

@@ -1,47 +1,43 @@
 """The results history: every run appended to SQLite (default) or PostgreSQL, and read back over time.
 
 ``record_run`` is the one call the run, merge and baseline commands make
-after writing their results file. It never raises: a history that cannot be
+after writing their results file (the store's default place and the folder's
+``.gitignore`` are ``evalrun.workspace``'s). It never raises: a history that cannot be
 written is a warning line, and never changes the verdict or the results file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
+
+from evalrun.workspace import Workspace
 
 if TYPE_CHECKING:
     from evalrun.manifest import Manifest
     from evalrun.results import RunResults
 
-STATE_DIR = ".evalrun"
 
+def record_run(
+    manifest: Manifest, results: RunResults, environ: Mapping[str, str], source: str = "run",
+    *, secrets: Iterable[str] = (),
+) -> str | None:
+    """Append ``results`` to the history; return a warning line when it could not be, else None.
 
-def ensure_state_dir(root: Path) -> Path:
-    """``.evalrun/`` under ``root``, with a ``.gitignore`` of ``*`` so results are never committed by accident."""
-    from evalrun.atomic import write_atomic
-
-    folder = root / STATE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        write_atomic(ignore, "# written by evalrun: nothing in this folder belongs in git\n*\n")
-    return folder
-
-
-def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, str], source: str = "run") -> str | None:
-    """Append ``results`` to the history; return a warning line when it could not be, else None."""
+    ``environ`` says where the history is (``evalrun.history.location``); ``secrets`` are the run's
+    (``evalrun.secrets.known_secrets``), scrubbed from every text stored.
+    """
     from evalrun.errors import EvalrunError
     from evalrun.history.location import locate_history
-    from evalrun.history.records import eval_records, make_record, read_git, secrets_of
+    from evalrun.history.records import eval_records, make_record, read_git
     from evalrun.history.backends import use_store
     from evalrun.history.store import HistoryError
 
+    workspace = Workspace(manifest.root)
     try:
-        ensure_state_dir(manifest.root)
+        workspace.ensure()
     except OSError as exc:
-        return f"history: cannot create {manifest.root / STATE_DIR}: {exc.strerror or exc}"
+        return f"history: cannot create {workspace.folder}: {exc.strerror or exc}"
     try:
         location = locate_history(manifest, environ)
     except EvalrunError as exc:
@@ -49,10 +45,10 @@ def record_run(manifest: Manifest, results: RunResults, environ: Mapping[str, st
     if location is None:
         return None
     try:
-        secrets = secrets_of(environ, manifest.models.key_vars)
-        record = make_record(results, read_git(manifest.root), source, secrets, with_evals=False)
+        hidden = set(secrets)
+        record = make_record(results, read_git(manifest.root), source, hidden, with_evals=False)
         # Streamed an eval at a time inside one transaction: memory stays flat, the run lands whole or not at all.
-        use_store(location, lambda store: store.append(record, eval_records(results, secrets)))
+        use_store(location, lambda store: store.append(record, eval_records(results, hidden)))
     except HistoryError as exc:
         return f"history: not recorded: {exc}"
     except Exception as exc:  # noqa: BLE001 - the history must never change a run's outcome

@@ -16,11 +16,12 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from evalrun.errors import ManifestError, UsageError, file_label
 from evalrun.manifest import Manifest
+from evalrun.workspace import HISTORY_FILE, Workspace
 
 ENV_VAR = "EVALRUN_HISTORY_URL"
 TIMEOUT_VAR = "EVALRUN_HISTORY_TIMEOUT"
 DEFAULT_TIMEOUT = 60.0  # seconds: the most the history may add to a run (connect, locks, statements, all of it)
-DEFAULT_FILE = Path(".evalrun") / "history.sqlite"
+DEFAULT_FILE = HISTORY_FILE  # shown relative to the manifest's folder
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _HIDDEN = "***"
 
@@ -60,7 +61,7 @@ def locate_history(manifest: Manifest, environ: Mapping[str, str]) -> HistoryLoc
         origin = f"{file_label(manifest.path)}: history.url"
         url = _expand(manifest.history.url, environ, origin)
     if url is None:
-        path = manifest.root / DEFAULT_FILE
+        path = Workspace(manifest.root).history
         return HistoryLocation("sqlite", str(path), str(path), timeout=timeout)
     return replace(parse_history_url(url, manifest.root, origin), timeout=timeout)
 
@@ -88,7 +89,7 @@ def parse_history_url(url: str, root: Path, origin: str) -> HistoryLocation:
         rest = url.removeprefix("sqlite:")
         rest = rest[2:] if rest.startswith("//") else rest  # sqlite:///abs and sqlite:relative
         if not rest:
-            raise ManifestError(f"{origin}: sqlite: needs a file, e.g. sqlite:.evalrun/history.sqlite")
+            raise ManifestError(f"{origin}: sqlite: needs a file, e.g. sqlite:{HISTORY_FILE.as_posix()}")
         path = Path(rest) if Path(rest).is_absolute() else root / rest
         return HistoryLocation("sqlite", str(path), str(path))
     raise ManifestError(

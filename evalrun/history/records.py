@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from evalrun.secrets import run_secrets, scrub
+from evalrun.secrets import scrub
 from evalrun.results import RunResults, Status
 
 MESSAGE_CHARS = 2_000  # a message is one explaining line; keep more than enough of it
@@ -272,6 +272,3 @@ def run_id_for(results: RunResults) -> str:
     stamp = "".join(ch for ch in results.started_at[:19] if ch.isdigit() or ch == "T")
     return f"{stamp}-{results.tier}-{digest}"
 
-
-def secrets_of(environ: Mapping[str, str], extra_key_vars: Iterable[str] = ()) -> set[str]:
-    return run_secrets(environ, extra_key_vars)

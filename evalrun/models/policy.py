@@ -1,7 +1,7 @@
 """Keeping each tier's promise about model calls, for one run.
 
-This module owns, per invocation: the scorers' environment with provider keys
-kept out of t1 and t2 (``evalrun.models.scorer_env``), the record/replay proxy started when
+This module owns, per invocation (the scorers' environment with provider keys
+kept out of t1 and t2 is the run's context's, ``evalrun.context``): the record/replay proxy started when
 a planned t2/t3 eval uses models (``evalrun.models.replay``), each eval's endpoint
 variables, the budget, and what the proxy learnt about each eval afterwards:
 which provider and models answered (the judge's apart), calls, tokens and cost
@@ -19,8 +19,7 @@ from typing import Any
 from evalrun.errors import UsageError
 from evalrun.manifest import upstream_problem
 from evalrun.models.failures import grouped_failures, shortened
-from evalrun.models.scorer_env import endpoint_env, scrub_environment
-from evalrun.secrets import key_values
+from evalrun.models.scorer_env import endpoint_env
 from evalrun.manifest import Manifest
 from evalrun.plan import PlannedEval
 from evalrun.results import EvalResult, Status
@@ -32,13 +31,14 @@ class ModelCalls:
     """The proxy and the key policy of one run of one tier (a context manager)."""
 
     def __init__(
-        self, manifest: Manifest, tier: str, evals: list[PlannedEval], environ: Mapping[str, str], record: bool
+        self, manifest: Manifest, tier: str, evals: list[PlannedEval], environ: Mapping[str, str], record: bool,
+        *, secrets: frozenset[str],
     ) -> None:
+        """``environ``: evalrun's own, read for ``EVALRUN_UPSTREAM`` and, in record and live modes, the keys sent
+        upstream; ``secrets``: the run's provider key values, worked out once for the run (``evalrun.context``),
+        which the proxy keeps out of fixtures and messages. The scorers' environment is the context's too."""
         self.manifest = manifest
         self.tier = tier
-        self.key_vars = list(manifest.models.key_vars)
-        self.secrets = key_values(environ, self.key_vars)
-        self.base_env = scrub_environment(environ, tier, None, self.key_vars)
         self._users = [p for p in evals if manifest.uses_model(p.spec)]
         self._bases: dict[tuple[str, int], str] = {}  # (eval, repeat) -> its base URL on the proxy
         # Evals with more than one run: each run is its own session on the proxy (evalrun.repeats).
@@ -53,7 +53,8 @@ class ModelCalls:
                 upstream=upstream_url(manifest, environ),
                 budget=manifest.tier(tier).budget,
                 key_env=dict(environ),
-                redact_values=set(self.secrets),
+                redact_values=set(secrets),
+                keys_known=True,
                 match=manifest.models.replay_match,
                 prices=manifest.models.prices if self._reports_cost(tier) else None,
             )

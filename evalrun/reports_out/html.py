@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -267,16 +267,17 @@ def write_html_report(path: Path, runs: list[RunRecord], notes: list[str] | None
 
 def runs_for_report(
     manifest: Manifest, tier: str | None, last: int, environ: Mapping[str, str], latest: RunResults | None = None,
-    *, strict: bool = False, unusable: str | None = None,
+    *, strict: bool = False, unusable: str | None = None, secrets: Iterable[str] = (),
 ) -> tuple[list[RunRecord], list[str]]:
     """The last runs from the history (of ``tier``); with no history, only ``latest``. Second: warnings.
 
+    ``environ`` says where the history is; ``secrets`` (the run's) are scrubbed from ``latest`` as the history would.
     ``strict`` (``evalrun report``): a history that cannot be read raises its one-line error instead of a note.
     ``unusable``: the run could not record into the history just now (that warning); it is not waited for again.
     """
     from evalrun.errors import EvalrunError
     from evalrun.history.location import locate_history
-    from evalrun.history.records import make_record, run_id_for, secrets_of
+    from evalrun.history.records import make_record, run_id_for
     from evalrun.history.backends import use_store
 
     runs: list[RunRecord] = []
@@ -294,20 +295,21 @@ def runs_for_report(
             raise
         notes.append(f"history not read: {exc}")
     if latest is not None and not any(r.run_id == run_id_for(latest) for r in runs):
-        runs = [*runs, make_record(latest, GitInfo(), "run", secrets_of(environ, manifest.models.key_vars))][-last:]
+        runs = [*runs, make_record(latest, GitInfo(), "run", set(secrets))][-last:]
     return runs, notes
 
 
 def write_html_after_run(
     manifest: Manifest, results: RunResults, path: Path, environ: Mapping[str, str], console: Console,
-    history_warning: str | None = None,
+    history_warning: str | None = None, *, secrets: Iterable[str] = (),
 ) -> str | None:
     """``--html`` on a run command: the report of this run and the history's last runs; a warning on failure.
 
     ``history_warning``: recording this run failed with it; the page says so, and the store is not tried again.
     """
     try:
-        runs, notes = runs_for_report(manifest, results.tier, 30, environ, results, unusable=history_warning)
+        runs, notes = runs_for_report(manifest, results.tier, 30, environ, results, unusable=history_warning,
+                                      secrets=secrets)
         write_html_report(path, runs, notes)
     except OSError as exc:
         return f"html report not written: {path}: {exc.strerror or exc}"

@@ -89,7 +89,7 @@ class ServiceManager:
         ready_check: ReadyCheck,
         *,
         grace: float = DEFAULT_GRACE,
-        secrets: Iterable[str] = (),
+        secrets: Iterable[str] | None = None,
     ) -> None:
         self._specs = dict(specs)
         self._logs_dir = Path(logs_dir)
@@ -98,7 +98,7 @@ class ServiceManager:
         self._ready_check = ready_check
         self._grace = grace
         # Scrubbed from every line about a service, before it is cut: a log may print a key.
-        self._secrets = [*secrets, *secret_like_values(environ)]
+        self._secrets = list(secrets) if secrets is not None else secret_like_values(environ)  # a run's: its own
         self._states: dict[str, ServiceState] = {}
         self._running: dict[str, _Running] = {}
         self._died: dict[str, str] = {}

@@ -113,8 +113,10 @@ class ReplayProxy:
 
     ``key_env`` is the real environment, read only in record and live modes to
     authenticate upstream; ``redact_values`` (plus the key values found in
-    ``key_env``) never reach a fixture, a log line or a message. ``budget``
-    caps the whole run; ``match`` is how replay pairs calls with recordings.
+    ``key_env``) never reach a fixture, a log line or a message. ``keys_known``:
+    ``redact_values`` already holds ``key_env``'s key values (a run worked its
+    secrets out once, ``evalrun.context``), so they are not looked for again.
+    ``budget`` caps the whole run; ``match`` is how replay pairs calls with recordings.
     """
 
     def __init__(
@@ -129,6 +131,7 @@ class ReplayProxy:
         log: Callable[[str], None] | None = None,
         match: Match = "request",
         prices: Mapping[str, Any] | None = None,
+        keys_known: bool = False,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown proxy mode {mode!r}; use one of {', '.join(MODES)}")
@@ -140,7 +143,9 @@ class ReplayProxy:
         self.upstream = upstream.rstrip("/") if upstream else None
         self.key_env: Mapping[str, str] = dict(key_env or {}) if mode != "replay" else {}
         self.token = os.urandom(16).hex()
-        self.secrets = set(redact_values or ()) | key_values(key_env or {})
+        self.secrets = set(redact_values or ())
+        if not keys_known:
+            self.secrets |= key_values(key_env or {})
         self.meter = BudgetMeter(budget, "model budget")
         self._port = port
         self._log = log

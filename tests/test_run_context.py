@@ -1,0 +1,205 @@
+"""One owner of a run's state (evalrun.context): the secrets and the scrubbed environment are worked out once a run.
+
+The runs here go through the real pipeline in this process (real scorer
+subprocesses, the real model proxy), so every call of the functions that
+derive a run's state from its environment can be counted, wherever in the
+package it is made.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import evalrun.secrets
+from evalrun.context import RunContext
+from evalrun.manifest import load_manifest
+from evalrun.models import scorer_env
+from evalrun.pipeline import RunRequest, run
+from evalrun.reports_out.terminal import Console
+from evalrun.secrets import PLACEHOLDER, RunSecrets, known_secrets
+from evalrun.workspace import Workspace
+
+KEY = "sk-run-context-key-0123456789"
+EXTRA_KEY = "acme-key-value-9876543210"
+TOKEN = "ghp_runcontexttoken12345"
+
+# A t2 eval that uses models starts the model proxy; network = "host" keeps the run in this process
+# (no isolation child), so each call made anywhere is seen here. The scorer makes no model call.
+MANIFEST = """
+[tiers.t1]
+description = "static"
+[tiers.t2]
+description = "replay"
+network = "host"
+model = true
+[models]
+key_vars = ["ACME_LLM_CRED"]
+[[evals]]
+name = "a"
+tier = "t2"
+dir = "evals/a"
+run = ["python", "score.py"]
+"""
+SCORER = """
+import json, os
+seen = {name: os.environ.get(name, "") for name in ("OPENAI_API_KEY", "ACME_LLM_CRED", "SOME_TOKEN")}
+ok = seen["OPENAI_API_KEY"] == "%s" and seen["ACME_LLM_CRED"] == "%s"
+json.dump({"checks": [{"name": "no key, and the token shows redacted", "assertions": 1, "passed": ok,
+                       "message": "token " + seen["SOME_TOKEN"]}]}, open(os.environ["EVALRUN_REPORT"], "w"))
+""" % (PLACEHOLDER, PLACEHOLDER)
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    (tmp_path / "evals" / "a").mkdir(parents=True)
+    (tmp_path / "manifest.toml").write_text(MANIFEST, encoding="utf-8")
+    (tmp_path / "evals" / "a" / "score.py").write_text(SCORER, encoding="utf-8")
+    return tmp_path
+
+
+def _environ(root: Path) -> dict[str, str]:
+    import os
+
+    keep = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_") and k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
+    return {**keep, "OPENAI_API_KEY": KEY, "ACME_LLM_CRED": EXTRA_KEY, "SOME_TOKEN": TOKEN,
+            "EVALRUN_HISTORY_URL": f"sqlite:{root / 'history.sqlite'}"}
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
+    """Every call, from any module, of the functions that derive a run's state from an environment."""
+    counted: dict[str, list[Any]] = {}
+    originals: dict[str, Callable[..., Any]] = {
+        "known_secrets": evalrun.secrets.known_secrets,
+        "run_secrets": evalrun.secrets.run_secrets,
+        "key_values": evalrun.secrets.key_values,
+        "secret_like_values": evalrun.secrets.secret_like_values,
+        "scrub_environment": scorer_env.scrub_environment,
+    }
+
+    def counting(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counted.setdefault(name, []).append(args[0] if args else kwargs)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    wrappers = {name: counting(name, fn) for name, fn in originals.items()}
+    for module in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("evalrun")]:
+        for name, fn in originals.items():
+            if getattr(module, name, None) is fn:
+                monkeypatch.setattr(module, name, wrappers[name])
+    yield counted
+
+
+def test_one_run_works_its_secrets_and_scrubbed_environment_out_once(suite: Path, calls: dict[str, list[Any]]) -> None:
+    out = io.StringIO()
+    request = RunRequest(manifest_path=suite / "manifest.toml", tier="t2", jobs=1)
+    code = run(request, Console(out, env={}), _environ(suite))
+    assert code == 0, out.getvalue()
+    # Counted, never shown: a failing assertion must not print the environment.
+    with_run_env = {name: sum(1 for e in found if hasattr(e, "get") and e.get("SOME_TOKEN") == TOKEN)
+                    for name, found in calls.items()}
+    with_run_env = {name: count for name, count in with_run_env.items() if count}
+    assert with_run_env == {
+        "known_secrets": 1,  # the one entry point, once
+        "key_values": 1,  # inside known_secrets only: the model proxy is handed the keys
+        "secret_like_values": 1,  # inside known_secrets only: services are handed them
+        "scrub_environment": 1,  # for probes, services and scorers alike
+    }
+    shown = out.getvalue() + (Workspace(suite).results("t2")).read_text(encoding="utf-8")
+    assert "model calls: replay through" in out.getvalue()  # the proxy ran
+    assert TOKEN not in shown and "token [redacted by evalrun]" in shown
+
+
+def test_the_context_holds_each_part_once_worked_out(suite: Path) -> None:
+    manifest = load_manifest(suite / "manifest.toml")
+    environ = _environ(suite)
+    context = RunContext.build(manifest, "t2", environ)
+    assert context.tier == "t2" and context.manifest is manifest
+    assert context.secrets == known_secrets(environ, ["ACME_LLM_CRED"])
+    assert isinstance(context.secrets, RunSecrets)
+    assert context.secrets.keys == {KEY, EXTRA_KEY}
+    assert {KEY, EXTRA_KEY, TOKEN} <= context.secrets.values
+    assert context.scrubbed_env["OPENAI_API_KEY"] == PLACEHOLDER and context.scrubbed_env["ACME_LLM_CRED"] == PLACEHOLDER
+    assert context.scrubbed_env["SOME_TOKEN"] == TOKEN  # not a provider key: scrubbed from text, not from the env
+    assert context.workspace == Workspace(suite)
+    environ["SOME_TOKEN"] = "changed-after-the-start"
+    assert context.environ["SOME_TOKEN"] == TOKEN  # what the run read is what it keeps
+    with pytest.raises(TypeError):
+        context.scrubbed_env["OPENAI_API_KEY"] = KEY  # type: ignore[index]
+
+
+def test_the_probe_environment_is_the_scrubbed_one_with_the_manifest_s_pythonpath(suite: Path) -> None:
+    (suite / "src").mkdir()
+    (suite / "manifest.toml").write_text('pythonpath = ["src"]\n' + MANIFEST, encoding="utf-8")
+    manifest = load_manifest(suite / "manifest.toml")
+    context = RunContext.build(manifest, "t2", _environ(suite))
+    probe_env = context.probe_env()
+    assert probe_env["OPENAI_API_KEY"] == PLACEHOLDER
+    assert probe_env["PYTHONPATH"].split(":")[0] == str(suite / "src")
+
+
+# -- what leaves by the side channels: each is handed the secrets its command worked out once -------------------
+
+CRED = "acme-cred-value-5550123"  # under a manifest key variable whose name says nothing secret
+CHANNELS_MANIFEST = """
+[tiers.t1]
+description = "static"
+[models]
+key_vars = ["ACME_LLM_CRED"]
+[[evals]]
+name = "a"
+tier = "t1"
+dir = "evals/a"
+run = ["python", "score.py"]
+"""
+# The scorer writes the value itself: a run without the variable set has nothing to hide, so it is kept as written.
+QUOTING = (
+    "import json, os\n"
+    "json.dump({'checks': [{'name': 'quotes', 'assertions': 1, 'passed': False, 'message': 'said %s'}]},"
+    " open(os.environ['EVALRUN_REPORT'], 'w'))\n" % CRED
+)
+
+
+@pytest.fixture
+def quoted(project, tmp_path: Path):
+    """A project whose last t1 results file holds ``CRED`` in a message, the first history elsewhere."""
+    p = project({"manifest.toml": CHANNELS_MANIFEST, "evals/a/score.py": QUOTING})
+    first = p.run("t1", env={"EVALRUN_HISTORY_URL": f"sqlite:{tmp_path / 'elsewhere.sqlite'}"})
+    assert first.code == 1, first.output
+    assert CRED in Workspace(p.root).results("t1").read_text(encoding="utf-8")
+    return p
+
+
+def test_history_import_scrubs_the_manifest_s_key_values(quoted) -> None:
+    results = Workspace(quoted.root).results("t1")
+    outcome = quoted.run("history", "import", str(results), env={"ACME_LLM_CRED": CRED})
+    assert outcome.code == 0, outcome.output
+    stored = Workspace(quoted.root).history.read_bytes()
+    assert CRED.encode() not in stored and b"said [redacted by evalrun]" in stored
+
+
+def test_merge_records_the_merged_run_without_the_manifest_s_key_values(quoted, tmp_path: Path) -> None:
+    shard = quoted.run("t1", "--shard", "1/1", env={"EVALRUN_HISTORY_URL": f"sqlite:{tmp_path / 'elsewhere.sqlite'}"})
+    assert shard.code == 1, shard.output
+    results = Workspace(quoted.root).results("t1", "1/1")
+    assert CRED in results.read_text(encoding="utf-8")
+    outcome = quoted.run("merge", str(results), "--json", str(quoted.root / "merged.json"), env={"ACME_LLM_CRED": CRED})
+    assert outcome.code == 1, outcome.output
+    stored = Workspace(quoted.root).history.read_bytes()
+    assert CRED.encode() not in stored and b"said [redacted by evalrun]" in stored
+
+
+def test_report_html_from_the_results_file_scrubs_the_manifest_s_key_values(quoted) -> None:
+    page = quoted.root / "report.html"
+    outcome = quoted.run("report", "--html", str(page), "t1", env={"ACME_LLM_CRED": CRED})
+    assert outcome.code == 0, outcome.output
+    text = page.read_text(encoding="utf-8")
+    assert CRED not in text and "said [redacted by evalrun]" in text
