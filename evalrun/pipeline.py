@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from evalrun import __version__
 from evalrun.atomic import writes_in_place
 from evalrun.calibration import calibrate
-from evalrun.baseline import Baseline, baseline_path, compare_tier, format_comparison, load_baseline, update_command
+from evalrun.baseline import Baseline, baseline_path, compare_tier, load_baseline, update_command
 from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
 from evalrun.manifest import Manifest, load_manifest
@@ -43,6 +43,7 @@ from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
     summary_lines,
 )
+from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.describe import calibration_lines
 from evalrun.reports_out.matrix import plain_lines, side_by_side
 from evalrun.reports_out.terminal import Console, closing_line, output_tails
