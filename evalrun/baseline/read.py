@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,17 +132,12 @@ def _read_whole(text: str) -> Baseline | None:
         block = text[table.end() : start]  # from the header's line break to the next header
         if name in data:
             return None
-        if name == SETTINGS_TABLE:  # one line per eval: evalrun.baseline.settings
-            settings = _settings_block(block)
-            if settings is None:
+        read_entry = _ONE_LINE_TABLES.get(name)
+        if read_entry is not None:  # the settings or judges table: one line per eval
+            entries = _one_line_block(block, read_entry)
+            if entries is None:
                 return None
-            data[name] = settings  # type: ignore[assignment]  # split off by load_baseline
-            continue
-        if name == JUDGES_TABLE:  # one line per eval: evalrun.baseline.judges
-            judges = _judges_block(block)
-            if judges is None:
-                return None
-            data[name] = judges  # type: ignore[assignment]  # split off by load_baseline
+            data[name] = entries  # type: ignore[assignment]  # split off by load_baseline
             continue
         counts = _quoted_table_as_json(block)
         if counts is not None:
@@ -166,26 +162,20 @@ def _read_whole(text: str) -> Baseline | None:
     return data
 
 
-def _settings_block(block: str) -> dict[str, Any] | None:
-    """The settings table's entries, when every line between its header and the next is one (or empty)."""
+# The tables of one line per eval, each with its own line reader (evalrun.baseline.settings, .judges).
+_ONE_LINE_TABLES: dict[str, Callable[[str], tuple[str, Any] | None]] = {
+    SETTINGS_TABLE: read_settings_entry,
+    JUDGES_TABLE: read_judges_entry,
+}
+
+
+def _one_line_block(block: str, read_entry: Callable[[str], tuple[str, Any] | None]) -> dict[str, Any] | None:
+    """A one-line-per-eval table's entries, when every line between its header and the next is one (or empty)."""
     table: dict[str, Any] = {}
     for line in block.split("\n"):
         if not line:
             continue
-        entry = read_settings_entry(line)
-        if entry is None or entry[0] in table:
-            return None
-        table[entry[0]] = entry[1]
-    return table
-
-
-def _judges_block(block: str) -> dict[str, Any] | None:
-    """The judges table's entries, when every line between its header and the next is one (or empty)."""
-    table: dict[str, Any] = {}
-    for line in block.split("\n"):
-        if not line:
-            continue
-        entry = read_judges_entry(line)
+        entry = read_entry(line)
         if entry is None or entry[0] in table:
             return None
         table[entry[0]] = entry[1]
