@@ -15,7 +15,8 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
-from evalrun.baseline import compare_to_baseline, format_comparison, load_baseline, write_baseline
+from evalrun.baseline import compare_to_baseline, load_baseline, write_baseline
+from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.results import CheckResult, EvalResult, RunResults, Status
 
 EVALS = 1_000
@@ -98,7 +99,7 @@ def main() -> int:
     print(f"{'compare_to_baseline':<44}{t_compare:>10.4f}")
     print(f"{'reference: dict equality of the same data':<44}{t_reference:>10.4f}")
     print(f"{'ratio compare / reference':<44}{t_compare / t_reference:>9.1f}x")
-    print(f"{'write_baseline (tomli-w + atomic write)':<44}{t_write:>10.4f}   ({size / 1e6:.1f} MB)")
+    print(f"{'write_baseline (own writer + atomic write)':<44}{t_write:>10.4f}   ({size / 1e6:.1f} MB)")
     print(f"{'load_baseline (read + parse + validate)':<44}{t_load:>10.4f}")
     print(f"{'reference: tomllib.loads of the same text':<44}{t_tomllib:>10.4f}")
     print(f"{'ratio load / tomllib':<44}{t_load / t_tomllib:>9.1f}x")

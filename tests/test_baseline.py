@@ -16,13 +16,13 @@ import pytest
 from evalrun.baseline import (
     baseline_path,
     compare_to_baseline,
-    format_comparison,
     load_baseline,
     update_baseline,
     write_baseline,
 )
 from evalrun.errors import BaselineError, BaselineRefused, ExitCode
 from evalrun.manifest import load_manifest
+from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.results import CheckResult, EvalResult, RunResults, Status
 
 ASSETS = Path(__file__).parent / "assets" / "baseline"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import eval_entry, json_scorer
 from evalrun.baseline import _read_whole_written_form, _read_written_form, load_baseline, write_baseline
-from evalrun.baseline_settings import GateSettings
+from evalrun.baseline.settings import GateSettings
 
 # --- the written form, read fast and by tomllib alike --------------------------------
 

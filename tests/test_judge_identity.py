@@ -11,11 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalrun.baseline import (
-    _read_whole_written_form, _read_written_form, compare_to_baseline, format_comparison, load_baseline, write_baseline,
+    _read_whole_written_form, _read_written_form, compare_to_baseline, load_baseline, write_baseline,
 )
-from evalrun.baseline_judges import updated_judges
-from evalrun.baseline_rates import RatedCount
+from evalrun.baseline.judges import updated_judges
+from evalrun.baseline.rates import RatedCount
 from evalrun.errors import BaselineError
+from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, RunResults, Status
 
 MINI = "gpt-4o-mini#3f2a9c1b7e4d"

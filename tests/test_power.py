@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalrun.baseline import compare_to_baseline, format_comparison
-from evalrun.baseline_rates import RatedCount
+from evalrun.baseline import compare_to_baseline
+from evalrun.baseline.rates import RatedCount
+from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, RunResults, Status
 from evalrun.stats import (
     cohen_kappa,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalrun.baseline import load_baseline, write_baseline
-from evalrun.baseline_rates import RatedCount
+from evalrun.baseline.rates import RatedCount
 from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
 from evalrun.repeats import EARLY_STOP_MESSAGE, RepeatSettings, aggregate, expand, is_decided

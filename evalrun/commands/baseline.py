@@ -21,21 +21,21 @@ from evalrun.baseline import (
     baseline_path,
     check_unchanged_since,
     compare_tier,
-    format_comparison,
     load_baseline,
     mark_written,
     update_baseline,
     update_command,
     write_baseline,
 )
-from evalrun.baseline_judges import updated_judges
-from evalrun.baseline_settings import gate_settings, updated_settings
+from evalrun.baseline.judges import updated_judges
+from evalrun.baseline.settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
 from evalrun.context import RunContext
 from evalrun.pipeline import CollectOptions, collect_in, default_results_path, keep_and_record, load, positional_warnings
 from evalrun.workspace import check_writable
 from evalrun.plan import make_plan
+from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
 from evalrun.results import RunResults, load_results, load_results_counted, write_results

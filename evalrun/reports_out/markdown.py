@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
-from evalrun.baseline import format_comparison
+from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.matrix import markdown_lines, side_by_side
 from evalrun.text import neutralise, one_line, plural, truncate
 from evalrun.repeats import flaky_checks

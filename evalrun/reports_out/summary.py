@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from evalrun.baseline import format_comparison
+from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.errors import ExitCode
 from evalrun.repeats import flaky_checks
 from evalrun.reports_out.describe import (

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from evalrun.errors import BaselineError
-from evalrun.baseline_settings import TOML_BASIC
+from evalrun.baseline.settings import TOML_BASIC
 from evalrun.results import JUDGE_ID, BaselineChange, EvalResult, Status
 from evalrun.text import plural
 

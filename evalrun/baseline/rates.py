@@ -4,7 +4,7 @@ A repeated eval's checks are baselined as inline tables,
 ``"check" = { assertions = 3, passes = 9, runs = 10 }``; plain integers stay
 valid for evals that do not repeat. Read back, such an entry is a
 ``RatedCount``: an ``int`` (the assertion count, so every assertion-count and
-vanished-check rule of ``evalrun.baseline`` reads it unchanged) that also
+vanished-check rule of ``evalrun.baseline.compare`` reads it unchanged) that also
 carries its passes and runs.
 
 A later run's rate is compared with the baseline's by a one-sided Fisher exact

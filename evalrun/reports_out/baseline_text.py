@@ -1,0 +1,111 @@
+"""The baseline comparison in words: the terminal's lines, also quoted by the Markdown summary.
+
+``evalrun.baseline`` returns a ``BaselineComparison`` (plain data); this
+module says what it means and what to do: the regressions, the stale note
+with the update command, and why each eval that ran was not compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from evalrun.baseline.compare import failed_before_scorer
+from evalrun.results import BaselineChange, BaselineComparison, EvalResult, Status
+from evalrun.text import one_line
+
+_STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate", "new-settings", "tightened", "moved-stricter",
+                "judge-changed")
+
+
+def format_comparison(
+    cmp: BaselineComparison,
+    evals: Iterable[EvalResult] = (),
+    run_failed: bool = False,
+    selection: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Plain terminal lines: regressions, then the stale note, then what was not compared.
+
+    ``evals`` (the run's results) lets each eval that ran but was not compared
+    say why, one line each (it crashed, timed out, was skipped, failed before
+    its scorer started); ``selection`` (the results file's) names the filters
+    that left the others out. A failed run is never suggested as a baseline:
+    ``baseline --update`` would refuse it.
+    """
+    run = f"once every eval passes, run: {cmp.update_command}" if run_failed else f"run: {cmp.update_command}"
+    lines = [f"regression: {change.message}" for change in cmp.regressions]
+    if any(change.kind in ("loosened", "moved-looser") for change in cmp.regressions):
+        lines.append(f"a looser gate must be committed in the baseline, for review; if it is meant, {run}")
+    if cmp.strict and any(change.kind in _STALE_KINDS for change in cmp.regressions):
+        lines.append(f"baseline is strict: new checks and higher counts must be committed; {run}")
+    if not cmp.exists:
+        create = f"once every eval passes, create it with: {cmp.update_command}" if run_failed else f"create it with: {cmp.update_command}"
+        lines.append(f"no baseline at {cmp.path}; {create}")
+    elif cmp.stale:
+        lines.append(f"baseline is stale: {_summarize_stale(cmp.stale)}; {run}")
+        lines.extend(f"  {change.message}" for change in cmp.stale)
+    for change in cmp.undecided:
+        lines.append(f"{'unchecked' if change.fails else 'note'}: {change.message}")
+    ran = {r.name: r for r in evals}
+    filtered = set((selection or {}).get("filtered_out") or [])
+    left_out: list[str] = []
+    unknown: list[str] = []
+    for name in cmp.not_compared:
+        if name in ran:
+            lines.append(f"not compared: {name} {_why_not_compared(ran[name])}")
+        elif name in filtered:
+            left_out.append(name)
+        else:
+            unknown.append(name)
+    if left_out:
+        lines.append(f"not compared: {', '.join(left_out)}: left out by {_describe_selection(selection or {})}")
+    if unknown:
+        lines.append(f"not compared: {', '.join(unknown)}" + (": not in this run" if evals else ""))
+    return lines
+
+
+def _why_not_compared(result: EvalResult) -> str:
+    """``crashed (exit 3: ...)``: why an eval that was in the run has no checks to diff, in one line."""
+    detail = f" ({one_line(result.message, 300)})" if result.message else ""
+    if failed_before_scorer(result):
+        return f"failed before its scorer started{detail}"
+    words = {
+        Status.ERROR: "errored",
+        Status.TIMEOUT: "timed out",
+        Status.SKIPPED: "was skipped",
+        Status.INTERRUPTED: "was interrupted",
+        Status.BUDGET: "was stopped by the model budget",
+    }
+    return f"{words.get(result.status, result.status.value)}{detail}"
+
+
+def _describe_selection(selection: Mapping[str, Any]) -> str:
+    """``--eval a --experiment m``: the filters of a run, as typed."""
+    flags = (("evals", "--eval"), ("tags", "--tag"), ("experiments", "--experiment"),
+             ("changed_since", "--changed-since"), ("shard", "--shard"))
+    parts = []
+    for key, flag in flags:
+        value = selection.get(key)
+        for item in value if isinstance(value, list) else [value] if value else []:
+            parts.append(f"{flag} {item}")
+    return "this run's filters" + (f" ({' '.join(parts)})" if parts else "")
+
+
+def _summarize_stale(stale: Iterable[BaselineChange]) -> str:
+    kinds = [change.kind for change in stale]
+    words = {"new-check": ("new check", "new checks"), "stronger": ("stronger check", "stronger checks"),
+             "new-eval": ("new eval", "new evals"),
+             "improved": ("check passing more often", "checks passing more often"),
+             "new-rate": ("check with a pass rate to record", "checks with pass rates to record"),
+             "new-settings": ("eval whose gate settings are not recorded yet", "evals whose gate settings are not recorded yet"),
+             "tightened": ("tightened gate", "tightened gates"),
+             "moved-stricter": ("eval moved to a stricter tier", "evals moved to a stricter tier"),
+             "judge-changed": ("eval judged by another judge", "evals judged by another judge")}
+    parts = []
+    for kind in ("new-check", "stronger", "improved", "new-rate", "new-eval", "new-settings", "tightened", "moved-stricter",
+                 "judge-changed"):
+        count = kinds.count(kind)
+        if count:
+            singular, plural = words[kind]
+            parts.append(f"{count} {singular if count == 1 else plural}")
+    return ", ".join(parts)
