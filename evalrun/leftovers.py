@@ -5,9 +5,8 @@ outlive it (``/proc`` is read by ``evalrun.procfs``): how a group is stopped
 (``evalrun.process.terminate_group``, with SIGINT to the postmaster for
 PostgreSQL), the JSON record written for each running service *and scorer*,
 ``reap_leftovers``, which uses those records to stop what an earlier,
-SIGKILLed invocation left behind, and the scratch folders of runs
-(``make_scratch``, ``sweep_scratch``), which name their owner so that only a
-dead owner's folder is ever removed. ``evalrun.services.manager`` and
+SIGKILLed invocation left behind (a run's scratch folders are swept by
+``evalrun.scratch``). ``evalrun.services.manager`` and
 ``evalrun.execute`` decide when to start and stop; this module knows how to
 stop safely.
 
@@ -25,23 +24,21 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
 from evalrun.files import FileReadError, read_bounded
 from evalrun.process import terminate_group
-from evalrun.procfs import group_members, is_alive, proc_stat
+from evalrun.procfs import group_members, is_alive, proc_stat, start_ticks
+# The scratch folders moved to evalrun.scratch; these names stay importable from here.
+from evalrun.scratch import make_scratch, sweep_scratch  # noqa: F401
 
 DEFAULT_GRACE = 5.0
 RECORD_VERSION = 1
 RECORD_LIMIT = 64 * 1024  # bytes read of one record: a record holds a few short fields
 # Only folders holding this marker are ever deleted, whatever a record says.
 MARKER = ".evalrun-service"
-# A run's scratch folder: ``evalrun-<owner pid>-<owner start ticks>-<random>``, holding SCRATCH_MARKER.
-SCRATCH_MARKER = ".evalrun-scratch"
-_SCRATCH_NAME = re.compile(r"evalrun-(\d+)-(\d+)-[^/]+\Z")
 # A record's temporary file while it is written: a SIGKILL at that moment leaves it behind.
 _RECORD_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
 
@@ -97,10 +94,10 @@ def write_record(record: Path, name: str, kind: str, pid: int, pgid: int, data_d
         "kind": kind,
         "pid": pid,
         "pgid": pgid,
-        "proc_start": _start_ticks(pid) or 0,
+        "proc_start": start_ticks(pid) or 0,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "owner_pid": os.getpid(),
-        "owner_start": _start_ticks(os.getpid()) or 0,
+        "owner_start": start_ticks(os.getpid()) or 0,
         "data_dir": str(data_dir) if data_dir else None,
     }
     # No fsync: after a power cut there is nothing left to stop. The temporary
@@ -117,49 +114,6 @@ def _sweep_record_temps(state_dir: Path) -> None:
             path.unlink(missing_ok=True)
 
 
-def make_scratch() -> Path:
-    """A new scratch folder for this run, named after its owner so ``sweep_scratch`` knows when it is stale."""
-    me = os.getpid()
-    folder = Path(tempfile.mkdtemp(prefix=f"evalrun-{me}-{_start_ticks(me) or 0}-"))
-    (folder / SCRATCH_MARKER).write_text(f"{me}\n")
-    return folder
-
-
-def sweep_scratch(root: Path | None = None) -> list[Path]:
-    """Remove the scratch folders of evalrun processes that are gone (SIGKILLed); returns those removed.
-
-    Only folders that carry SCRATCH_MARKER, belong to this user and name an
-    owner that is no longer alive (pid and start time) are touched: a live
-    run's scratch, or anything else in the temporary folder, never is.
-    """
-    root = Path(root or tempfile.gettempdir())
-    removed: list[Path] = []
-    if proc_stat(os.getpid()) is None:
-        return removed  # no /proc: whether an owner is alive cannot be told, so nothing is stale
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return removed
-    for entry in entries:
-        match = _SCRATCH_NAME.match(entry.name)
-        if match is None:
-            continue
-        folder = Path(entry.path)
-        try:
-            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
-                continue
-            if not (folder / SCRATCH_MARKER).is_file():
-                continue
-        except OSError:
-            continue
-        if is_alive(int(match.group(1)), int(match.group(2))):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-        if not folder.exists():
-            removed.append(folder)
-    return removed
-
-
 def remove_data_dir(data_dir: Path | None) -> bool:
     """Delete a service's temporary folder if it carries MARKER; True if it is gone."""
     if data_dir is None or not (data_dir / MARKER).is_file():
@@ -169,11 +123,6 @@ def remove_data_dir(data_dir: Path | None) -> bool:
 
 
 # ---------------------------------------------------------------- processes
-
-
-def _start_ticks(pid: int) -> int | None:
-    stat = proc_stat(pid)
-    return stat.start_ticks if stat else None
 
 
 def stop_group(pgid: int, kind: str, grace: float, proc: subprocess.Popen[bytes] | None) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrun.execute import _judge_outcome
+from evalrun.outcome import judge_outcome as _judge_outcome
 from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
 from evalrun.process import ProcessOutcome
