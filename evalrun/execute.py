@@ -2,7 +2,7 @@
 
 This module owns running one eval: what the caller decided before it starts
 (``Preparation``), the scorer's environment (``EVALRUN_*``), starting it in a
-fresh workdir with its group recorded so a later run can stop it, and handing
+fresh workdir with a pidfile of its group so a later run can stop it, and handing
 the outcome to ``evalrun.outcome`` to be judged; on Ctrl-C every eval that
 did not finish is marked interrupted. The threads are ``evalrun.pool``'s, the
 scratch folders ``evalrun.scratch``'s.
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalrun.leftovers import write_record
+from evalrun.leftovers import write_pidfile
 from evalrun.manifest import EvalSpec
 from evalrun.outcome import INSPECT_LOG_DIR_NAME, judge_outcome, note_escaped
 from evalrun.plan import PlannedEval
@@ -64,9 +64,9 @@ class ExecuteRequest:
     on_start: Callable[[str], None] | None = None  # an eval's scorer is about to start
     secrets: frozenset[str] = frozenset()  # scrubbed from reports before anything in them is cut
     on_finish: Callable[[EvalResult], None] | None = None
-    # Where running scorers are recorded (pid, group, start time), so the next
-    # run stops what a SIGKILLed one left (``evalrun.leftovers``). None: not recorded.
-    record_dir: Path | None = None
+    # Where running scorers' pidfiles go (pid, group, start time), so the next
+    # run stops what a SIGKILLed one left (``evalrun.leftovers``). None: none written.
+    pidfile_dir: Path | None = None
 
 
 @dataclass
@@ -120,7 +120,7 @@ def _run_one(
         if request.on_start:
             request.on_start(planned.name)
         result = run_scorer(
-            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, request.record_dir,
+            planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, request.pidfile_dir,
             secrets=request.secrets,
         )
     if request.finalize:
@@ -136,11 +136,11 @@ def run_scorer(
     scratch: Scratch,
     grace: float,
     cancel: threading.Event,
-    record_dir: Path | None = None,
+    pidfile_dir: Path | None = None,
     *,
     secrets: frozenset[str] = frozenset(),
 ) -> EvalResult:
-    """Run one scorer to its end and judge it; while it runs, its group is recorded in ``record_dir``."""
+    """Run one scorer to its end and judge it; while it runs, its group has a pidfile in ``pidfile_dir``."""
     spec = planned.spec
     workdir, report_path = scratch.fresh()
     stdout_path = scratch.stdout if spec.format == "tap" else None
@@ -173,22 +173,22 @@ def run_scorer(
             pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
     argv = tuple(spec.run)
     started = time.monotonic()
-    record = record_dir / f"scorer.{os.getpid()}.{next(_record_numbers)}.json" if record_dir is not None else None
+    pidfile = pidfile_dir / f"scorer.{os.getpid()}.{next(_pidfile_numbers)}.json" if pidfile_dir is not None else None
     try:
-        outcome = _run_recorded(planned, argv, env, spec, stdout_path, grace, cancel, record)
+        outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile)
     finally:
-        if record is not None:
-            record.unlink(missing_ok=True)
+        if pidfile is not None:
+            pidfile.unlink(missing_ok=True)
     result = judge_outcome(
         planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets, workdir=workdir
     )
     return note_escaped(result, outcome)
 
 
-_record_numbers = itertools.count()
+_pidfile_numbers = itertools.count()
 
 
-def _run_recorded(
+def _run_tracked(
     planned: PlannedEval,
     argv: tuple[str, ...],
     env: Mapping[str, str],
@@ -196,14 +196,14 @@ def _run_recorded(
     stdout_path: Path | None,
     grace: float,
     cancel: threading.Event,
-    record: Path | None,
+    pidfile: Path | None,
 ) -> ProcessOutcome:
     def remember(pid: int) -> None:
-        if record is None:
+        if pidfile is None:
             return
         try:
-            record.parent.mkdir(parents=True, exist_ok=True)
-            write_record(record, planned.name, "scorer", pid, pid, None)
+            pidfile.parent.mkdir(parents=True, exist_ok=True)
+            write_pidfile(pidfile, planned.name, "scorer", pid, pid, None)
         except OSError:
             pass  # an unwritable state folder costs the sweep after a kill, not the eval
 

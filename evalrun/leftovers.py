@@ -3,8 +3,8 @@
 This module owns the process-level side of everything evalrun starts that may
 outlive it (``/proc`` is read by ``evalrun.procfs``): how a group is stopped
 (``evalrun.process.terminate_group``, with SIGINT to the postmaster for
-PostgreSQL), the JSON record written for each running service *and scorer*,
-``reap_leftovers``, which uses those records to stop what an earlier,
+PostgreSQL), the JSON pidfile written for each running service *and scorer*,
+``reap_leftovers``, which uses those pidfiles to stop what an earlier,
 SIGKILLed invocation left behind (a run's scratch folders are swept by
 ``evalrun.scratch``). ``evalrun.services.manager`` and
 ``evalrun.execute`` decide when to start and stop; this module knows how to
@@ -35,33 +35,33 @@ from evalrun.procfs import group_members, is_alive, proc_stat, start_ticks
 from evalrun.scratch import make_scratch, sweep_scratch  # noqa: F401
 
 DEFAULT_GRACE = 5.0
-RECORD_VERSION = 1
-RECORD_LIMIT = 64 * 1024  # bytes read of one record: a record holds a few short fields
-# Only folders holding this marker are ever deleted, whatever a record says.
+PIDFILE_VERSION = 1
+PIDFILE_LIMIT = 64 * 1024  # bytes read of one pidfile: it holds a few short fields
+# Only folders holding this marker are ever deleted, whatever a pidfile says.
 MARKER = ".evalrun-service"
-# A record's temporary file while it is written: a SIGKILL at that moment leaves it behind.
-_RECORD_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
+# A pidfile's temporary file while it is written: a SIGKILL at that moment leaves it behind.
+_PIDFILE_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
 
 
 # ---------------------------------------------------------------- leftovers
 
 
 def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str]:
-    """Stop services and scorers recorded by earlier invocations that died without stopping them."""
+    """Stop services and scorers whose pidfiles earlier invocations left when they died without stopping them."""
     lines: list[str] = []
     if not Path(state_dir).is_dir():
         return lines
-    _sweep_record_temps(Path(state_dir))
+    _sweep_pidfile_temps(Path(state_dir))
     for path in sorted(Path(state_dir).glob("*.json")):
         try:
-            record = json.loads(read_bounded(path, RECORD_LIMIT, "a record").decode("utf-8"))
-            if record.get("version") != RECORD_VERSION:
-                raise ValueError("a record of another evalrun version")
-            name, pid, pgid, start = record["name"], int(record["pid"]), int(record["pgid"]), int(record["proc_start"])
-            owner, owner_start, kind = int(record["owner_pid"]), int(record["owner_start"]), record["kind"]
-            data_dir = Path(record["data_dir"]) if record.get("data_dir") else None
+            entry = json.loads(read_bounded(path, PIDFILE_LIMIT, "a pidfile").decode("utf-8"))
+            if entry.get("version") != PIDFILE_VERSION:
+                raise ValueError("a pidfile of another evalrun version")
+            name, pid, pgid, start = entry["name"], int(entry["pid"]), int(entry["pgid"]), int(entry["proc_start"])
+            owner, owner_start, kind = int(entry["owner_pid"]), int(entry["owner_start"]), entry["kind"]
+            data_dir = Path(entry["data_dir"]) if entry.get("data_dir") else None
         except (FileReadError, ValueError, KeyError, TypeError, AttributeError):  # AttributeError: JSON, not an object
-            with contextlib.suppress(OSError):  # a directory by that name stays; it records nothing
+            with contextlib.suppress(OSError):  # a directory by that name stays; it names no process
                 path.unlink(missing_ok=True)  # unreadable (or a FIFO left to hang us): nothing in it can be trusted to signal
             continue
         if is_alive(owner, owner_start):
@@ -85,11 +85,11 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
     return lines
 
 
-def write_record(record: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None) -> None:
-    """Record a group just spawned (``kind``: "run" or "postgres" services, "scorer"), so
+def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None) -> None:
+    """Write the pidfile of a group just spawned (``kind``: "run" or "postgres" services, "scorer"), so
     ``reap_leftovers`` can stop it if we die."""
     fields = {
-        "version": RECORD_VERSION,
+        "version": PIDFILE_VERSION,
         "name": name,
         "kind": kind,
         "pid": pid,
@@ -103,13 +103,13 @@ def write_record(record: Path, name: str, kind: str, pid: int, pgid: int, data_d
     # No fsync: after a power cut there is nothing left to stop. The temporary
     # file names its owner, so a kill mid-write leaves nothing the next run keeps.
     tag = f"owner-{fields['owner_pid']}-{fields['owner_start']}."
-    write_atomic(record, json.dumps(fields, indent=2) + "\n", fsync=False, tmp_tag=tag)
+    write_atomic(pidfile, json.dumps(fields, indent=2) + "\n", fsync=False, tmp_tag=tag)
 
 
-def _sweep_record_temps(state_dir: Path) -> None:
-    """Remove half-written records whose writer is gone; a live writer's are left alone."""
+def _sweep_pidfile_temps(state_dir: Path) -> None:
+    """Remove half-written pidfiles whose writer is gone; a live writer's are left alone."""
     for path in state_dir.glob(".*.tmp"):
-        match = _RECORD_TMP.match(path.name)
+        match = _PIDFILE_TMP.match(path.name)
         if match and not is_alive(int(match.group(1)), int(match.group(2))):
             path.unlink(missing_ok=True)
 
@@ -130,3 +130,6 @@ def stop_group(pgid: int, kind: str, grace: float, proc: subprocess.Popen[bytes]
     # The postmaster leads its group: SIGINT to it alone is a fast shutdown of all.
     leader_signal = signal.SIGINT if kind == "postgres" else None
     return terminate_group(pgid, grace, leader=proc, leader_signal=leader_signal)
+
+
+write_record = write_pidfile  # the name before the rename; remove once nothing imports it

@@ -49,8 +49,8 @@ def judge_outcome(
         exit_code=outcome.exit_code,
         output_tail=tail[-OUTPUT_TAIL_CHARS:],
     )
-    if outcome.not_found:
-        return EvalResult(status=Status.ERROR, message=outcome.not_found, **base)
+    if outcome.start_error:
+        return EvalResult(status=Status.ERROR, message=outcome.start_error, **base)
     if outcome.cancelled:
         return _stopped(planned, report_path, Status.INTERRUPTED, "interrupted while running",
                         "its process group was stopped", base)

@@ -422,7 +422,7 @@ def _start_and_execute(
                     # A repeated eval is shown once, by the tracker, when its last run is in.
                     on_finish=lambda r: None if tracker.repeats(r.name) else console.eval_finished(r),
                     secrets=frozenset(secrets),
-                    record_dir=state_dir,  # scorers are recorded like services, and swept alike
+                    pidfile_dir=state_dir,  # scorers have pidfiles like services, and are swept alike
                 )
             )
             console.stop_progress()

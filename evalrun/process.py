@@ -88,16 +88,16 @@ class ProcessOutcome:
 
     ``timed_out`` and ``cancelled`` mean the child itself was stopped by us;
     a stray grandchild terminated after the child exited on its own sets
-    neither. ``not_found`` says why the program could not start (despite the
-    name, it also carries "program not executable", "working directory not
-    found" and OSErrors from starting); when it is set, ``exit_code`` is None.
+    neither. ``start_error`` says why the program could not start ("program
+    not found", "program not executable", "working directory not found", an
+    OSError from starting); when it is set, ``exit_code`` is None.
     """
 
     argv: tuple[str, ...]
     exit_code: int | None  # None: never started; negative: killed by that signal
     timed_out: bool
     cancelled: bool
-    not_found: str | None
+    start_error: str | None
     duration_s: float
     stdout_tail: bytes
     stderr_tail: bytes
@@ -393,7 +393,7 @@ def _supervise(
         exit_code=proc.returncode,
         timed_out=timed_out,
         cancelled=cancelled,
-        not_found=None,
+        start_error=None,
         duration_s=time.monotonic() - started,
         stdout_tail=out.tail(),
         stderr_tail=err.tail(),
@@ -411,7 +411,7 @@ def _not_started(request: ProcessRequest, problem: str | None, *, cancelled: boo
         exit_code=None,
         timed_out=False,
         cancelled=cancelled,
-        not_found=problem,
+        start_error=problem,
         duration_s=0.0,
         stdout_tail=b"",
         stderr_tail=b"",

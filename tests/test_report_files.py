@@ -314,7 +314,7 @@ def test_an_exception_while_judging_fails_that_eval_alone(tmp_path: Path, monkey
     report.write_text(json.dumps({"checks": [{"name": "a", "assertions": 1, "passed": True}]}))
     planned = PlannedEval(EvalSpec(name="e", tier="t1", dir="e", run=["true"]), tmp_path)
     outcome = ProcessOutcome(
-        argv=("true",), exit_code=0, timed_out=False, cancelled=False, not_found=None, duration_s=0.1,
+        argv=("true",), exit_code=0, timed_out=False, cancelled=False, start_error=None, duration_s=0.1,
         stdout_tail=b"", stderr_tail=b"", stdout_bytes=0, stderr_bytes=0,
     )
 
