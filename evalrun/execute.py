@@ -28,7 +28,7 @@ from evalrun.manifest import EvalSpec
 from evalrun.outcome import INSPECT_LOG_DIR_NAME, judge_outcome, note_escaped
 from evalrun.plan import PlannedEval
 from evalrun.pool import run_pool
-from evalrun.process import ProcessOutcome, ProcessRequest, run_process
+from evalrun.process import CancelEvent, ProcessOutcome, ProcessRequest, run_process
 from evalrun.reports_in.parsed import REPORT_LIMIT
 from evalrun.results import EvalResult, Status
 from evalrun.scratch import Janitor, Scratch, make_scratch, sweep_scratch
@@ -82,7 +82,9 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
     are terminated, those not started are marked interrupted, and the partial
     results come back with ``interrupted=True`` instead of an exception.
     """
-    cancel = cancel or threading.Event()
+    own_cancel = CancelEvent() if cancel is None else None  # wakes the running scorers' supervisors when set
+    cancel = cancel or own_cancel
+    assert cancel is not None
     sweep_scratch()  # what SIGKILLed runs left; a live run's scratch is never touched
     scratch = make_scratch()
     janitor = Janitor()
@@ -97,6 +99,8 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
     finally:
         janitor.close()
         shutil.rmtree(scratch, ignore_errors=True)
+        if own_cancel is not None:
+            own_cancel.close()
     done = pooled.done
     if pooled.interrupted:
         for index, planned in enumerate(request.evals):
@@ -202,8 +206,11 @@ def _run_tracked(
         if pidfile is None:
             return
         try:
-            pidfile.parent.mkdir(parents=True, exist_ok=True)
-            write_pidfile(pidfile, planned.name, "scorer", pid, pid, None)
+            try:
+                write_pidfile(pidfile, planned.name, "scorer", pid, pid, None)
+            except FileNotFoundError:  # the state folder is made by the first scorer (or again, if one removed it)
+                pidfile.parent.mkdir(parents=True, exist_ok=True)
+                write_pidfile(pidfile, planned.name, "scorer", pid, pid, None)
         except OSError:
             pass  # an unwritable state folder costs the sweep after a kill, not the eval
 

@@ -18,6 +18,8 @@ never signalled. Nothing is ever stopped by name.
 from __future__ import annotations
 
 import contextlib
+import errno
+import itertools
 import json
 import os
 import re
@@ -27,7 +29,6 @@ import subprocess
 import time
 from pathlib import Path
 
-from evalrun.atomic import write_atomic
 from evalrun.files import FileReadError, read_bounded
 from evalrun.process import terminate_group
 from evalrun.procfs import group_members, is_alive, proc_stat, start_ticks
@@ -87,7 +88,15 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
 
 def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None) -> None:
     """Write the pidfile of a group just spawned (``kind``: "run" or "postgres" services, "scorer"), so
-    ``reap_leftovers`` can stop it if we die."""
+    ``reap_leftovers`` can stop it if we die.
+
+    Written once per scorer, so it is kept cheap: one small write to a temporary
+    file of our own, then a rename over the name (which replaces whatever is
+    there, a symlink included, and never follows it). No fsync: after a power
+    cut there is nothing left to stop. The temporary file names its owner, so a
+    kill mid-write leaves nothing the next run keeps.
+    """
+    owner, owner_start = os.getpid(), _own_start_ticks()
     fields = {
         "version": PIDFILE_VERSION,
         "name": name,
@@ -96,14 +105,37 @@ def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data
         "pgid": pgid,
         "proc_start": start_ticks(pid) or 0,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "owner_pid": os.getpid(),
-        "owner_start": start_ticks(os.getpid()) or 0,
+        "owner_pid": owner,
+        "owner_start": owner_start,
         "data_dir": str(data_dir) if data_dir else None,
     }
-    # No fsync: after a power cut there is nothing left to stop. The temporary
-    # file names its owner, so a kill mid-write leaves nothing the next run keeps.
-    tag = f"owner-{fields['owner_pid']}-{fields['owner_start']}."
-    write_atomic(pidfile, json.dumps(fields, indent=2) + "\n", fsync=False, tmp_tag=tag)
+    data = (json.dumps(fields) + "\n").encode("utf-8")
+    tmp = pidfile.with_name(f".{pidfile.name}.owner-{owner}-{owner_start}.{next(_tmp_numbers)}.tmp")
+    # The mode is 0666 less the umask, as open() gives: the kernel applies the umask.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+    try:
+        try:
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, "pidfile written short", str(tmp))
+        finally:
+            os.close(fd)
+        os.replace(tmp, pidfile)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+_tmp_numbers = itertools.count()
+_own_start: tuple[int, int] | None = None  # (pid, start ticks): a forked child has another pid
+
+
+def _own_start_ticks() -> int:
+    global _own_start
+    me = os.getpid()
+    if _own_start is None or _own_start[0] != me:
+        _own_start = (me, start_ticks(me) or 0)
+    return _own_start[1]
 
 
 def _sweep_pidfile_temps(state_dir: Path) -> None:
