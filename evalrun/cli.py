@@ -487,7 +487,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     from evalrun.errors import EvalrunError
 
     try:
-        code = app(args=argv, prog_name="evalrun", standalone_mode=False)
+        if (sys.argv[1:] if argv is None else argv) == ["--version"]:
+            # Answered before typer builds every command's parser: --version costs little more than importing typer.
+            typer.echo(f"evalrun {__version__}")
+            code = 0
+        else:
+            code = app(args=argv, prog_name="evalrun", standalone_mode=False)
     except EvalrunError as exc:
         _say(_redacted(f"evalrun: error: {exc}"))
         code = int(exc.exit_code)

@@ -3,11 +3,10 @@
 This module owns the process-level side of everything evalrun starts that may
 outlive it (``/proc`` is read by ``evalrun.procfs``): how a group is stopped
 (``evalrun.process.terminate_group``, with SIGINT to the postmaster for
-PostgreSQL), the JSON record written for each running service *and scorer*,
-``reap_leftovers``, which uses those records to stop what an earlier,
-SIGKILLed invocation left behind, and the scratch folders of runs
-(``make_scratch``, ``sweep_scratch``), which name their owner so that only a
-dead owner's folder is ever removed. ``evalrun.services.manager`` and
+PostgreSQL), the JSON pidfile written for each running service *and scorer*,
+``reap_leftovers``, which uses those pidfiles to stop what an earlier,
+SIGKILLed invocation left behind (a run's scratch folders are swept by
+``evalrun.scratch``). ``evalrun.services.manager`` and
 ``evalrun.execute`` decide when to start and stop; this module knows how to
 stop safely.
 
@@ -19,52 +18,51 @@ never signalled. Nothing is ever stopped by name.
 from __future__ import annotations
 
 import contextlib
+import errno
+import itertools
 import json
 import os
 import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
-from evalrun.atomic import write_atomic
 from evalrun.files import FileReadError, read_bounded
 from evalrun.process import terminate_group
-from evalrun.procfs import group_members, is_alive, proc_stat
+from evalrun.procfs import group_members, is_alive, proc_stat, start_ticks
+# The scratch folders moved to evalrun.scratch; these names stay importable from here.
+from evalrun.scratch import make_scratch, sweep_scratch  # noqa: F401
 
 DEFAULT_GRACE = 5.0
-RECORD_VERSION = 1
-RECORD_LIMIT = 64 * 1024  # bytes read of one record: a record holds a few short fields
-# Only folders holding this marker are ever deleted, whatever a record says.
+PIDFILE_VERSION = 1
+PIDFILE_LIMIT = 64 * 1024  # bytes read of one pidfile: it holds a few short fields
+# Only folders holding this marker are ever deleted, whatever a pidfile says.
 MARKER = ".evalrun-service"
-# A run's scratch folder: ``evalrun-<owner pid>-<owner start ticks>-<random>``, holding SCRATCH_MARKER.
-SCRATCH_MARKER = ".evalrun-scratch"
-_SCRATCH_NAME = re.compile(r"evalrun-(\d+)-(\d+)-[^/]+\Z")
-# A record's temporary file while it is written: a SIGKILL at that moment leaves it behind.
-_RECORD_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
+# A pidfile's temporary file while it is written: a SIGKILL at that moment leaves it behind.
+_PIDFILE_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
 
 
 # ---------------------------------------------------------------- leftovers
 
 
 def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str]:
-    """Stop services and scorers recorded by earlier invocations that died without stopping them."""
+    """Stop services and scorers whose pidfiles earlier invocations left when they died without stopping them."""
     lines: list[str] = []
     if not Path(state_dir).is_dir():
         return lines
-    _sweep_record_temps(Path(state_dir))
+    _sweep_pidfile_temps(Path(state_dir))
     for path in sorted(Path(state_dir).glob("*.json")):
         try:
-            record = json.loads(read_bounded(path, RECORD_LIMIT, "a record").decode("utf-8"))
-            if record.get("version") != RECORD_VERSION:
-                raise ValueError("a record of another evalrun version")
-            name, pid, pgid, start = record["name"], int(record["pid"]), int(record["pgid"]), int(record["proc_start"])
-            owner, owner_start, kind = int(record["owner_pid"]), int(record["owner_start"]), record["kind"]
-            data_dir = Path(record["data_dir"]) if record.get("data_dir") else None
+            entry = json.loads(read_bounded(path, PIDFILE_LIMIT, "a pidfile").decode("utf-8"))
+            if entry.get("version") != PIDFILE_VERSION:
+                raise ValueError("a pidfile of another evalrun version")
+            name, pid, pgid, start = entry["name"], int(entry["pid"]), int(entry["pgid"]), int(entry["proc_start"])
+            owner, owner_start, kind = int(entry["owner_pid"]), int(entry["owner_start"]), entry["kind"]
+            data_dir = Path(entry["data_dir"]) if entry.get("data_dir") else None
         except (FileReadError, ValueError, KeyError, TypeError, AttributeError):  # AttributeError: JSON, not an object
-            with contextlib.suppress(OSError):  # a directory by that name stays; it records nothing
+            with contextlib.suppress(OSError):  # a directory by that name stays; it names no process
                 path.unlink(missing_ok=True)  # unreadable (or a FIFO left to hang us): nothing in it can be trusted to signal
             continue
         if is_alive(owner, owner_start):
@@ -88,76 +86,64 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
     return lines
 
 
-def write_record(record: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None) -> None:
-    """Record a group just spawned (``kind``: "run" or "postgres" services, "scorer"), so
-    ``reap_leftovers`` can stop it if we die."""
+def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None) -> None:
+    """Write the pidfile of a group just spawned (``kind``: "run" or "postgres" services, "scorer"), so
+    ``reap_leftovers`` can stop it if we die.
+
+    Written once per scorer, so it is kept cheap: one small write to a temporary
+    file of our own, then a rename over the name (which replaces whatever is
+    there, a symlink included, and never follows it). No fsync: after a power
+    cut there is nothing left to stop. The temporary file names its owner, so a
+    kill mid-write leaves nothing the next run keeps.
+    """
+    owner, owner_start = os.getpid(), _own_start_ticks()
     fields = {
-        "version": RECORD_VERSION,
+        "version": PIDFILE_VERSION,
         "name": name,
         "kind": kind,
         "pid": pid,
         "pgid": pgid,
-        "proc_start": _start_ticks(pid) or 0,
+        "proc_start": start_ticks(pid) or 0,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "owner_pid": os.getpid(),
-        "owner_start": _start_ticks(os.getpid()) or 0,
+        "owner_pid": owner,
+        "owner_start": owner_start,
         "data_dir": str(data_dir) if data_dir else None,
     }
-    # No fsync: after a power cut there is nothing left to stop. The temporary
-    # file names its owner, so a kill mid-write leaves nothing the next run keeps.
-    tag = f"owner-{fields['owner_pid']}-{fields['owner_start']}."
-    write_atomic(record, json.dumps(fields, indent=2) + "\n", fsync=False, tmp_tag=tag)
+    data = (json.dumps(fields) + "\n").encode("utf-8")
+    tmp = pidfile.with_name(f".{pidfile.name}.owner-{owner}-{owner_start}.{next(_tmp_numbers)}.tmp")
+    # The mode is 0666 less the umask, as open() gives: the kernel applies the umask.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+    try:
+        try:
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, "pidfile written short", str(tmp))
+        finally:
+            os.close(fd)
+        os.replace(tmp, pidfile)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
-def _sweep_record_temps(state_dir: Path) -> None:
-    """Remove half-written records whose writer is gone; a live writer's are left alone."""
+_tmp_numbers = itertools.count()
+_own_start: tuple[int, int] | None = None  # (pid, start ticks): a forked child has another pid
+
+
+def _own_start_ticks() -> int:
+    global _own_start
+    me = os.getpid()
+    if _own_start is None or _own_start[0] != me:
+        _own_start = (me, start_ticks(me) or 0)
+    return _own_start[1]
+
+
+def _sweep_pidfile_temps(state_dir: Path) -> None:
+    """Remove half-written pidfiles whose writer is gone; a live writer's are left alone."""
     for path in state_dir.glob(".*.tmp"):
-        match = _RECORD_TMP.match(path.name)
+        match = _PIDFILE_TMP.match(path.name)
         if match and not is_alive(int(match.group(1)), int(match.group(2))):
             path.unlink(missing_ok=True)
-
-
-def make_scratch() -> Path:
-    """A new scratch folder for this run, named after its owner so ``sweep_scratch`` knows when it is stale."""
-    me = os.getpid()
-    folder = Path(tempfile.mkdtemp(prefix=f"evalrun-{me}-{_start_ticks(me) or 0}-"))
-    (folder / SCRATCH_MARKER).write_text(f"{me}\n")
-    return folder
-
-
-def sweep_scratch(root: Path | None = None) -> list[Path]:
-    """Remove the scratch folders of evalrun processes that are gone (SIGKILLed); returns those removed.
-
-    Only folders that carry SCRATCH_MARKER, belong to this user and name an
-    owner that is no longer alive (pid and start time) are touched: a live
-    run's scratch, or anything else in the temporary folder, never is.
-    """
-    root = Path(root or tempfile.gettempdir())
-    removed: list[Path] = []
-    if proc_stat(os.getpid()) is None:
-        return removed  # no /proc: whether an owner is alive cannot be told, so nothing is stale
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return removed
-    for entry in entries:
-        match = _SCRATCH_NAME.match(entry.name)
-        if match is None:
-            continue
-        folder = Path(entry.path)
-        try:
-            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
-                continue
-            if not (folder / SCRATCH_MARKER).is_file():
-                continue
-        except OSError:
-            continue
-        if is_alive(int(match.group(1)), int(match.group(2))):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-        if not folder.exists():
-            removed.append(folder)
-    return removed
 
 
 def remove_data_dir(data_dir: Path | None) -> bool:
@@ -171,13 +157,11 @@ def remove_data_dir(data_dir: Path | None) -> bool:
 # ---------------------------------------------------------------- processes
 
 
-def _start_ticks(pid: int) -> int | None:
-    stat = proc_stat(pid)
-    return stat.start_ticks if stat else None
-
-
 def stop_group(pgid: int, kind: str, grace: float, proc: subprocess.Popen[bytes] | None) -> bool:
     """Ask the group to stop, wait ``grace``, then KILL it. True if KILL was needed."""
     # The postmaster leads its group: SIGINT to it alone is a fast shutdown of all.
     leader_signal = signal.SIGINT if kind == "postgres" else None
     return terminate_group(pgid, grace, leader=proc, leader_signal=leader_signal)
+
+
+write_record = write_pidfile  # the name before the rename; remove once nothing imports it

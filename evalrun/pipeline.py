@@ -401,7 +401,7 @@ def _start_and_execute(
                     # A repeated eval is shown once, by the tracker, when its last run is in.
                     on_finish=lambda r: None if tracker.repeats(r.name) else console.eval_finished(r),
                     secrets=secrets.values,
-                    record_dir=context.workspace.services,  # scorers are recorded like services, and swept alike
+                    pidfile_dir=context.workspace.services,  # scorers have pidfiles like services, and are swept alike
                 )
             )
             console.stop_progress()

@@ -37,7 +37,7 @@ CHUNK_BYTES = 64 * 1024
 # running, a backgrounded `sleep`). Output the child wrote is normally in the
 # pipe already, so a short window collects it without waiting on the stray.
 DRAIN_WINDOW_S = 0.3
-# How often a set cancel event is noticed while the child is quiet.
+# How often a set cancel event is noticed while the child is quiet (a CancelEvent wakes us at once instead).
 CANCEL_POLL_S = 0.05
 # How often the group is re-checked once nothing is left to wake the selector.
 GROUP_POLL_S = 0.02
@@ -88,16 +88,16 @@ class ProcessOutcome:
 
     ``timed_out`` and ``cancelled`` mean the child itself was stopped by us;
     a stray grandchild terminated after the child exited on its own sets
-    neither. ``not_found`` says why the program could not start (despite the
-    name, it also carries "program not executable", "working directory not
-    found" and OSErrors from starting); when it is set, ``exit_code`` is None.
+    neither. ``start_error`` says why the program could not start ("program
+    not found", "program not executable", "working directory not found", an
+    OSError from starting); when it is set, ``exit_code`` is None.
     """
 
     argv: tuple[str, ...]
     exit_code: int | None  # None: never started; negative: killed by that signal
     timed_out: bool
     cancelled: bool
-    not_found: str | None
+    start_error: str | None
     duration_s: float
     stdout_tail: bytes
     stderr_tail: bytes
@@ -120,6 +120,37 @@ class ProcessOutcome:
             if tail
         ]
         return "\n".join(p.rstrip("\n") for p in parts) + ("\n" if parts else "")
+
+
+class CancelEvent(threading.Event):
+    """A cancel flag that also wakes every ``run_process`` waiting on it, so none has to poll it.
+
+    A plain ``threading.Event`` works too: it is checked every CANCEL_POLL_S,
+    which costs a wake-up of every supervising thread that often while its
+    child runs. Close it once nothing waits on it any more.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._read_fd, self._write_fd = os.pipe()  # not inherited: os.pipe's ends are close-on-exec
+        os.set_blocking(self._write_fd, False)
+
+    def set(self) -> None:
+        super().set()
+        try:
+            os.write(self._write_fd, b"!")  # stays readable: every selector that watches it wakes
+        except OSError:
+            pass  # full (set before) or closed: the flag itself is set either way
+
+    def fileno(self) -> int:
+        return self._read_fd
+
+    def close(self) -> None:
+        for fd in (self._read_fd, self._write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _decode_tail(name: str, tail: bytes, total: int) -> str:
@@ -276,6 +307,7 @@ class _Tail:
 
 
 _RUNNING, _TERMINATING, _KILLED = "running", "terminating", "killed"
+_CANCEL_WAKE = object()  # the selector key's data for a CancelEvent
 
 
 def _supervise(
@@ -297,6 +329,10 @@ def _supervise(
     pidfd = _open_pidfd(proc.pid)
     if pidfd is not None:
         sel.register(pidfd, selectors.EVENT_READ, None)
+    # A CancelEvent wakes the selector when it is set; a plain Event is polled.
+    poll_cancel = cancel is not None and not isinstance(cancel, CancelEvent)
+    if isinstance(cancel, CancelEvent):
+        sel.register(cancel.fileno(), selectors.EVENT_READ, _CANCEL_WAKE)
 
     deadline = started + request.timeout
     stage = _RUNNING
@@ -345,7 +381,7 @@ def _supervise(
             wake = [escalate_at] if stage != _RUNNING else []
             if stage == _RUNNING:
                 wake.append(deadline if exited_at is None else exited_at + DRAIN_WINDOW_S)
-                if cancel is not None:
+                if poll_cancel:
                     wake.append(now + CANCEL_POLL_S)
             elif settled:
                 wake.append(now + GROUP_POLL_S)  # nothing left to wake the selector
@@ -353,6 +389,9 @@ def _supervise(
                 wake.append(now + (0.005 if pipes_open == 0 else CANCEL_POLL_S))
 
             for key, _ in sel.select(max(0.0, min(wake) - now)):
+                if key.data is _CANCEL_WAKE:
+                    sel.unregister(key.fd)  # it stays readable: noticed once, at the top of the loop
+                    continue
                 if key.data is None:
                     sel.unregister(key.fd)
                     proc.wait()  # the pidfd is readable: the child is a zombie, this is instant
@@ -393,7 +432,7 @@ def _supervise(
         exit_code=proc.returncode,
         timed_out=timed_out,
         cancelled=cancelled,
-        not_found=None,
+        start_error=None,
         duration_s=time.monotonic() - started,
         stdout_tail=out.tail(),
         stderr_tail=err.tail(),
@@ -411,7 +450,7 @@ def _not_started(request: ProcessRequest, problem: str | None, *, cancelled: boo
         exit_code=None,
         timed_out=False,
         cancelled=cancelled,
-        not_found=problem,
+        start_error=problem,
         duration_s=0.0,
         stdout_tail=b"",
         stderr_tail=b"",

@@ -38,6 +38,12 @@ def proc_stat(pid: int) -> ProcStat | None:
         return None
 
 
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), or None when it is gone."""
+    stat = proc_stat(pid)
+    return stat.start_ticks if stat else None
+
+
 def group_members(pgid: int) -> list[ProcStat] | None:
     """The live (not zombie) members of process group ``pgid``; None when /proc cannot be read."""
     try:

@@ -25,7 +25,7 @@ from typing import Any
 
 from evalrun.manifest import EvalSpec, Manifest
 from evalrun.plan import PlannedEval
-from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, RunRecord, Status
+from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, RepeatRun, Status
 from evalrun.stats import pass_at_k, pass_hat_k, wilson_interval
 from evalrun.text import truncate
 
@@ -214,7 +214,7 @@ def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: S
         stop=settings.stop,
         stopped_early=stopped_early,
         runs_detail=[
-            RunRecord(repeat=k, status=r.status, duration_s=r.duration_s, exit_code=r.exit_code, message=r.message)
+            RepeatRun(repeat=k, status=r.status, duration_s=r.duration_s, exit_code=r.exit_code, message=r.message)
             for k, r in made
         ],
     )

@@ -80,7 +80,7 @@ class CheckRate(BaseModel):
     failed_runs: list[int] = Field(default_factory=list)  # EVALRUN_REPEAT of the runs it did not pass
 
 
-class RunRecord(BaseModel):
+class RepeatRun(BaseModel):
     """One repeat of an eval: its index (``EVALRUN_REPEAT``) and what became of it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -90,6 +90,9 @@ class RunRecord(BaseModel):
     duration_s: float = 0.0
     exit_code: int | None = None
     message: str | None = None
+
+
+RunRecord = RepeatRun  # the name before the rename (history has its own runs); remove once nothing imports it
 
 
 class RepeatSummary(BaseModel):
@@ -107,7 +110,7 @@ class RepeatSummary(BaseModel):
     partial: bool = False  # interrupted or stopped by the budget: rates of the finished runs only
     flaky: list[str] = Field(default_factory=list)
     below_floor: list[str] = Field(default_factory=list)
-    runs_detail: list[RunRecord] = Field(default_factory=list)
+    runs_detail: list[RepeatRun] = Field(default_factory=list)
 
 
 class SkippedTest(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrun.execute import _judge_outcome
+from evalrun.outcome import judge_outcome as _judge_outcome
 from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
 from evalrun.process import ProcessOutcome
@@ -17,7 +17,7 @@ def test_a_tap_stream_that_could_not_be_saved_fails_with_the_reason(tmp_path: Pa
     stdout.write_text("1..2\nok 1 - first\n")  # the second point was lost, with the plan's promise
     spec = EvalSpec(name="tap", tier="t1", dir="e", run=["x"], format="tap")
     outcome = ProcessOutcome(
-        argv=("x",), exit_code=0, timed_out=False, cancelled=False, not_found=None, duration_s=0.1,
+        argv=("x",), exit_code=0, timed_out=False, cancelled=False, start_error=None, duration_s=0.1,
         stdout_tail=b"", stderr_tail=b"", stdout_bytes=100, stderr_bytes=0,
         stdout_path_error="No space left on device",
     )

@@ -23,7 +23,7 @@ import pytest
 from evalrun.history import record_run
 from evalrun.history.backends import open_store
 from evalrun.history.location import HistoryLocation, parse_history_url
-from evalrun.history.records import EvalRecord, GitInfo, eval_records, make_record
+from evalrun.history.records import StoredEval, GitInfo, eval_records, make_record
 from evalrun.manifest import load_manifest
 from evalrun.results import CheckResult, EvalResult, RunResults, Status
 
@@ -86,7 +86,7 @@ def test_a_streamed_run_that_fails_half_way_leaves_nothing(store_location: Histo
     results = big_results()
     header = make_record(results, GitInfo(), "run", with_evals=False)
 
-    def dies_after_two() -> Iterator[EvalRecord]:
+    def dies_after_two() -> Iterator[StoredEval]:
         for index, record in enumerate(eval_records(results)):
             if index == 2:
                 raise RuntimeError("the run died while its history was written")

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from evalrun.leftovers import make_scratch, sweep_scratch
+from evalrun.scratch import make_scratch, sweep_scratch
 
 # First run: spawn a long sleeper in the scorer's own group, say so, then hang.
 # Second run (the flag file exists): pass at once.

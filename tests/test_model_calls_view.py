@@ -102,12 +102,12 @@ def test_the_html_report_shows_every_call_with_its_answer_escaped_and_bounded(re
 
 
 def test_the_page_bounds_the_calls_it_shows_and_says_how_many_are_left_out() -> None:
-    from evalrun.history.records import EvalRecord
+    from evalrun.history.records import StoredEval
     from evalrun.reports_out.html import call_views
 
     call = {"n": 1, "session": "s", "index": 1, "status": 200, "model": "m", "tokens": {"input": 1, "output": 1},
             "answer": "x" * 5000}
-    e = EvalRecord(name="e", status="passed", models={"call_log": [dict(call, n=k) for k in range(1, 11)]})
+    e = StoredEval(name="e", status="passed", models={"call_log": [dict(call, n=k) for k in range(1, 11)]})
     view = call_views([e], budget=20_000)["e"]
     assert len(view.calls) == 3 and view.left_out == 7
 

@@ -74,7 +74,7 @@ def kill_strays():
 def test_exit_code_is_recorded(arg: str, code: int) -> None:
     outcome = run_process(request("exit_with.py", arg))
     assert outcome.exit_code == code
-    assert not (outcome.timed_out or outcome.cancelled or outcome.not_found)
+    assert not (outcome.timed_out or outcome.cancelled or outcome.start_error)
     assert outcome.stdout_tail == b"to stdout\n"
     assert outcome.stderr_tail == b"to stderr\n"
     assert outcome.text_tail() == "to stdout\nto stderr\n"
@@ -132,7 +132,7 @@ def test_program_that_cannot_start_is_an_outcome(tmp_path: Path, argv0: str, mes
     (tmp_path / "subdir").mkdir()
     env = {"PATH": f"{tmp_path}:{ENV['PATH']}"}
     outcome = run_process(ProcessRequest(argv=(argv0,), cwd=tmp_path, env=env, timeout=5))
-    assert outcome.not_found == message
+    assert outcome.start_error == message
     assert outcome.exit_code is None
     assert not outcome.timed_out and not outcome.cancelled
 
@@ -151,13 +151,13 @@ def test_oserror_from_starting_is_an_outcome(tmp_path: Path) -> None:
     (tmp_path / "garbage").write_bytes(b"\x00\x01\x02 not a program")
     (tmp_path / "garbage").chmod(0o755)
     outcome = run_process(ProcessRequest(argv=("./garbage",), cwd=tmp_path, env=ENV, timeout=5))
-    assert outcome.not_found is not None and outcome.not_found.startswith("could not start ./garbage: ")
+    assert outcome.start_error is not None and outcome.start_error.startswith("could not start ./garbage: ")
     assert outcome.exit_code is None
 
 
 def test_missing_cwd_is_an_outcome(tmp_path: Path) -> None:
     outcome = run_process(request("exit_with.py", "0", cwd=tmp_path / "nope"))
-    assert outcome.not_found == f"working directory not found: {tmp_path / 'nope'}"
+    assert outcome.start_error == f"working directory not found: {tmp_path / 'nope'}"
 
 
 @pytest.mark.parametrize(
@@ -308,7 +308,7 @@ def test_non_utf8_output_is_shown_escaped() -> None:
 
 def test_text_tail_says_what_was_dropped() -> None:
     outcome = ProcessOutcome(
-        argv=("x",), exit_code=0, timed_out=False, cancelled=False, not_found=None, duration_s=0.0,
+        argv=("x",), exit_code=0, timed_out=False, cancelled=False, start_error=None, duration_s=0.0,
         stdout_tail="é tail".encode()[1:], stderr_tail=b"", stdout_bytes=100, stderr_bytes=0,
     )  # fmt: skip
     # The cut split "é"; its leftover continuation byte is skipped, not shown.
@@ -329,7 +329,7 @@ def test_shell_runs_through_bin_sh(tmp_path: Path) -> None:
     # Several elements are joined with spaces, unquoted: `&&` keeps its meaning.
     assert shell("echo", "a", "&&", "echo", "b").stdout_tail == b"a\nb\n"
     missing = shell("no-such-cmd-xyz")
-    assert missing.exit_code == 127 and missing.not_found is None
+    assert missing.exit_code == 127 and missing.start_error is None
 
 
 def test_cwd_and_env_are_honoured(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from evalrun.errors import ReportError
-from evalrun.execute import Scratch, _judge_outcome
+from evalrun.outcome import judge_outcome as _judge_outcome
+from evalrun.scratch import Scratch
 from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
 from evalrun.process import ProcessOutcome
@@ -313,14 +314,14 @@ def test_an_exception_while_judging_fails_that_eval_alone(tmp_path: Path, monkey
     report.write_text(json.dumps({"checks": [{"name": "a", "assertions": 1, "passed": True}]}))
     planned = PlannedEval(EvalSpec(name="e", tier="t1", dir="e", run=["true"]), tmp_path)
     outcome = ProcessOutcome(
-        argv=("true",), exit_code=0, timed_out=False, cancelled=False, not_found=None, duration_s=0.1,
+        argv=("true",), exit_code=0, timed_out=False, cancelled=False, start_error=None, duration_s=0.1,
         stdout_tail=b"", stderr_tail=b"", stdout_bytes=0, stderr_bytes=0,
     )
 
     def broken(*_args: object) -> None:
         raise ZeroDivisionError("a bug in the rules")
 
-    monkeypatch.setattr("evalrun.execute.judge", broken)
+    monkeypatch.setattr("evalrun.outcome.judge", broken)
     result = _judge_outcome(planned, "t1", outcome, report, None, 0.1)
 
     assert result.status is Status.ERROR

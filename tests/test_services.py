@@ -18,7 +18,7 @@ from conftest import finishes
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
-from evalrun.leftovers import reap_leftovers, write_record
+from evalrun.leftovers import reap_leftovers, write_pidfile
 from evalrun.services.manager import ServiceManager
 from evalrun.services.spec import ServiceSpec
 
@@ -387,12 +387,12 @@ def test_a_record_half_written_when_its_run_was_killed_is_removed_and_a_live_one
 ) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    # The temporary name write_record really uses is one the sweep recognises.
+    # The temporary name write_pidfile really uses is one the sweep recognises.
     import evalrun.atomic as atomic
     seen: list[str] = []
     real_replace = os.replace
     monkeypatch.setattr(atomic.os, "replace", lambda src, dst: (seen.append(Path(src).name), real_replace(src, dst)))
-    write_record(state / "api.json", "api", "run", os.getpid(), os.getpgid(0), None)
+    write_pidfile(state / "api.json", "api", "run", os.getpid(), os.getpgid(0), None)
     monkeypatch.undo()
     (state / "api.json").unlink()
     assert len(seen) == 1

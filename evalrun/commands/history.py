@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from evalrun.reports_out.terminal import Console
 from evalrun.errors import UsageError, file_label
 from evalrun.history.location import locate_history
-from evalrun.history.records import GitInfo, RunRecord, make_record
+from evalrun.history.records import GitInfo, StoredRun, make_record
 from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
@@ -79,7 +79,7 @@ def import_results(*, manifest_path: Path, paths: list[Path], console: Console) 
     return 0
 
 
-def _print_runs(runs: list[RunRecord], console: Console) -> None:
+def _print_runs(runs: list[StoredRun], console: Console) -> None:
     header = f"{'time':<19}  {'run':<27}  {'tier':<4}  {'commit':<11}  {'exit':>4}  {'passed':>6}  {'failed':>6}  {'skipped':>7}"
     console.line(header)
     for run in runs:
@@ -105,11 +105,11 @@ def _print_series(series: CheckSeries, console: Console) -> None:
         console.line(f"  passing now ({passed} of {len(present)} runs passed{'; flaky' if series.flaky else ''})")
 
 
-def _time(run: RunRecord) -> str:
+def _time(run: StoredRun) -> str:
     return run.started_at[:19].replace("T", " ")
 
 
-def _run_json(run: RunRecord) -> dict[str, Any]:
+def _run_json(run: StoredRun) -> dict[str, Any]:
     return {"run_id": run.run_id, "tier": run.tier, "started_at": run.started_at, "source": run.source,
             "commit": run.git_commit, "branch": run.git_branch, "dirty": run.git_dirty, "exit_code": run.exit_code,
             **run.counts()}

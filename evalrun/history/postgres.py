@@ -17,7 +17,7 @@ from typing import Any
 
 from evalrun.history import sql
 from evalrun.history.location import HistoryLocation
-from evalrun.history.records import EvalRecord, RunRecord
+from evalrun.history.records import StoredEval, StoredRun
 from evalrun.history.store import DEFAULT_LAST, HistoryError, describe_failure
 
 _MIGRATION_LOCK = 0x65766C72  # "evlr": one key all evalrun processes agree on
@@ -55,11 +55,11 @@ class PostgresStore:
         except self._errors as exc:
             raise HistoryError(describe_failure(self.location, exc)) from None
 
-    def append(self, run: RunRecord, evals: Iterable[EvalRecord] | None = None) -> bool:
+    def append(self, run: StoredRun, evals: Iterable[StoredEval] | None = None) -> bool:
         with self._write() as cur:  # one transaction: the whole run, or nothing
             return sql.insert_run(cur, sql.POSTGRES, run, evals)
 
-    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
+    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[StoredRun]:
         with self._write() as cur:  # one transaction: one consistent view for the three reads
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             return sql.select_runs(cur, sql.POSTGRES, tier, last, shards)

@@ -1,6 +1,6 @@
-"""What the history keeps of one run: plain records built from a results file.
+"""What the history keeps of one run: plain stored rows built from a results file.
 
-This module owns the shape of a stored run (``RunRecord``) and how one is made
+This module owns the shape of a stored run (``StoredRun``) and how one is made
 from ``RunResults`` plus what git says about the working tree. Every text a
 scorer controls is redacted, then cut to a bound, before it is stored.
 """
@@ -31,7 +31,7 @@ GIT_TIMEOUT = 5.0  # seconds per git call: history must never hold up a run
 # Plain slotted dataclasses, not pydantic models: a report reads 30,000 of them back at once, and
 # they are only ever built here and in evalrun.history.sql from data evalrun itself wrote.
 @dataclass(slots=True, kw_only=True)
-class CheckRecord:
+class StoredCheck:
     eval: str
     name: str
     assertions: int
@@ -44,7 +44,7 @@ class CheckRecord:
 
 
 @dataclass(slots=True, kw_only=True)
-class EvalRecord:
+class StoredEval:
     name: str  # eval[experiment] under an experiment
     status: str
     experiment: str | None = None
@@ -54,7 +54,7 @@ class EvalRecord:
     models: dict[str, Any] | None = None
     tokens: int | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
-    checks: list[CheckRecord] = field(default_factory=list)
+    checks: list[StoredCheck] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -66,7 +66,7 @@ class EvalRecord:
 
 
 @dataclass(slots=True, kw_only=True)
-class RunRecord:
+class StoredRun:
     run_id: str
     tier: str
     started_at: str
@@ -80,7 +80,7 @@ class RunRecord:
     exit_code: int | None = None
     interrupted: bool = False
     baseline: dict[str, Any] = field(default_factory=dict)  # regressions, stale, not_compared: lines
-    evals: list[EvalRecord] = field(default_factory=list)
+    evals: list[StoredEval] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -153,7 +153,7 @@ def make_record(
     recorded_at: str | None = None,
     *,
     with_evals: bool = True,
-) -> RunRecord:
+) -> StoredRun:
     """The stored form of a results file; scorer text redacted, then bounded.
 
     ``with_evals=False`` leaves ``evals`` empty: the run's own row only, for a
@@ -176,7 +176,7 @@ def make_record(
     filters = run_filters(results.selection)
     if filters:  # kept with the baseline lines (one JSON column): a filtered run is not the whole tier
         baseline["filters"] = filters
-    return RunRecord(
+    return StoredRun(
         run_id=run_id_for(results),
         tier=results.tier,
         started_at=results.started_at,
@@ -208,12 +208,12 @@ def run_filters(selection: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[EvalRecord]:
+def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[StoredEval]:
     """The stored form of each eval of ``results``, with its checks, one eval at a time."""
     clean = _cleaner([s for s in secrets if s])
     budget = [RUN_TEXT_CHARS]  # shared by every eval of the run
 
-    def check_record(result_name: str, c: Any) -> CheckRecord:
+    def check_record(result_name: str, c: Any) -> StoredCheck:
         message, evidence = c.message, c.evidence
         if budget[0] > 0:
             message, evidence = clean(message, MESSAGE_CHARS), clean(evidence, EVIDENCE_CHARS)
@@ -221,7 +221,7 @@ def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[E
         else:
             message = (clean(message, _SPENT_CHARS) or "") + _SPENT_NOTE if message or evidence else None
             evidence = None
-        return CheckRecord(eval=result_name, name=c.name, assertions=c.assertions, passed=c.passed,
+        return StoredCheck(eval=result_name, name=c.name, assertions=c.assertions, passed=c.passed,
                            runs=c.rate.runs if c.rate is not None else None,  # a repeated eval: its outcomes
                            passes=c.rate.passes if c.rate is not None else None,
                            message=message, evidence=evidence, judge=c.judge)
@@ -233,7 +233,7 @@ def eval_records(results: RunResults, secrets: Iterable[str] = ()) -> Iterator[E
             total = (models.get("tokens") or {}).get("total") if isinstance(models.get("tokens"), dict) else None
             tokens = int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None
         metrics = dict(list(result.metrics.items())[:MAX_METRICS])
-        yield EvalRecord(
+        yield StoredEval(
             name=result.name,
             experiment=result.experiment,
             status=result.status.value,
@@ -272,3 +272,9 @@ def run_id_for(results: RunResults) -> str:
     stamp = "".join(ch for ch in results.started_at[:19] if ch.isdigit() or ch == "T")
     return f"{stamp}-{results.tier}-{digest}"
 
+
+# The names before "record" was kept for recording model calls (t3); kept for
+# branches written before the rename. Remove once nothing imports them.
+RunRecord = StoredRun
+EvalRecord = StoredEval
+CheckRecord = StoredCheck

@@ -1,6 +1,6 @@
 """Reading runs over time: each check's series, since when it fails, and which checks flip.
 
-Plain functions over ``RunRecord`` lists (oldest first), shared by the
+Plain functions over ``StoredRun`` lists (oldest first), shared by the
 ``history`` command and the HTML report, so both tell the same story.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evalrun.history.records import RunRecord
+from evalrun.history.records import StoredRun
 
 PASSED, FAILED, ABSENT = "passed", "failed", "-"
 
@@ -17,7 +17,7 @@ PASSED, FAILED, ABSENT = "passed", "failed", "-"
 class Point:
     """One check in one run. ``status`` is "-" when the check was not there (eval skipped, filtered, errored)."""
 
-    run: RunRecord
+    run: StoredRun
     status: str
     assertions: int | None
     message: str | None = None
@@ -91,10 +91,10 @@ class CheckSeries:
 class FailingSince:
     """A failing streak: its first and last run, the last passing run before it, and the run that passed again."""
 
-    first_bad: RunRecord
-    last_good: RunRecord | None
-    fixed_by: RunRecord | None = None
-    last_bad: RunRecord | None = None  # the streak's last run (first_bad when it is one run long)
+    first_bad: StoredRun
+    last_good: StoredRun | None
+    fixed_by: StoredRun | None = None
+    last_bad: StoredRun | None = None  # the streak's last run (first_bad when it is one run long)
 
     def describe(self) -> str:
         """``failing since RUN (commit C; last passed at commit B)``, or ``failed from C to D, fixed at E``."""
@@ -118,20 +118,20 @@ class FailingSince:
         return f"last passed at commit {good.short_commit}"
 
 
-def _commit_of(run: RunRecord) -> str:
+def _commit_of(run: StoredRun) -> str:
     return f"commit {run.short_commit}" if run.git_commit else "no commit recorded"
 
 
-def _where(run: RunRecord) -> str:
+def _where(run: StoredRun) -> str:
     """A run's place in the code's history: its commit, or its id when it has none."""
     return f"commit {run.short_commit}" if run.git_commit else run.run_id
 
 
-def _same_code(a: RunRecord, b: RunRecord) -> bool:
+def _same_code(a: StoredRun, b: StoredRun) -> bool:
     return bool(a.git_commit) and a.git_commit == b.git_commit and not a.git_dirty and not b.git_dirty
 
 
-def check_series(runs: list[RunRecord], eval_name: str | None = None, check: str | None = None) -> list[CheckSeries]:
+def check_series(runs: list[StoredRun], eval_name: str | None = None, check: str | None = None) -> list[CheckSeries]:
     """Every (eval, check) seen in ``runs``, each with one point per run, narrowed to an eval and/or a check name."""
     keys: dict[tuple[str, str], None] = {}
     for run in runs:

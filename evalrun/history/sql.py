@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from evalrun.history.records import CheckRecord, EvalRecord, RunRecord
+from evalrun.history.records import StoredCheck, StoredEval, StoredRun
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def migrate(cur: Cursor, dialect: Dialect, target: int = SCHEMA_VERSION) -> int:
     return found
 
 
-def insert_run(cur: Cursor, dialect: Dialect, run: RunRecord, evals: Iterable[EvalRecord] | None = None) -> bool:
+def insert_run(cur: Cursor, dialect: Dialect, run: StoredRun, evals: Iterable[StoredEval] | None = None) -> bool:
     """Insert one run with its evals and checks; False when that run id is already stored.
 
     ``evals`` (default: ``run.evals``) may be a generator: each eval and its
@@ -194,7 +194,7 @@ _RUN_COLUMNS = ("pk, run_id, tier, started_at, finished_at, recorded_at, source,
                 "evalrun_version, exit_code, interrupted, baseline")
 
 
-def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shards: bool = False) -> list[RunRecord]:
+def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shards: bool = False) -> list[StoredRun]:
     """The last ``last`` runs (of ``tier``, or of every tier), oldest first, with their evals and checks.
 
     Shard runs are left out unless asked for: each holds part of a run, and the merged run holds all of it.
@@ -218,10 +218,10 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
         f"WHERE r.run_pk IN ({marks})",
         pks,
     )
-    checks: dict[tuple[Any, str], list[CheckRecord]] = {}
+    checks: dict[tuple[Any, str], list[StoredCheck]] = {}
     for pk, ev, name, assertions, passed, runs, passes, message, evidence, judge in cur.fetchall():
         checks.setdefault((pk, ev), []).append(
-            CheckRecord(eval=ev, name=name, assertions=assertions, passed=bool(passed), runs=runs, passes=passes,
+            StoredCheck(eval=ev, name=name, assertions=assertions, passed=bool(passed), runs=runs, passes=passes,
                         message=message, evidence=evidence, judge=judge))
     cur.execute(
         f"SELECT run_pk, name, status, duration_s, exit_code, message, models, tokens, metrics, experiment "
@@ -229,10 +229,10 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
         f"WHERE run_pk IN ({marks})",
         pks,
     )
-    evals: dict[Any, list[EvalRecord]] = {}
+    evals: dict[Any, list[StoredEval]] = {}
     for pk, name, status, duration, code, message, models, tokens, metrics, experiment in cur.fetchall():
         evals.setdefault(pk, []).append(
-            EvalRecord(
+            StoredEval(
                 name=name, experiment=experiment, status=status, duration_s=float(duration), exit_code=code,
                 message=message,
                 models=json.loads(models) if models else None, tokens=tokens, metrics=json.loads(metrics),
@@ -240,7 +240,7 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
     runs = []
     for (pk, run_id, tier_, started, finished, recorded, source, commit, branch, dirty, version, code, interrupted,
          baseline) in rows:
-        runs.append(RunRecord(
+        runs.append(StoredRun(
             run_id=run_id, tier=tier_, started_at=started, finished_at=finished, recorded_at=recorded, source=source,
             git_commit=commit, git_branch=branch, git_dirty=None if dirty is None else bool(dirty),
             evalrun_version=version, exit_code=code, interrupted=bool(interrupted), baseline=json.loads(baseline),

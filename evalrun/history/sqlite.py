@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evalrun.history import sql
 from evalrun.history.location import HistoryLocation
-from evalrun.history.records import EvalRecord, RunRecord
+from evalrun.history.records import StoredEval, StoredRun
 from evalrun.history.store import DEFAULT_LAST, HistoryError, describe_failure
 
 class SqliteStore:
@@ -54,11 +54,11 @@ class SqliteStore:
         except (sqlite3.Error, sql.SchemaTooNew) as exc:
             raise HistoryError(describe_failure(self.location, exc)) from None
 
-    def append(self, run: RunRecord, evals: Iterable[EvalRecord] | None = None) -> bool:
+    def append(self, run: StoredRun, evals: Iterable[StoredEval] | None = None) -> bool:
         with self._write() as cur:  # one transaction: the whole run, or nothing
             return sql.insert_run(cur, sql.SQLITE, run, evals)
 
-    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
+    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[StoredRun]:
         try:
             cur = self._conn.cursor()
             cur.execute("BEGIN")  # one snapshot for the three reads

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from evalrun.errors import EvalrunError
 from evalrun.history.location import HistoryLocation
-from evalrun.history.records import EvalRecord, RunRecord
+from evalrun.history.records import StoredEval, StoredRun
 from evalrun.secrets import scrub
 
 DEFAULT_LAST = 20
@@ -25,14 +25,14 @@ class HistoryError(EvalrunError):
 class HistoryStore(Protocol):
     location: HistoryLocation
 
-    def append(self, run: RunRecord, evals: Iterable[EvalRecord] | None = None) -> bool:
+    def append(self, run: StoredRun, evals: Iterable[StoredEval] | None = None) -> bool:
         """Store one run, all or nothing; False when a run with that id is already stored.
 
         ``evals`` (default: ``run.evals``) may be a generator, consumed one eval at a time.
         """
         ...
 
-    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[RunRecord]:
+    def runs(self, tier: str | None = None, last: int = DEFAULT_LAST, shards: bool = False) -> list[StoredRun]:
         """The last runs, oldest first (of one tier, or of all); ``shards``: also the runs of single shards."""
         ...
 

@@ -174,8 +174,8 @@ def _describe_pg_error(message: str, timeout: float) -> str:
 
 def _check_command(probe: Probe, argv: tuple[str, ...], env: Mapping[str, str], root: Path, cancel: threading.Event) -> str | None:
     outcome = _run(argv, env, root, probe.timeout, cancel)
-    if outcome.not_found:
-        return outcome.not_found
+    if outcome.start_error:
+        return outcome.start_error
     if outcome.timed_out:
         return f"still running after {seconds(probe.timeout)} s; killed it"
     if outcome.exit_code != 0:
@@ -192,8 +192,8 @@ def _check_python(probe: Probe, module: str, env: Mapping[str, str], root: Path,
     # so the probe does not import the module into evalrun.
     interpreter = sys.executable
     outcome = _run((interpreter, "-c", _FIND_SPEC, module), env, root, probe.timeout, cancel)
-    if outcome.not_found:
-        return outcome.not_found
+    if outcome.start_error:
+        return outcome.start_error
     if outcome.timed_out:
         return f"{interpreter} gave no answer after {seconds(probe.timeout)} s"
     if outcome.exit_code == 3:

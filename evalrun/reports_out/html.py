@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalrun.atomic import write_atomic
-from evalrun.history.records import GitInfo, RunRecord
+from evalrun.history.records import GitInfo, StoredRun
 from evalrun.history.series import ABSENT, FAILED, CheckSeries, check_series, last_failure, ordered_for_attention
 from evalrun.text import neutralise, plural
 
@@ -101,15 +101,15 @@ def make_strip(series: CheckSeries) -> Strip:
                  max(1, len(series.points) * (CELL + GAP)))
 
 
-def trend_charts(runs: list[RunRecord]) -> list[Chart]:
+def trend_charts(runs: list[StoredRun]) -> list[Chart]:
     """Pass rate, assertions, duration and tokens per run, then every numeric metric of every eval."""
     ids = [r.run_id for r in runs]
 
-    def pass_rate(run: RunRecord) -> float | None:
+    def pass_rate(run: StoredRun) -> float | None:
         checks = [c for e in run.evals for c in e.checks]
         return sum(c.passed for c in checks) / len(checks) * 100 if checks else None
 
-    def tokens(run: RunRecord) -> float | None:
+    def tokens(run: StoredRun) -> float | None:
         found = [e.tokens for e in run.evals if e.tokens is not None]
         return float(sum(found)) if found else None
 
@@ -185,7 +185,7 @@ def call_views(evals: list[Any], budget: int = PAGE_CALL_CHARS) -> dict[str, Cal
     return views
 
 
-def render_report(runs: list[RunRecord], notes: list[str] | None = None) -> str:
+def render_report(runs: list[StoredRun], notes: list[str] | None = None) -> str:
     """The page for ``runs`` (oldest first; the last is the latest run)."""
     from evalrun.errors import ExitCode
     from evalrun.verdict import VERDICT_WORDS
@@ -260,7 +260,7 @@ def _neutralised(value: Any) -> Any:
     return neutralise(str(value), lines=True)
 
 
-def write_html_report(path: Path, runs: list[RunRecord], notes: list[str] | None = None) -> None:
+def write_html_report(path: Path, runs: list[StoredRun], notes: list[str] | None = None) -> None:
     write_atomic(path, render_report(runs, notes))
     path.chmod(0o644)  # a page to share (a CI artifact, a web folder), not a private temp file
 
@@ -268,7 +268,7 @@ def write_html_report(path: Path, runs: list[RunRecord], notes: list[str] | None
 def runs_for_report(
     manifest: Manifest, tier: str | None, last: int, environ: Mapping[str, str], latest: RunResults | None = None,
     *, strict: bool = False, unusable: str | None = None, secrets: Iterable[str] = (),
-) -> tuple[list[RunRecord], list[str]]:
+) -> tuple[list[StoredRun], list[str]]:
     """The last runs from the history (of ``tier``); with no history, only ``latest``. Second: warnings.
 
     ``environ`` says where the history is; ``secrets`` (the run's) are scrubbed from ``latest`` as the history would.
@@ -280,7 +280,7 @@ def runs_for_report(
     from evalrun.history.records import make_record, run_id_for
     from evalrun.history.backends import use_store
 
-    runs: list[RunRecord] = []
+    runs: list[StoredRun] = []
     notes: list[str] = []
     try:
         location = locate_history(manifest, environ)

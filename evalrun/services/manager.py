@@ -3,7 +3,7 @@
 This module owns the lifetime of each service process: its own session, a
 log file, a readiness deadline, and the decision to stop it. The tables
 themselves are ``evalrun.services.spec``'s; how a process group is stopped, and
-the records that let the next invocation stop what a SIGKILLed run left behind,
+the pidfiles that let the next invocation stop what a SIGKILLed run left behind,
 live in ``evalrun.leftovers``; what the built-in throwaway PostgreSQL
 (``postgres = "embedded"``) needs to launch lives in ``evalrun.services.postgres``,
 and the readable copy of its binaries that a root run uses in
@@ -31,7 +31,7 @@ from evalrun.services.spec import ServiceSpec
 from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
 from evalrun.services.postgres_cache import staged_bin_dir
 from evalrun.leftovers import (
-    DEFAULT_GRACE, MARKER, remove_data_dir, stop_group, write_record,
+    DEFAULT_GRACE, MARKER, remove_data_dir, stop_group, write_pidfile,
 )
 
 LOG_TAIL_LINES = 5
@@ -62,7 +62,7 @@ class _Running:
     kind: str  # "run" or "postgres": how to ask it to stop
     proc: subprocess.Popen[bytes]
     pgid: int
-    record: Path
+    pidfile: Path
     data_dir: Path | None
 
 
@@ -261,7 +261,7 @@ class ServiceManager:
         running = _Running(spec.name, "postgres" if spec.postgres else "run", proc, proc.pid,
                            self._state_dir / f"{spec.name}.{os.getpid()}.json", data_dir)
         self._running[spec.name] = running
-        write_record(running.record, running.name, running.kind, proc.pid, running.pgid, data_dir)
+        write_pidfile(running.pidfile, running.name, running.kind, proc.pid, running.pgid, data_dir)
         self._raise_if_closed(spec)  # stop_all ran while we spawned: _drop stops this one
         return running
 
@@ -316,7 +316,7 @@ class ServiceManager:
     def _stop(self, running: _Running) -> str:
         killed = stop_group(running.pgid, running.kind, self._grace, running.proc)
         removed = remove_data_dir(running.data_dir)
-        running.record.unlink(missing_ok=True)
+        running.pidfile.unlink(missing_ok=True)
         line = f"stopped service {running.name} (pgid {running.pgid})"
         if killed:
             line += f"; it ignored the stop request for {self._grace:.1f} s and was killed"

@@ -1,0 +1,67 @@
+"""The pidfile written for every running scorer and service: what the next run reads to stop what a killed one left."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from evalrun.leftovers import reap_leftovers, write_pidfile
+from evalrun.procfs import start_ticks
+
+
+def test_a_pidfile_names_the_group_its_start_and_its_owner(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                             start_new_session=True)
+    try:
+        write_pidfile(tmp_path / "scorer.json", "e1", "scorer", child.pid, child.pid, None)
+        fields = json.loads((tmp_path / "scorer.json").read_text())
+        assert fields["version"] == 1 and (fields["name"], fields["kind"]) == ("e1", "scorer")
+        assert (fields["pid"], fields["pgid"], fields["proc_start"]) == (child.pid, child.pid, start_ticks(child.pid))
+        assert (fields["owner_pid"], fields["owner_start"]) == (os.getpid(), start_ticks(os.getpid()))
+        assert fields["data_dir"] is None
+        assert [p.name for p in tmp_path.iterdir()] == ["scorer.json"]  # no temporary file left
+        assert reap_leftovers(tmp_path) == []  # its owner (this process) is alive: left alone
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_symlink_at_the_pidfile_is_replaced_never_written_through(tmp_path: Path) -> None:
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "scorer.json").symlink_to(precious)
+    write_pidfile(tmp_path / "state" / "scorer.json", "e1", "scorer", os.getpid(), os.getpgid(0), None)
+    assert precious.read_text() == "keep me"
+    assert not (tmp_path / "state" / "scorer.json").is_symlink()
+    assert json.loads((tmp_path / "state" / "scorer.json").read_text())["name"] == "e1"
+
+
+def test_a_pidfile_gets_the_mode_open_gives_under_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        write_pidfile(tmp_path / "a.json", "e1", "scorer", os.getpid(), os.getpgid(0), None)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o640
+
+
+def test_a_forked_child_names_itself_as_the_owner(tmp_path: Path) -> None:
+    write_pidfile(tmp_path / "parent.json", "e0", "scorer", os.getpid(), os.getpgid(0), None)  # fills any cache
+    pid = os.fork()
+    if pid == 0:  # the isolated run is such a child: its pidfiles must name it, not the parent
+        code = 0
+        try:
+            write_pidfile(tmp_path / "child.json", "e1", "scorer", os.getpid(), os.getpgid(0), None)
+        except BaseException:  # noqa: BLE001 - the child must never return into pytest
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    fields = json.loads((tmp_path / "child.json").read_text())
+    assert fields["owner_pid"] == pid != os.getpid()

@@ -1,0 +1,36 @@
+"""``evalrun --version`` is answered before typer builds the commands' parsers (its speed is measured in bench/)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import typer.main
+
+from evalrun import __version__
+from evalrun.cli import main
+
+
+def test_version_alone_is_answered_without_building_the_command_line(monkeypatch, capsys) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("typer built the command line to answer --version")
+
+    monkeypatch.setattr(typer.main, "get_command", refuse)
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"evalrun {__version__}\n"
+
+
+@pytest.mark.parametrize("argv", [["--version", "t1"], ["t1", "--version"]])
+def test_version_with_other_words_goes_through_typer_as_before(argv: list[str]) -> None:
+    # With other words --version is typer's eager option (first) or a usage error (after a command).
+    proc = subprocess.run([sys.executable, "-m", "evalrun", *argv], capture_output=True, text=True, timeout=60)
+    if argv[0] == "--version":
+        assert (proc.returncode, proc.stdout) == (0, f"evalrun {__version__}\n")
+    else:
+        assert proc.returncode == 2 and "--version" in proc.stderr
+
+
+def test_the_command_prints_the_version_and_exits_zero() -> None:
+    proc = subprocess.run([sys.executable, "-m", "evalrun", "--version"], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"evalrun {__version__}\n", "")
