@@ -4,8 +4,10 @@
 stand-in for the runner (``tests/workflow_runner.py``): ``run:`` steps under
 ``bash -e`` with the runner's variables and the matrix, checkout as a git clone,
 setup-python as a PATH shim to this test venv (nothing is installed again: the
-project's ``pip install -r requirements.txt`` finds everything satisfied, with
-no index), artifacts handed from the t3 shards to the merge job through a
+project's ``pip install -r requirements.txt`` finds its requirements satisfied,
+with no index and without resolving again the dependencies of what this venv
+holds, which is the venv's business, not the workflow's: that took pip most of
+each job's CPU), artifacts handed from the t3 shards to the merge job through a
 folder. The sample project is what ``evalrun init --model`` writes, its t2
 fixtures recorded against the fake upstream init wrote and committed.
 """
@@ -40,9 +42,10 @@ def _version() -> str:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    """The runner's environment: this one without the outer run's evalrun/CI variables, offline pip."""
+    """The runner's environment: this one without the outer run's evalrun/CI variables, offline pip
+    that checks the requirements file's own lines (the pin, a name that does not exist) only."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_", "PIP_")) and k != "CI"}
-    env.update(GIT_ENV, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", **extra)
+    env.update(GIT_ENV, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_DEPS="1", **extra)
     return env
 
 
