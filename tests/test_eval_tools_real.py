@@ -24,7 +24,10 @@ import pytest
 from conftest import Project
 from eval_tools import PROMPTFOO_ENV, inspect_bin, offline_prefix, promptfoo_bin, tiktoken_cache
 
-pytestmark = pytest.mark.xdist_group("eval-tools-real")  # the module fixtures run each tool once
+# Each tool's tests stay on one worker, so its module fixture runs the tool once; the two tools' groups
+# may go to two workers, so neither waits for the other's setup.
+INSPECT = pytest.mark.xdist_group("eval-tools-inspect")
+PROMPTFOO = pytest.mark.xdist_group("eval-tools-promptfoo")
 
 COPY_LOG = """\
 import os, shutil, sys
@@ -154,6 +157,7 @@ def run_inspect_variant(suite: dict[str, Any], variant: str, env: dict[str, str]
     return outcome, eval_result(proj)
 
 
+@INSPECT
 def test_inspect_baseline_counts_equal_inspects_own_and_metrics_carry_over(inspect_suite) -> None:
     assert inspect_suite["baseline"].code == 0, inspect_suite["baseline"].output
     result = next(e for e in inspect_suite["baseline_results"]["evals"] if e["name"] == "suite")
@@ -169,6 +173,7 @@ def test_inspect_baseline_counts_equal_inspects_own_and_metrics_carry_over(inspe
     assert len(names) == sum(score.scored_samples for score in log.results.scores) == 6
 
 
+@INSPECT
 def test_inspect_failing_sample_exits_1(inspect_suite, inspect_env) -> None:
     outcome, result = run_inspect_variant(inspect_suite, "quiz_fail", inspect_env)
     assert outcome.code == 1, outcome.output
@@ -180,12 +185,14 @@ def test_inspect_failing_sample_exits_1(inspect_suite, inspect_env) -> None:
     assert result["metrics"]["quiz/includes/accuracy"] == pytest.approx(accuracy) == pytest.approx(2 / 3)
 
 
+@INSPECT
 def test_inspect_removed_sample_exits_3(inspect_suite, inspect_env) -> None:
     outcome, result = run_inspect_variant(inspect_suite, "quiz_removed", inspect_env)
     assert outcome.code == 3, outcome.output
     assert "quiz > beta > includes" in outcome.output and all(c["passed"] for c in result["checks"])
 
 
+@INSPECT
 def test_inspect_errored_sample_under_no_fail_on_error_exits_1_with_the_error(inspect_suite, inspect_env) -> None:
     _, log = inspect_suite["logs"]["quiz_sample_error"]
     assert log.status == "success"  # Inspect's own verdict; evalrun's differs
@@ -196,6 +203,7 @@ def test_inspect_errored_sample_under_no_fail_on_error_exits_1_with_the_error(in
     assert "the tool broke on sample beta" in failed["quiz > beta > match"]
 
 
+@INSPECT
 def test_inspect_errored_task_exits_1_with_the_error_though_inspect_exits_0(inspect_suite, inspect_env) -> None:
     _, log = inspect_suite["logs"]["quiz_task_error"]
     assert log.status == "error"
@@ -207,12 +215,14 @@ def test_inspect_errored_task_exits_1_with_the_error_though_inspect_exits_0(insp
     assert "the tool broke on sample beta" in result["message"]
 
 
+@INSPECT
 def test_inspect_bad_config_exits_1_with_inspects_error_line(inspect_suite) -> None:
     outcome = inspect_suite["bad_config"]
     assert outcome.code == 1, outcome.output
     assert "Task named 'no_such_task' not found" in inspect_suite["bad_result"]["message"]
 
 
+@INSPECT
 def test_tiktoken_loads_o200k_base_offline_from_the_built_cache(inspect_env) -> None:
     # The same load Inspect's mockllm does when it counts tokens, in a process that has no network.
     code = "import tiktoken; print(len(tiktoken.get_encoding('o200k_base').encode('hello world')))"
@@ -253,8 +263,8 @@ def promptfoo_config(*, fail: bool = False, drop_case: bool = False, drop_assert
 
 
 PROMPTFOO_VARIANTS = {
-    "fail": {"fail": True}, "drop_case": {"drop_case": True}, "drop_assert": {"drop_assert": True},
-    "error": {"error": True},
+    # One config drops a case and another case's assertion: one promptfoo run, each regression said on its own line.
+    "fail": {"fail": True}, "drop": {"drop_case": True, "drop_assert": True}, "error": {"error": True},
 }
 
 
@@ -305,6 +315,7 @@ def run_promptfoo_variant(suite: dict[str, Any], variant: str) -> tuple[Any, dic
     return outcome, eval_result(proj)
 
 
+@PROMPTFOO
 def test_promptfoo_baseline_names_by_description_counts_equal_promptfoos_own(promptfoo_suite) -> None:
     assert promptfoo_suite["baseline"].code == 0, promptfoo_suite["baseline"].output
     result = next(e for e in promptfoo_suite["baseline_results"]["evals"] if e["name"] == "suite")
@@ -317,6 +328,7 @@ def test_promptfoo_baseline_names_by_description_counts_equal_promptfoos_own(pro
     assert result["metrics"]["successes"] == 3
 
 
+@PROMPTFOO
 def test_promptfoo_failing_case_exits_1(promptfoo_suite) -> None:
     assert promptfoo_suite["exits"]["fail"] == 100  # promptfoo's own exit code for failed tests
     outcome, result = run_promptfoo_variant(promptfoo_suite, "fail")
@@ -326,19 +338,20 @@ def test_promptfoo_failing_case_exits_1(promptfoo_suite) -> None:
     assert 'contains: Expected output to contain "XYZ"' in failed[0]["message"]
 
 
-def test_promptfoo_removed_case_exits_3(promptfoo_suite) -> None:
-    outcome, _ = run_promptfoo_variant(promptfoo_suite, "drop_case")
+@PROMPTFOO
+def test_promptfoo_removed_case_and_removed_assertion_are_each_a_regression_exit_3(promptfoo_suite) -> None:
+    outcome, result = run_promptfoo_variant(promptfoo_suite, "drop")
     assert outcome.code == 3, outcome.output
+    # the removed case
     assert "word=world > shout" in outcome.output
-
-
-def test_promptfoo_removed_assertion_is_asserts_less_exit_3(promptfoo_suite) -> None:
-    outcome, result = run_promptfoo_variant(promptfoo_suite, "drop_assert")
-    assert outcome.code == 3, outcome.output
+    assert 'suite: check "word=world > shout" vanished (baseline: 1 assertion)' in outcome.output, outcome.output
+    # the removed assertion: asserts less
     assert {c["name"]: c["assertions"] for c in result["checks"]}["shouts hello > shout"] == 1
     assert "shouts hello > shout" in outcome.output
+    assert 'suite: check "shouts hello > shout" asserts 1 (baseline: 2)' in outcome.output, outcome.output
 
 
+@PROMPTFOO
 def test_promptfoo_errored_test_exits_1_with_the_error(promptfoo_suite) -> None:
     outcome, result = run_promptfoo_variant(promptfoo_suite, "error")
     assert outcome.code == 1, outcome.output
@@ -346,6 +359,7 @@ def test_promptfoo_errored_test_exits_1_with_the_error(promptfoo_suite) -> None:
     assert failed == {"shouts boom > shout": "error: Error: the provider broke on BOOM"}
 
 
+@PROMPTFOO
 def test_promptfoo_bad_config_exits_1_with_promptfoos_error_line(promptfoo_suite) -> None:
     outcome = promptfoo_suite["bad_config"]
     assert outcome.code == 1, outcome.output
