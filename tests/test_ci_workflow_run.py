@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,28 +75,46 @@ def _fake_upstream(root: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def test_the_workflow_runs_t1_t2_on_pull_requests_and_t3_shards_then_merge_nightly(tmp_path: Path) -> None:
+UPSTREAM_LINE = '# upstream = "http://127.0.0.1:8765/v1"'
+# The tests of the sample project share it (a module fixture): they stay on one worker, so it is made once.
+SHARED = pytest.mark.xdist_group("ci-workflow-run")
+
+
+@pytest.fixture(scope="module")
+def sample_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path, str]:
+    """(the workflow, the sample project's repository, its manifest as init wrote it): t3 recorded against
+    the fake upstream init wrote, t1 baselined, all committed; the upstream stopped."""
     flow = load_workflow(WORKFLOW)
-    assert [j for j in flow["jobs"] if job_runs(flow, j, "pull_request")] == ["t1", "t2"]
-    assert [j for j in flow["jobs"] if job_runs(flow, j, "schedule")] == ["t3-shard", "t3"]
-    origin = tmp_path / "project"
+    origin = tmp_path_factory.mktemp("workflow") / "project"
     origin.mkdir()
     init = _evalrun(origin, "init", "--model")
     assert init.returncode == 0, init.stderr
     (origin / "requirements.txt").write_text(f"evalrun-gate[openai]=={_version()}\n")
     manifest = origin / "manifest.toml"
+    as_written = manifest.read_text()
     with _fake_upstream(origin) as url:
         # This project's model is a local server: its manifest names it, in the SDKs' /v1 form.
-        manifest.write_text(manifest.read_text().replace('# upstream = "http://127.0.0.1:8765/v1"', f'upstream = "{url}"'))
+        manifest.write_text(as_written.replace(UPSTREAM_LINE, f'upstream = "{url}"'))
         recorded = _evalrun(origin, "t3", "--record", OPENAI_API_KEY=KEY)
         assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-        baseline = _evalrun(origin, "baseline", "--update", "t1")
-        assert baseline.returncode == 0, baseline.stdout + baseline.stderr
-        _commit(origin)
+    baseline = _evalrun(origin, "baseline", "--update", "t1")
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    _commit(origin)
+    return flow, origin, as_written
 
-        nightly = Runner(flow, origin, tmp_path / "nightly", secrets={"OPENAI_API_KEY": KEY}, base_env=_env(),
+
+@SHARED
+def test_the_workflow_runs_t3_shards_then_merge_nightly(sample_project) -> None:
+    flow, origin, as_written = sample_project
+    assert [j for j in flow["jobs"] if job_runs(flow, j, "schedule")] == ["t3-shard", "t3"]
+    with _fake_upstream(origin) as url:
+        # Tonight's model: the upstream the project's manifest names, committed.
+        (origin / "manifest.toml").write_text(as_written.replace(UPSTREAM_LINE, f'upstream = "{url}"'))
+        subprocess.run(["git", "commit", "-q", "--allow-empty", "-am", "tonight's upstream"], cwd=origin, env=_env(),
+                       check=True, capture_output=True)
+        nightly = Runner(flow, origin, origin.parent / "nightly", secrets={"OPENAI_API_KEY": KEY}, base_env=_env(),
                          event="schedule")
-        shards = [nightly.run_job("t3-shard", {"shard": i}) for i in (1, 2, 3, 4)]
+        shards = nightly.run_at_once(*(("t3-shard", {"shard": i}) for i in (1, 2, 3, 4)))
         for shard in shards:
             assert shard.ok, shard.log()
         assert sum("1 passed" in s.step("evalrun t3").output for s in shards) == 1  # one t3 eval, in one shard
@@ -105,17 +124,22 @@ def test_the_workflow_runs_t1_t2_on_pull_requests_and_t3_shards_then_merge_night
         assert "evalrun t3: passed (exit 0)" in merged.step("evalrun merge").output, merged.log()
         assert (nightly.artifacts / "evalrun-t3" / "t3.html").is_file()
         assert (nightly.artifacts / "evalrun-t3" / "t3.xml").is_file()
+    assert KEY not in merged.log()
 
+
+@SHARED
+def test_the_workflow_runs_t1_t2_on_pull_requests_without_the_key_or_the_upstream(sample_project) -> None:
     # Pull requests, a fork's too: no secret, and the model upstream is gone.
-    pulls = Runner(flow, origin, tmp_path / "pull", base_env=_env())
-    t1 = pulls.run_job("t1")
+    flow, origin, _ = sample_project
+    assert [j for j in flow["jobs"] if job_runs(flow, j, "pull_request")] == ["t1", "t2"]
+    pulls = Runner(flow, origin, origin.parent / "pull", base_env=_env())
+    t1, t2 = pulls.run_at_once(("t1", None), ("t2", None))
     assert t1.ok, t1.log()
     assert "Publish the JUnit report" in [s.name for s in t1.steps if s.code == 0]
     assert t1.summary.strip(), "evalrun writes the step summary itself in Actions"
-    t2 = pulls.run_job("t2")
     assert t2.ok, t2.log()
     assert "evalrun t2: passed (exit 0)" in t2.step("evalrun t2").output, t2.log()
-    assert KEY not in t1.log() + t2.log() + merged.log()
+    assert KEY not in t1.log() + t2.log()
 
 
 def _small_project(root: Path, failing: bool = True) -> Path:
@@ -137,7 +161,7 @@ def _small_project(root: Path, failing: bool = True) -> Path:
 def test_a_shards_own_failure_passes_its_job_and_merge_decides_the_night(tmp_path: Path) -> None:
     origin = _small_project(tmp_path / "project")
     runner = Runner(load_workflow(WORKFLOW), origin, tmp_path / "run", base_env=_env(), event="schedule")
-    shards = [runner.run_job("t3-shard", {"shard": i}) for i in (1, 2, 3, 4)]
+    shards = runner.run_at_once(*(("t3-shard", {"shard": i}) for i in (1, 2, 3, 4)))
     assert all(s.ok for s in shards), "\n".join(s.log() for s in shards)
     assert any("exited 1" in s.step("evalrun t3").output for s in shards)  # the shard with the failing eval
     assert any("exited 5" in s.step("evalrun t3").output for s in shards)  # a shard left with no evals
