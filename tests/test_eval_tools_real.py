@@ -3,10 +3,10 @@
 Each tool runs as few times as it can: a module fixture runs it once for all
 the variants of a suite (Inspect: one ``inspect eval`` of five tasks that all
 call themselves ``quiz``; promptfoo: one run per config, all at once), and
-evalrun is run over what each variant wrote. The baseline and a broken
-config are real runs through evalrun itself (``baseline --update`` runs the
-tool with the log folder evalrun gives it). The tools stay offline: see
-``eval_tools``.
+evalrun is run over what each variant wrote. The baseline (in the module
+fixture, beside the variants' run) and a broken config (a test of its own) are
+real runs through evalrun itself (``baseline --update`` runs the tool with the
+log folder evalrun gives it). The tools stay offline: see ``eval_tools``.
 """
 
 from __future__ import annotations
@@ -127,10 +127,6 @@ def inspect_suite(tmp_path_factory: pytest.TempPathFactory, inspect_env: dict[st
         proj.write({"manifest.toml": manifest(real, "inspect")})
         baseline = proj.run("baseline", "--update", "t1", env=inspect_env, timeout=300)
         baseline_results = proj.results()
-        broken = [*offline_prefix(), str(inspect_bin()), "eval", "tasks.py@no_such_task", "--model", "mockllm/model"]
-        proj.write({"manifest.toml": manifest(broken, "inspect")})
-        bad_config = proj.run("t1", env=inspect_env, timeout=300)
-        bad_result = eval_result(proj)
         output, _ = variants.communicate(timeout=300)
     finally:
         variants.kill() if variants.poll() is None else None
@@ -144,8 +140,8 @@ def inspect_suite(tmp_path_factory: pytest.TempPathFactory, inspect_env: dict[st
     assert set(by_task) == set(INSPECT_VARIANTS), output
     assert all(path.suffix == ".json" for path, _ in by_task.values())
     return {
-        "project": proj, "baseline": baseline, "baseline_results": baseline_results, "bad_config": bad_config,
-        "bad_result": bad_result, "logs": by_task, "variants_exit": variants.returncode, "output": output,
+        "project": proj, "baseline": baseline, "baseline_results": baseline_results,
+        "logs": by_task, "variants_exit": variants.returncode, "output": output,
     }
 
 
@@ -215,11 +211,14 @@ def test_inspect_errored_task_exits_1_with_the_error_though_inspect_exits_0(insp
     assert "the tool broke on sample beta" in result["message"]
 
 
-@INSPECT
-def test_inspect_bad_config_exits_1_with_inspects_error_line(inspect_suite) -> None:
-    outcome = inspect_suite["bad_config"]
+def test_inspect_bad_config_exits_1_with_inspects_error_line(inspect_env, tmp_path: Path) -> None:
+    # A project of its own: one tool run, on whichever worker is free.
+    proj = Project(tmp_path).write({"e/tasks.py": INSPECT_TASKS})
+    broken = [*offline_prefix(), str(inspect_bin()), "eval", "tasks.py@no_such_task", "--model", "mockllm/model"]
+    proj.write({"manifest.toml": manifest(broken, "inspect")})
+    outcome = proj.run("t1", env=inspect_env, timeout=300)
     assert outcome.code == 1, outcome.output
-    assert "Task named 'no_such_task' not found" in inspect_suite["bad_result"]["message"]
+    assert "Task named 'no_such_task' not found" in eval_result(proj)["message"]
 
 
 @INSPECT
@@ -268,33 +267,35 @@ PROMPTFOO_VARIANTS = {
 }
 
 
+def promptfoo_env(root: Path) -> dict[str, str]:
+    return {**PROMPTFOO_ENV, "PROMPTFOO_CONFIG_DIR": str(root / "promptfoo-home"), "NO_COLOR": "1"}
+
+
+def promptfoo_argv(program: Path, config: str, out: str) -> list[str]:
+    return [*offline_prefix(), str(program), "eval", "-c", config, "-o", out, "--no-cache", "--no-table",
+            "--no-progress-bar"]
+
+
 @pytest.fixture(scope="module")
 def promptfoo_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     program = promptfoo_bin()
     root = tmp_path_factory.mktemp("promptfoo")
-    files: dict[str, str | bytes] = {"e/provider.js": PROVIDER_JS, "e/all.json": promptfoo_config(),
-                                     "e/broken.yaml": "prompts:\n  - say\nproviders: [file://provider.js\ntests: []\n"}
+    files: dict[str, str | bytes] = {"e/provider.js": PROVIDER_JS, "e/all.json": promptfoo_config()}
     files.update({f"e/{name}.json": promptfoo_config(**kw) for name, kw in PROMPTFOO_VARIANTS.items()})
     proj = Project(root).write(files)
-    env = {**PROMPTFOO_ENV, "PROMPTFOO_CONFIG_DIR": str(root / "promptfoo-home"), "NO_COLOR": "1"}
-
-    def argv(config: str, out: str) -> list[str]:
-        return [*offline_prefix(), str(program), "eval", "-c", config, "-o", out, "--no-cache", "--no-table",
-                "--no-progress-bar"]
-
+    env = promptfoo_env(root)
     runs = {}
     for name in PROMPTFOO_VARIANTS:
         home = {**env, "PROMPTFOO_CONFIG_DIR": str(root / f"home-{name}")}
-        runs[name] = subprocess.Popen(argv(f"{name}.json", f"{root}/{name}-out.json"), cwd=root / "e",
-                                      env=proj.env(home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        runs[name] = subprocess.Popen(promptfoo_argv(program, f"{name}.json", f"{root}/{name}-out.json"),
+                                      cwd=root / "e", env=proj.env(home), stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True)
     try:
-        proj.write({"manifest.toml": manifest(argv("all.json", "out.json"), "promptfoo", 'promptfoo = "out.json"\n')})
+        all_argv = promptfoo_argv(program, "all.json", "out.json")
+        proj.write({"manifest.toml": manifest(all_argv, "promptfoo", 'promptfoo = "out.json"\n')})
         baseline = proj.run("baseline", "--update", "t1", env=env, timeout=300)
         baseline_results = proj.results()
         own = json.loads((root / "e" / "out.json").read_text())
-        proj.write({"manifest.toml": manifest(argv("broken.yaml", "out.json"), "promptfoo", 'promptfoo = "out.json"\n')})
-        bad_config = proj.run("t1", env=env, timeout=300)
-        bad_result = eval_result(proj)
         outputs = {name: run.communicate(timeout=300)[0] for name, run in runs.items()}
     finally:
         for run in runs.values():
@@ -304,7 +305,7 @@ def promptfoo_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for name in PROMPTFOO_VARIANTS:
         assert (root / f"{name}-out.json").is_file(), outputs[name]
     return {"project": proj, "root": root, "env": env, "baseline": baseline, "baseline_results": baseline_results,
-            "own": own, "bad_config": bad_config, "bad_result": bad_result, "exits": {n: r.returncode for n, r in runs.items()}}
+            "own": own, "exits": {n: r.returncode for n, r in runs.items()}}
 
 
 def run_promptfoo_variant(suite: dict[str, Any], variant: str) -> tuple[Any, dict[str, Any]]:
@@ -359,11 +360,16 @@ def test_promptfoo_errored_test_exits_1_with_the_error(promptfoo_suite) -> None:
     assert failed == {"shouts boom > shout": "error: Error: the provider broke on BOOM"}
 
 
-@PROMPTFOO
-def test_promptfoo_bad_config_exits_1_with_promptfoos_error_line(promptfoo_suite) -> None:
-    outcome = promptfoo_suite["bad_config"]
+def test_promptfoo_bad_config_exits_1_with_promptfoos_error_line(tmp_path: Path) -> None:
+    # A project of its own: one tool run, on whichever worker is free.
+    proj = Project(tmp_path).write({"e/provider.js": PROVIDER_JS,
+                                    "e/broken.yaml": "prompts:\n  - say\nproviders: [file://provider.js\ntests: []\n"})
+    argv = promptfoo_argv(promptfoo_bin(), "broken.yaml", "out.json")
+    proj.write({"manifest.toml": manifest(argv, "promptfoo", 'promptfoo = "out.json"\n')})
+    outcome = proj.run("t1", env=promptfoo_env(tmp_path), timeout=300)
     assert outcome.code == 1, outcome.output
-    assert "YAMLException" in promptfoo_suite["bad_result"]["message"], promptfoo_suite["bad_result"]["message"]
+    bad_result = eval_result(proj)
+    assert "YAMLException" in bad_result["message"], bad_result["message"]
 
 
 def test_the_tools_run_where_no_outside_connection_can_succeed() -> None:
