@@ -49,31 +49,41 @@ SHARED = pytest.mark.xdist_group("replay-sdks")
 
 
 @pytest.fixture(scope="module")
-def suite(tmp_path_factory):
-    """The suite, recorded against the fake upstream, then replayed with the upstream stopped."""
+def recorded(tmp_path_factory):
+    """The suite, recorded against the fake upstream, which is stopped then; and the requests it received."""
     from conftest import Project
 
     proj = Project(tmp_path_factory.mktemp("sdks"))
     with FakeUpstream(scripted=True) as upstream:
         proj.write({"manifest.toml": manifest(upstream.url), "evals/sdk/score.py": SCORER})
-        recorded = proj.run("t3", "--record", "-j", "4", env=KEYS, timeout=300)
+        recording = proj.run("t3", "--record", "-j", "4", env=KEYS, timeout=300)
         received = list(upstream.requests)
-        # Recording one eval again, in the folder the others share.
-        rerecorded = proj.run("t3", "--record", "-e", "loner-live", "--json", "rerecord.json", env=KEYS, timeout=120)
+    return proj, recording, received
+
+
+@pytest.fixture(scope="module")
+def suite(recorded):
+    """The recorded suite, then replayed with the upstream stopped (a fixture of its own: each setup is one run)."""
+    proj, recording, received = recorded
     replayed = proj.run("t2", "-j", "4", env={"OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": ""}, timeout=300)
-    proj.rerecorded = rerecorded
-    return proj, recorded, replayed, received
+    return proj, recording, replayed, received
 
 
 @SHARED
-def test_the_suite_records_then_replays_green_with_the_upstream_stopped(suite):
+def test_the_suite_records_with_each_providers_key(recorded):
+    _, recording, received = recorded
+    assert recording.code == 0, recording.output
+    lowered = [{k.lower(): v for k, v in r.headers.items()} for r in received]
+    assert all(h.get("authorization") == f"Bearer {OPENAI_KEY}" or h.get("x-api-key") == ANTHROPIC_KEY for h in lowered)
+
+
+@SHARED
+def test_the_suite_replays_green_with_the_upstream_stopped(suite):
     proj, recorded, replayed, received = suite
     assert recorded.code == 0, recorded.output
     assert replayed.code == 0, replayed.output
     results = {e["name"]: e for e in proj.results("t2")["evals"]}
     assert {n: results[n]["status"] for n in SCENARIOS} == {n: "passed" for n in SCENARIOS}
-    lowered = [{k.lower(): v for k, v in r.headers.items()} for r in received]
-    assert all(h.get("authorization") == f"Bearer {OPENAI_KEY}" or h.get("x-api-key") == ANTHROPIC_KEY for h in lowered)
 
 
 @SHARED
@@ -139,14 +149,26 @@ def test_a_compressed_upstream_is_recorded_decoded_and_its_tokens_counted(suite)
 
 
 @SHARED
-def test_evals_sharing_a_folder_only_see_their_own_sessions(suite):
+def test_evals_sharing_a_folder_only_see_their_own_sessions(suite, tmp_path):
     proj, recorded, replayed, _ = suite
     sessions = sorted(p.name for p in (proj.root / "evals/sdk/fixtures").iterdir())
     assert sessions == sorted([*SCENARIOS, "loner-live"])
     # strict_replay: loner-live's fixtures are no t2 eval's unplayed fixtures.
     assert "not requested" not in replayed.output
-    assert proj.rerecorded.code == 0, proj.rerecorded.output
-    assert "delete it" not in proj.rerecorded.output  # nothing advises deleting the other evals' fixtures
+    # Recording one eval again, in the folder the others share (a copy of the recorded suite).
+    again = tmp_path / "again"
+    shutil.copytree(proj.root, again, ignore=shutil.ignore_patterns(".evalrun"))
+    from conftest import Project
+
+    with FakeUpstream(scripted=True) as upstream:
+        (again / "manifest.toml").write_text(manifest(upstream.url))
+        rerecorded = Project(again).run("t3", "--record", "-e", "loner-live", "--json", "rerecord.json", env=KEYS,
+                                        timeout=120)
+    assert rerecorded.code == 0, rerecorded.output
+    assert "delete it" not in rerecorded.output  # nothing advises deleting the other evals' fixtures
+    for key in (OPENAI_KEY, ANTHROPIC_KEY):
+        assert key not in rerecorded.output
+        assert all(key[:16] not in f.read_text() for f in (again / "evals/sdk/fixtures/loner-live").glob("*.json"))
 
 
 @SHARED
