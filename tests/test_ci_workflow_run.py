@@ -14,6 +14,7 @@ fixtures recorded against the fake upstream init wrote and committed.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -81,9 +82,11 @@ SHARED = pytest.mark.xdist_group("ci-workflow-run")
 
 
 @pytest.fixture(scope="module")
-def sample_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path, str]:
-    """(the workflow, the sample project's repository, its manifest as init wrote it): t3 recorded against
-    the fake upstream init wrote, t1 baselined, all committed; the upstream stopped."""
+def sample_project(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Day one of a project made by ``evalrun init --model`` (t1, t3 refused without the key, t3 recorded
+    against the fake upstream init wrote, started as the README says, then again by EVALRUN_UPSTREAM), t1
+    baselined, all committed, the upstream stopped: the workflow, the repository, its manifest as init wrote
+    it, and what each step said."""
     flow = load_workflow(WORKFLOW)
     origin = tmp_path_factory.mktemp("workflow") / "project"
     origin.mkdir()
@@ -92,20 +95,53 @@ def sample_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, 
     (origin / "requirements.txt").write_text(f"evalrun-gate[openai]=={_version()}\n")
     manifest = origin / "manifest.toml"
     as_written = manifest.read_text()
+    t1, t3 = _evalrun(origin, "t1"), _evalrun(origin, "t3")
     with _fake_upstream(origin) as url:
         # This project's model is a local server: its manifest names it, in the SDKs' /v1 form.
         manifest.write_text(as_written.replace(UPSTREAM_LINE, f'upstream = "{url}"'))
         recorded = _evalrun(origin, "t3", "--record", OPENAI_API_KEY=KEY)
         assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+        upstream_log = (origin.parent / "fake-upstream.log").read_text()
+        # EVALRUN_UPSTREAM, without the /v1, reaches the same route.
+        again = _evalrun(origin, "t3", "--record", OPENAI_API_KEY=KEY, EVALRUN_UPSTREAM=url.removesuffix("/v1"))
+        upstream_log_again = (origin.parent / "fake-upstream.log").read_text()
     baseline = _evalrun(origin, "baseline", "--update", "t1")
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     _commit(origin)
-    return flow, origin, as_written
+    return {"flow": flow, "origin": origin, "as_written": as_written, "init": init, "t1": t1, "t3": t3,
+            "recorded": recorded, "upstream_log": upstream_log, "again": again, "upstream_log_again": upstream_log_again}
+
+
+@SHARED
+def test_init_model_records_with_t3_then_replays_green_in_t2_with_the_upstream_stopped(sample_project) -> None:
+    # Moved here from tests/test_init_model.py: the workflow's sample project is the same day one; its
+    # replay with the upstream stopped is the pull request's t2 job below.
+    origin, init = sample_project["origin"], sample_project["init"]
+    for line in ("wrote evals/answer/score.py", "wrote evals/fake_upstream.py", 'pythonpath = ["."]', "evalrun t3 --record"):
+        assert line in init.stdout, init.stdout
+    manifest = sample_project["as_written"]
+    assert 'fixtures_for = "answer"' in manifest and 'require = ["env:OPENAI_API_KEY"]' in manifest
+    assert "[models]" in manifest and "from openai import OpenAI" in (origin / "evals/answer/score.py").read_text()
+    assert UPSTREAM_LINE in manifest
+
+    t1 = sample_project["t1"]
+    assert t1.returncode == 0, t1.stdout + t1.stderr
+    assert sample_project["t3"].returncode == 2, "t3 requires the key: refused without it"
+
+    record, log = sample_project["recorded"], sample_project["upstream_log"]
+    assert record.returncode == 0, record.stdout + record.stderr + log
+    assert "POST /v1/chat/completions -> 200" in log  # not /v1/v1/chat/completions
+    again = sample_project["again"]
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "/v1/v1" not in sample_project["upstream_log_again"] and "404" not in sample_project["upstream_log_again"]
+    fixtures = sorted(p.relative_to(origin).as_posix() for p in (origin / "evals/answer/fixtures").rglob("*.json"))
+    assert fixtures == ["evals/answer/fixtures/answer/0001.json"]
+    assert KEY not in (origin / fixtures[0]).read_text()
 
 
 @SHARED
 def test_the_workflow_runs_t3_shards_then_merge_nightly(sample_project) -> None:
-    flow, origin, as_written = sample_project
+    flow, origin, as_written = sample_project["flow"], sample_project["origin"], sample_project["as_written"]
     assert [j for j in flow["jobs"] if job_runs(flow, j, "schedule")] == ["t3-shard", "t3"]
     with _fake_upstream(origin) as url:
         # Tonight's model: the upstream the project's manifest names, committed.
@@ -130,7 +166,7 @@ def test_the_workflow_runs_t3_shards_then_merge_nightly(sample_project) -> None:
 @SHARED
 def test_the_workflow_runs_t1_t2_on_pull_requests_without_the_key_or_the_upstream(sample_project) -> None:
     # Pull requests, a fork's too: no secret, and the model upstream is gone.
-    flow, origin, _ = sample_project
+    flow, origin = sample_project["flow"], sample_project["origin"]
     assert [j for j in flow["jobs"] if job_runs(flow, j, "pull_request")] == ["t1", "t2"]
     pulls = Runner(flow, origin, origin.parent / "pull", base_env=_env())
     t1, t2 = pulls.run_at_once(("t1", None), ("t2", None))
@@ -140,6 +176,8 @@ def test_the_workflow_runs_t1_t2_on_pull_requests_without_the_key_or_the_upstrea
     assert t2.ok, t2.log()
     assert "evalrun t2: passed (exit 0)" in t2.step("evalrun t2").output, t2.log()
     assert KEY not in t1.log() + t2.log()
+    [results] = (origin.parent / "pull").glob("job-*-t2/workspace/.evalrun/results/t2.json")
+    assert next(e for e in json.loads(results.read_text())["evals"] if e["name"] == "answer")["status"] == "passed"
 
 
 def _small_project(root: Path, failing: bool = True) -> Path:
