@@ -14,7 +14,7 @@ names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_siz
 baselines = st.dictionaries(names, st.dictionaries(names, st.integers(0, 10**12), max_size=5), max_size=5)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(baselines)
 def test_what_evalrun_writes_is_toml_and_reads_back_the_same_fast(tmp_path_factory, data) -> None:
     path = Path(tmp_path_factory.mktemp("b")) / "t1.toml"
@@ -46,7 +46,7 @@ def test_hand_edits_and_duplicates_fall_back_to_toml(tmp_path: Path) -> None:
 from evalrun.baseline import _read_whole_written_form  # noqa: E402
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(baselines)
 def test_the_whole_table_reader_takes_what_evalrun_writes(tmp_path_factory, data) -> None:
     path = Path(tmp_path_factory.mktemp("b")) / "t1.toml"
@@ -96,7 +96,7 @@ escaped_lines = st.builds(lambda k, n: f'"{k}" = {n}', escaped_name, st.integers
     lambda k: f'["{k}"]', escaped_name) | st.just("[a]")
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.lists(escaped_lines, min_size=1, max_size=6))
 def test_the_fast_readers_refuse_every_escape_toml_refuses(parts) -> None:
     text = "[a]\n" + "\n".join(parts) + "\n"
