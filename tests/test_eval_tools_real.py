@@ -3,10 +3,10 @@
 Each tool runs as few times as it can: a module fixture runs it once for all
 the variants of a suite (Inspect: one ``inspect eval`` of five tasks that all
 call themselves ``quiz``; promptfoo: one run per config, all at once), and
-evalrun is run over what each variant wrote. The baseline and a broken
-config are real runs through evalrun itself (``baseline --update`` runs the
-tool with the log folder evalrun gives it). The tools stay offline: see
-``eval_tools``.
+evalrun is run over what each variant wrote. The baseline (in the module
+fixture, beside the variants' run) and a broken config (a test of its own) are
+real runs through evalrun itself (``baseline --update`` runs the tool with the
+log folder evalrun gives it). The tools stay offline: see ``eval_tools``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ import pytest
 from conftest import Project
 from eval_tools import PROMPTFOO_ENV, inspect_bin, offline_prefix, promptfoo_bin, tiktoken_cache
 
-pytestmark = pytest.mark.xdist_group("eval-tools-real")  # the module fixtures run each tool once
+# Each tool's tests stay on one worker, so its module fixture runs the tool once; the two tools' groups
+# may go to two workers, so neither waits for the other's setup.
+INSPECT = pytest.mark.xdist_group("eval-tools-inspect")
+PROMPTFOO = pytest.mark.xdist_group("eval-tools-promptfoo")
 
 COPY_LOG = """\
 import os, shutil, sys
@@ -124,10 +127,6 @@ def inspect_suite(tmp_path_factory: pytest.TempPathFactory, inspect_env: dict[st
         proj.write({"manifest.toml": manifest(real, "inspect")})
         baseline = proj.run("baseline", "--update", "t1", env=inspect_env, timeout=300)
         baseline_results = proj.results()
-        broken = [*offline_prefix(), str(inspect_bin()), "eval", "tasks.py@no_such_task", "--model", "mockllm/model"]
-        proj.write({"manifest.toml": manifest(broken, "inspect")})
-        bad_config = proj.run("t1", env=inspect_env, timeout=300)
-        bad_result = eval_result(proj)
         output, _ = variants.communicate(timeout=300)
     finally:
         variants.kill() if variants.poll() is None else None
@@ -141,8 +140,8 @@ def inspect_suite(tmp_path_factory: pytest.TempPathFactory, inspect_env: dict[st
     assert set(by_task) == set(INSPECT_VARIANTS), output
     assert all(path.suffix == ".json" for path, _ in by_task.values())
     return {
-        "project": proj, "baseline": baseline, "baseline_results": baseline_results, "bad_config": bad_config,
-        "bad_result": bad_result, "logs": by_task, "variants_exit": variants.returncode, "output": output,
+        "project": proj, "baseline": baseline, "baseline_results": baseline_results,
+        "logs": by_task, "variants_exit": variants.returncode, "output": output,
     }
 
 
@@ -154,6 +153,7 @@ def run_inspect_variant(suite: dict[str, Any], variant: str, env: dict[str, str]
     return outcome, eval_result(proj)
 
 
+@INSPECT
 def test_inspect_baseline_counts_equal_inspects_own_and_metrics_carry_over(inspect_suite) -> None:
     assert inspect_suite["baseline"].code == 0, inspect_suite["baseline"].output
     result = next(e for e in inspect_suite["baseline_results"]["evals"] if e["name"] == "suite")
@@ -169,6 +169,7 @@ def test_inspect_baseline_counts_equal_inspects_own_and_metrics_carry_over(inspe
     assert len(names) == sum(score.scored_samples for score in log.results.scores) == 6
 
 
+@INSPECT
 def test_inspect_failing_sample_exits_1(inspect_suite, inspect_env) -> None:
     outcome, result = run_inspect_variant(inspect_suite, "quiz_fail", inspect_env)
     assert outcome.code == 1, outcome.output
@@ -180,12 +181,14 @@ def test_inspect_failing_sample_exits_1(inspect_suite, inspect_env) -> None:
     assert result["metrics"]["quiz/includes/accuracy"] == pytest.approx(accuracy) == pytest.approx(2 / 3)
 
 
+@INSPECT
 def test_inspect_removed_sample_exits_3(inspect_suite, inspect_env) -> None:
     outcome, result = run_inspect_variant(inspect_suite, "quiz_removed", inspect_env)
     assert outcome.code == 3, outcome.output
     assert "quiz > beta > includes" in outcome.output and all(c["passed"] for c in result["checks"])
 
 
+@INSPECT
 def test_inspect_errored_sample_under_no_fail_on_error_exits_1_with_the_error(inspect_suite, inspect_env) -> None:
     _, log = inspect_suite["logs"]["quiz_sample_error"]
     assert log.status == "success"  # Inspect's own verdict; evalrun's differs
@@ -196,6 +199,7 @@ def test_inspect_errored_sample_under_no_fail_on_error_exits_1_with_the_error(in
     assert "the tool broke on sample beta" in failed["quiz > beta > match"]
 
 
+@INSPECT
 def test_inspect_errored_task_exits_1_with_the_error_though_inspect_exits_0(inspect_suite, inspect_env) -> None:
     _, log = inspect_suite["logs"]["quiz_task_error"]
     assert log.status == "error"
@@ -207,12 +211,17 @@ def test_inspect_errored_task_exits_1_with_the_error_though_inspect_exits_0(insp
     assert "the tool broke on sample beta" in result["message"]
 
 
-def test_inspect_bad_config_exits_1_with_inspects_error_line(inspect_suite) -> None:
-    outcome = inspect_suite["bad_config"]
+def test_inspect_bad_config_exits_1_with_inspects_error_line(inspect_env, tmp_path: Path) -> None:
+    # A project of its own: one tool run, on whichever worker is free.
+    proj = Project(tmp_path).write({"e/tasks.py": INSPECT_TASKS})
+    broken = [*offline_prefix(), str(inspect_bin()), "eval", "tasks.py@no_such_task", "--model", "mockllm/model"]
+    proj.write({"manifest.toml": manifest(broken, "inspect")})
+    outcome = proj.run("t1", env=inspect_env, timeout=300)
     assert outcome.code == 1, outcome.output
-    assert "Task named 'no_such_task' not found" in inspect_suite["bad_result"]["message"]
+    assert "Task named 'no_such_task' not found" in eval_result(proj)["message"]
 
 
+@INSPECT
 def test_tiktoken_loads_o200k_base_offline_from_the_built_cache(inspect_env) -> None:
     # The same load Inspect's mockllm does when it counts tokens, in a process that has no network.
     code = "import tiktoken; print(len(tiktoken.get_encoding('o200k_base').encode('hello world')))"
@@ -253,38 +262,40 @@ def promptfoo_config(*, fail: bool = False, drop_case: bool = False, drop_assert
 
 
 PROMPTFOO_VARIANTS = {
-    "fail": {"fail": True}, "drop_case": {"drop_case": True}, "drop_assert": {"drop_assert": True},
-    "error": {"error": True},
+    # One config drops a case and another case's assertion: one promptfoo run, each regression said on its own line.
+    "fail": {"fail": True}, "drop": {"drop_case": True, "drop_assert": True}, "error": {"error": True},
 }
+
+
+def promptfoo_env(root: Path) -> dict[str, str]:
+    return {**PROMPTFOO_ENV, "PROMPTFOO_CONFIG_DIR": str(root / "promptfoo-home"), "NO_COLOR": "1"}
+
+
+def promptfoo_argv(program: Path, config: str, out: str) -> list[str]:
+    return [*offline_prefix(), str(program), "eval", "-c", config, "-o", out, "--no-cache", "--no-table",
+            "--no-progress-bar"]
 
 
 @pytest.fixture(scope="module")
 def promptfoo_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     program = promptfoo_bin()
     root = tmp_path_factory.mktemp("promptfoo")
-    files: dict[str, str | bytes] = {"e/provider.js": PROVIDER_JS, "e/all.json": promptfoo_config(),
-                                     "e/broken.yaml": "prompts:\n  - say\nproviders: [file://provider.js\ntests: []\n"}
+    files: dict[str, str | bytes] = {"e/provider.js": PROVIDER_JS, "e/all.json": promptfoo_config()}
     files.update({f"e/{name}.json": promptfoo_config(**kw) for name, kw in PROMPTFOO_VARIANTS.items()})
     proj = Project(root).write(files)
-    env = {**PROMPTFOO_ENV, "PROMPTFOO_CONFIG_DIR": str(root / "promptfoo-home"), "NO_COLOR": "1"}
-
-    def argv(config: str, out: str) -> list[str]:
-        return [*offline_prefix(), str(program), "eval", "-c", config, "-o", out, "--no-cache", "--no-table",
-                "--no-progress-bar"]
-
+    env = promptfoo_env(root)
     runs = {}
     for name in PROMPTFOO_VARIANTS:
         home = {**env, "PROMPTFOO_CONFIG_DIR": str(root / f"home-{name}")}
-        runs[name] = subprocess.Popen(argv(f"{name}.json", f"{root}/{name}-out.json"), cwd=root / "e",
-                                      env=proj.env(home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        runs[name] = subprocess.Popen(promptfoo_argv(program, f"{name}.json", f"{root}/{name}-out.json"),
+                                      cwd=root / "e", env=proj.env(home), stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True)
     try:
-        proj.write({"manifest.toml": manifest(argv("all.json", "out.json"), "promptfoo", 'promptfoo = "out.json"\n')})
+        all_argv = promptfoo_argv(program, "all.json", "out.json")
+        proj.write({"manifest.toml": manifest(all_argv, "promptfoo", 'promptfoo = "out.json"\n')})
         baseline = proj.run("baseline", "--update", "t1", env=env, timeout=300)
         baseline_results = proj.results()
         own = json.loads((root / "e" / "out.json").read_text())
-        proj.write({"manifest.toml": manifest(argv("broken.yaml", "out.json"), "promptfoo", 'promptfoo = "out.json"\n')})
-        bad_config = proj.run("t1", env=env, timeout=300)
-        bad_result = eval_result(proj)
         outputs = {name: run.communicate(timeout=300)[0] for name, run in runs.items()}
     finally:
         for run in runs.values():
@@ -294,7 +305,7 @@ def promptfoo_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for name in PROMPTFOO_VARIANTS:
         assert (root / f"{name}-out.json").is_file(), outputs[name]
     return {"project": proj, "root": root, "env": env, "baseline": baseline, "baseline_results": baseline_results,
-            "own": own, "bad_config": bad_config, "bad_result": bad_result, "exits": {n: r.returncode for n, r in runs.items()}}
+            "own": own, "exits": {n: r.returncode for n, r in runs.items()}}
 
 
 def run_promptfoo_variant(suite: dict[str, Any], variant: str) -> tuple[Any, dict[str, Any]]:
@@ -305,6 +316,7 @@ def run_promptfoo_variant(suite: dict[str, Any], variant: str) -> tuple[Any, dic
     return outcome, eval_result(proj)
 
 
+@PROMPTFOO
 def test_promptfoo_baseline_names_by_description_counts_equal_promptfoos_own(promptfoo_suite) -> None:
     assert promptfoo_suite["baseline"].code == 0, promptfoo_suite["baseline"].output
     result = next(e for e in promptfoo_suite["baseline_results"]["evals"] if e["name"] == "suite")
@@ -317,6 +329,7 @@ def test_promptfoo_baseline_names_by_description_counts_equal_promptfoos_own(pro
     assert result["metrics"]["successes"] == 3
 
 
+@PROMPTFOO
 def test_promptfoo_failing_case_exits_1(promptfoo_suite) -> None:
     assert promptfoo_suite["exits"]["fail"] == 100  # promptfoo's own exit code for failed tests
     outcome, result = run_promptfoo_variant(promptfoo_suite, "fail")
@@ -326,19 +339,20 @@ def test_promptfoo_failing_case_exits_1(promptfoo_suite) -> None:
     assert 'contains: Expected output to contain "XYZ"' in failed[0]["message"]
 
 
-def test_promptfoo_removed_case_exits_3(promptfoo_suite) -> None:
-    outcome, _ = run_promptfoo_variant(promptfoo_suite, "drop_case")
+@PROMPTFOO
+def test_promptfoo_removed_case_and_removed_assertion_are_each_a_regression_exit_3(promptfoo_suite) -> None:
+    outcome, result = run_promptfoo_variant(promptfoo_suite, "drop")
     assert outcome.code == 3, outcome.output
+    # the removed case
     assert "word=world > shout" in outcome.output
-
-
-def test_promptfoo_removed_assertion_is_asserts_less_exit_3(promptfoo_suite) -> None:
-    outcome, result = run_promptfoo_variant(promptfoo_suite, "drop_assert")
-    assert outcome.code == 3, outcome.output
+    assert 'suite: check "word=world > shout" vanished (baseline: 1 assertion)' in outcome.output, outcome.output
+    # the removed assertion: asserts less
     assert {c["name"]: c["assertions"] for c in result["checks"]}["shouts hello > shout"] == 1
     assert "shouts hello > shout" in outcome.output
+    assert 'suite: check "shouts hello > shout" asserts 1 (baseline: 2)' in outcome.output, outcome.output
 
 
+@PROMPTFOO
 def test_promptfoo_errored_test_exits_1_with_the_error(promptfoo_suite) -> None:
     outcome, result = run_promptfoo_variant(promptfoo_suite, "error")
     assert outcome.code == 1, outcome.output
@@ -346,10 +360,16 @@ def test_promptfoo_errored_test_exits_1_with_the_error(promptfoo_suite) -> None:
     assert failed == {"shouts boom > shout": "error: Error: the provider broke on BOOM"}
 
 
-def test_promptfoo_bad_config_exits_1_with_promptfoos_error_line(promptfoo_suite) -> None:
-    outcome = promptfoo_suite["bad_config"]
+def test_promptfoo_bad_config_exits_1_with_promptfoos_error_line(tmp_path: Path) -> None:
+    # A project of its own: one tool run, on whichever worker is free.
+    proj = Project(tmp_path).write({"e/provider.js": PROVIDER_JS,
+                                    "e/broken.yaml": "prompts:\n  - say\nproviders: [file://provider.js\ntests: []\n"})
+    argv = promptfoo_argv(promptfoo_bin(), "broken.yaml", "out.json")
+    proj.write({"manifest.toml": manifest(argv, "promptfoo", 'promptfoo = "out.json"\n')})
+    outcome = proj.run("t1", env=promptfoo_env(tmp_path), timeout=300)
     assert outcome.code == 1, outcome.output
-    assert "YAMLException" in promptfoo_suite["bad_result"]["message"], promptfoo_suite["bad_result"]["message"]
+    bad_result = eval_result(proj)
+    assert "YAMLException" in bad_result["message"], bad_result["message"]
 
 
 def test_the_tools_run_where_no_outside_connection_can_succeed() -> None:

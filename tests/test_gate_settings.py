@@ -46,7 +46,7 @@ def _as_toml_table(s: GateSettings) -> dict:
             "skips": s.skips, "requires": list(s.requires), "strict": s.strict, **optional}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(counts, st.data())
 def test_settings_written_are_toml_and_the_fast_readers_read_them_as_tomllib_does(tmp_path_factory, data, draw) -> None:
     recorded = {name: draw.draw(gate) for name in data} if data else draw.draw(st.dictionaries(names, gate, max_size=3))

@@ -77,9 +77,9 @@ def three_runs(project, env: dict[str, str]) -> list[tuple[str, int]]:
 
 
 # good, broken, good is recorded once per history store for this module: the
-# tests that only read it share it (one worker runs the module), and a test
-# that goes on recording works on a copy of the SQLite one.
-pytestmark = pytest.mark.xdist_group("history-cli")
+# tests that only read it share it (one worker runs them), and a test
+# that goes on recording works on a copy of the SQLite one. The module's other tests run on any worker.
+SHARED = pytest.mark.xdist_group("history-cli")
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +109,7 @@ def recorded(request: pytest.FixtureRequest):
     return request.getfixturevalue(f"recorded_{request.param}")
 
 
+@SHARED
 def test_history_names_the_first_bad_run_and_commit(recorded) -> None:
     p, runs, history_env = recorded
     assert [code for _, code in runs] == [0, 1, 0]
@@ -134,6 +135,7 @@ def test_history_names_the_first_bad_run_and_commit(recorded) -> None:
     assert [pt["status"] for pt in series["points"]] == ["passed", "passed", "failed", "passed"]
 
 
+@SHARED
 def test_a_check_still_failing_says_since_when(recorded_sqlite, tmp_path: Path) -> None:
     from conftest import Project
 
@@ -146,6 +148,7 @@ def test_a_check_still_failing_says_since_when(recorded_sqlite, tmp_path: Path) 
     assert "passing now" not in out
 
 
+@SHARED
 def test_history_table_lists_runs_with_counts(recorded) -> None:
     p, runs, history_env = recorded
     out = p.run("history", "--last", "2", env=history_env).out.splitlines()
@@ -211,6 +214,7 @@ def test_a_history_that_cannot_be_written_warns_and_keeps_the_verdict(project) -
     assert p.results()["exit_code"] == 1
 
 
+@SHARED
 def test_report_html_shows_the_dip_and_escapes_scorer_text(recorded) -> None:
     p, _, history_env = recorded
     result = p.run("report", "--html", "r.html", env=history_env)

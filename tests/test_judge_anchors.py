@@ -55,7 +55,8 @@ def manifest(upstream: str, min_kappa: float = 0.5, judge: str = "gpt-4o-mini") 
     )
 
 
-pytestmark = pytest.mark.xdist_group("judge-anchors")
+# Only the tests that share the module fixture stay together on one worker; the others are free.
+SHARED = pytest.mark.xdist_group("judge-anchors")
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,7 @@ def suite(tmp_path_factory):
     return proj, url, recorded, replayed
 
 
+@SHARED
 def test_the_live_run_measures_the_judge_and_corrects_the_judged_pass_rate(suite) -> None:
     proj, _, recorded, _ = suite
     assert recorded.code == 1, recorded.output  # "answer 3" fails its judge: the judged eval fails
@@ -87,6 +89,7 @@ def test_the_live_run_measures_the_judge_and_corrects_the_judged_pass_rate(suite
     assert cal["corrected"][0] == pytest.approx(0.6875, abs=1e-4)
 
 
+@SHARED
 def test_the_replay_checks_the_same_arithmetic_without_a_key(suite) -> None:
     proj, _, _, replayed = suite
     assert replayed.code == 1, replayed.output
@@ -105,6 +108,7 @@ def test_the_replay_checks_the_same_arithmetic_without_a_key(suite) -> None:
     assert {c["judge"] for c in judged["checks"]} == {cal["judge"]}  # same model, same rubric: the same judge
 
 
+@SHARED
 def test_a_judge_below_its_floor_fails_its_anchors_eval_with_one_line(suite) -> None:
     proj, url, _, _ = suite
     (proj.root / "manifest.toml").write_text(manifest(url, min_kappa=0.9))

@@ -43,8 +43,9 @@ def check(result: dict, name: str) -> dict:
     return next(c for c in result["checks"] if c["name"] == name)
 
 
-# One worker runs this module: its recorded suite (a module fixture) is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("judge-cli")
+# One worker runs the tests of the recorded suite (a module fixture), so it is made once, not once per
+# worker; the module's other tests are free to run on any worker.
+SHARED = pytest.mark.xdist_group("judge-cli")
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,7 @@ def suite(tmp_path_factory):
     return proj, recorded, replayed, received
 
 
+@SHARED
 def test_a_judge_check_records_in_t3_and_passes_in_t2_replay_with_its_reason_as_evidence(suite):
     proj, recorded, replayed, received = suite
     assert recorded.code == 0, recorded.output
@@ -78,6 +80,7 @@ def test_a_judge_check_records_in_t3_and_passes_in_t2_replay_with_its_reason_as_
     assert "SUBJECT:\nanswer 1: hello" in asked[0]["messages"][1]["content"]
 
 
+@SHARED
 def test_the_judge_session_does_not_shift_the_code_under_tests_call_indexes(suite):
     proj = suite[0]
     fixtures = proj.root / "evals" / "j" / "fixtures"
@@ -93,6 +96,7 @@ def test_the_judge_session_does_not_shift_the_code_under_tests_call_indexes(suit
     assert "response_format" in json.loads((fixtures / "judge/0001.json").read_text())["request"]["body"]
 
 
+@SHARED
 def test_which_model_answered_lists_the_judge_apart(suite):
     proj, _, replayed, _ = suite
     models = proj.eval_result("judged", "t2")["models"]
@@ -101,6 +105,7 @@ def test_which_model_answered_lists_the_judge_apart(suite):
     assert f"judge: {OPENAI_MODEL}, 1 call" in replayed.output
 
 
+@SHARED
 def test_cost_is_reported_per_eval_and_per_run_from_the_manifest_prices(suite):
     proj, _, replayed, _ = suite
     results = proj.results("t2")

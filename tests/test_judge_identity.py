@@ -26,7 +26,7 @@ identity = st.builds(lambda m, h: f"{m}#{h}", st.from_regex(r"[A-Za-z0-9._:/@+-]
                      st.from_regex(r"[0-9a-f]{12}", fullmatch=True))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(st.dictionaries(names, st.dictionaries(names, st.integers(0, 99), min_size=1, max_size=3), min_size=1, max_size=3),
        st.data())
 def test_judges_written_read_back_the_same_by_every_reader(tmp_path_factory, data, draw) -> None:

@@ -170,7 +170,7 @@ def test_read_bounded_takes_exactly_the_limit_and_refuses_a_byte_more(tmp_path: 
 # --------------------------------------------------------------------------- properties
 
 SETTINGS = settings(
-    max_examples=150,
+    max_examples=100,
     deadline=None,  # the machine is shared: time is bounded by the input sizes, never by a stopwatch
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     derandomize=True,

@@ -248,7 +248,7 @@ def test_dry_shows_manifest_text_inert(names: list[str], tag: str, skip_reason: 
 # --- the function itself ---------------------------------------------------------------------------------
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(st.text(st.characters(), max_size=40) | _hostile, st.booleans())
 def test_neutralised_text_is_inert_stable_and_stays_so_when_cut(text: str, lines: bool) -> None:
     shown = neutralise(text, lines=lines)

@@ -42,7 +42,7 @@ def test_crash_place_of_any_mix_of_frames_is_in_the_folder_or_none(tmp_path_fact
 
 
 @given(request=JSONISH, response=JSONISH, raw=st.binary(max_size=200), stream=st.lists(st.text(max_size=80), max_size=5))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_a_call_record_is_made_from_any_bodies_and_stays_bounded(request, response, raw: bytes, stream) -> None:
     for req, resp in ((json.dumps(request).encode(), json.dumps(response).encode()), (raw, raw)):
         record = call_record(number=1, session="s", index=1, provider="openai", method="POST", path="/v1/x?key=1",

@@ -43,37 +43,50 @@ def observed(proj, scenario: str, tier: str) -> list[dict]:
     return json.loads((proj.root / "evals" / "sdk" / "observed" / f"{scenario}.{tier}.json").read_text())
 
 
-# One worker runs this module: its recorded suite (a module fixture) is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("replay-sdks")
+# One worker runs the tests of the recorded suite (a module fixture), so it is made once, not once per
+# worker; the module's other tests are free to run on any worker.
+SHARED = pytest.mark.xdist_group("replay-sdks")
 
 
 @pytest.fixture(scope="module")
-def suite(tmp_path_factory):
-    """The suite, recorded against the fake upstream, then replayed with the upstream stopped."""
+def recorded(tmp_path_factory):
+    """The suite, recorded against the fake upstream, which is stopped then; and the requests it received."""
     from conftest import Project
 
     proj = Project(tmp_path_factory.mktemp("sdks"))
     with FakeUpstream(scripted=True) as upstream:
         proj.write({"manifest.toml": manifest(upstream.url), "evals/sdk/score.py": SCORER})
-        recorded = proj.run("t3", "--record", "-j", "4", env=KEYS, timeout=300)
+        recording = proj.run("t3", "--record", "-j", "4", env=KEYS, timeout=300)
         received = list(upstream.requests)
-        # Recording one eval again, in the folder the others share.
-        rerecorded = proj.run("t3", "--record", "-e", "loner-live", "--json", "rerecord.json", env=KEYS, timeout=120)
+    return proj, recording, received
+
+
+@pytest.fixture(scope="module")
+def suite(recorded):
+    """The recorded suite, then replayed with the upstream stopped (a fixture of its own: each setup is one run)."""
+    proj, recording, received = recorded
     replayed = proj.run("t2", "-j", "4", env={"OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": ""}, timeout=300)
-    proj.rerecorded = rerecorded
-    return proj, recorded, replayed, received
+    return proj, recording, replayed, received
 
 
-def test_the_suite_records_then_replays_green_with_the_upstream_stopped(suite):
+@SHARED
+def test_the_suite_records_with_each_providers_key(recorded):
+    _, recording, received = recorded
+    assert recording.code == 0, recording.output
+    lowered = [{k.lower(): v for k, v in r.headers.items()} for r in received]
+    assert all(h.get("authorization") == f"Bearer {OPENAI_KEY}" or h.get("x-api-key") == ANTHROPIC_KEY for h in lowered)
+
+
+@SHARED
+def test_the_suite_replays_green_with_the_upstream_stopped(suite):
     proj, recorded, replayed, received = suite
     assert recorded.code == 0, recorded.output
     assert replayed.code == 0, replayed.output
     results = {e["name"]: e for e in proj.results("t2")["evals"]}
     assert {n: results[n]["status"] for n in SCENARIOS} == {n: "passed" for n in SCENARIOS}
-    lowered = [{k.lower(): v for k, v in r.headers.items()} for r in received]
-    assert all(h.get("authorization") == f"Bearer {OPENAI_KEY}" or h.get("x-api-key") == ANTHROPIC_KEY for h in lowered)
 
 
+@SHARED
 def test_each_call_got_in_replay_what_it_got_when_recorded(suite):
     proj, *_ = suite
     for scenario in ("basics", "headers", "gzip"):
@@ -84,6 +97,7 @@ def test_each_call_got_in_replay_what_it_got_when_recorded(suite):
     assert basics["chat stream"]["value"][1] == 18 and basics["anthropic stream"]["value"][1] == 9
 
 
+@SHARED
 def test_recorded_retry_headers_replay_the_same_decisions(suite):
     proj, *_ = suite
     seen = {o["label"]: o for o in observed(proj, "headers", "t2")}
@@ -101,6 +115,7 @@ def test_recorded_retry_headers_replay_the_same_decisions(suite):
     assert (limited["status"], limited["headers"]["retry-after-ms"]) == (429, "20")  # no default backoff in replay
 
 
+@SHARED
 def test_an_attempt_the_client_abandoned_is_not_recorded_and_its_retry_takes_the_index(suite):
     proj, *_ = suite
     t3 = {o["label"]: o for o in observed(proj, "timeout", "t3")}
@@ -112,6 +127,7 @@ def test_an_attempt_the_client_abandoned_is_not_recorded_and_its_retry_takes_the
     assert [f.name for f in files] == ["0001.json", "0002.json"]  # the abandoned attempt left no fixture
 
 
+@SHARED
 def test_concurrent_calls_replayed_in_reverse_order_each_get_their_own_answer(suite):
     proj, *_ = suite
     t3, t2 = observed(proj, "concurrent", "t3"), observed(proj, "concurrent", "t2")
@@ -120,6 +136,7 @@ def test_concurrent_calls_replayed_in_reverse_order_each_get_their_own_answer(su
     assert all(o["value"][0].endswith(o["label"]) for o in t2)
 
 
+@SHARED
 def test_a_compressed_upstream_is_recorded_decoded_and_its_tokens_counted(suite):
     proj, *_ = suite
     live = proj.eval_result("gzip-live", "t3")["models"]["tokens"]["total"]
@@ -131,21 +148,36 @@ def test_a_compressed_upstream_is_recorded_decoded_and_its_tokens_counted(suite)
     assert stream[-1] == "data: [DONE]\n\n"
 
 
-def test_evals_sharing_a_folder_only_see_their_own_sessions(suite):
+@SHARED
+def test_evals_sharing_a_folder_only_see_their_own_sessions(suite, tmp_path):
     proj, recorded, replayed, _ = suite
     sessions = sorted(p.name for p in (proj.root / "evals/sdk/fixtures").iterdir())
     assert sessions == sorted([*SCENARIOS, "loner-live"])
     # strict_replay: loner-live's fixtures are no t2 eval's unplayed fixtures.
     assert "not requested" not in replayed.output
-    assert proj.rerecorded.code == 0, proj.rerecorded.output
-    assert "delete it" not in proj.rerecorded.output  # nothing advises deleting the other evals' fixtures
+    # Recording one eval again, in the folder the others share (a copy of the recorded suite).
+    again = tmp_path / "again"
+    shutil.copytree(proj.root, again, ignore=shutil.ignore_patterns(".evalrun"))
+    from conftest import Project
+
+    with FakeUpstream(scripted=True) as upstream:
+        (again / "manifest.toml").write_text(manifest(upstream.url))
+        rerecorded = Project(again).run("t3", "--record", "-e", "loner-live", "--json", "rerecord.json", env=KEYS,
+                                        timeout=120)
+    assert rerecorded.code == 0, rerecorded.output
+    assert "delete it" not in rerecorded.output  # nothing advises deleting the other evals' fixtures
+    for key in (OPENAI_KEY, ANTHROPIC_KEY):
+        assert key not in rerecorded.output
+        assert all(key[:16] not in f.read_text() for f in (again / "evals/sdk/fixtures/loner-live").glob("*.json"))
 
 
+@SHARED
 def test_the_summary_says_which_model_came_from_which_provider(suite):
     _, recorded, replayed, _ = suite
     assert "basics: anthropic claude-3-5-haiku-20241022, openai gpt-4.1-2025-04-14, openai gpt-4o-mini-2024-07-18" in replayed.output
 
 
+@SHARED
 def test_no_key_reaches_a_fixture_a_results_file_or_the_output(suite):
     proj, recorded, replayed, _ = suite
     files = [*(proj.root / "evals/sdk/fixtures").rglob("*.json"), *(proj.root / ".evalrun").rglob("*.json")]
@@ -154,6 +186,7 @@ def test_no_key_reaches_a_fixture_a_results_file_or_the_output(suite):
         assert all(key[:16] not in f.read_text() for f in files)
 
 
+@SHARED
 def test_a_prompt_edit_fails_replay_loudly_naming_the_fixture_and_the_field(suite, tmp_path):
     proj, *_ = suite
     edited = tmp_path / "edited"
@@ -203,6 +236,7 @@ def test_an_unreachable_upstream_is_not_retried_by_the_sdk(project):
     assert "connection refused" in proj.eval_result("unreachable-live", "t3")["message"]
 
 
+@SHARED
 def test_a_suite_that_matches_by_index_serves_the_edited_prompt_its_old_answer(suite, tmp_path):
     proj, *_ = suite
     edited = tmp_path / "by-index"

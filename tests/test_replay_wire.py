@@ -75,7 +75,7 @@ def test_body_pieces_give_back_exactly_the_chunked_body_however_it_is_cut(payloa
     assert response.isclosed()  # read to its end: its connection may be reused
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(body=st.binary(max_size=400), cuts=st.lists(st.integers(min_value=0, max_value=1000), max_size=5))
 def test_a_broken_chunked_body_is_an_http_error_never_a_crash_or_a_hang(body, cuts):
     try:

@@ -25,7 +25,7 @@ from evalrun.reports_in.rules import judge
 from evalrun.reports_in.tap import parse_tap
 
 SETTINGS = settings(
-    max_examples=300,
+    max_examples=150,
     deadline=None,  # a shared, loaded machine: no per-example stopwatch
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -94,7 +94,7 @@ _escapes = st.integers(0xD7F0, 0xE010).map(lambda n: f"\\u{n:04x}") | st.sampled
 _texts = st.lists(_escapes, min_size=1, max_size=5).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(name=_texts, message=_texts, evidence=_texts, key=_texts, value=_texts)
 def test_a_json_report_is_refused_in_one_line_or_read_into_text_every_file_can_hold(
     tmp_path_factory, name: str, message: str, evidence: str, key: str, value: str

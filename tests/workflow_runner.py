@@ -17,6 +17,9 @@ those under ``if: ${{ !cancelled() }}``. The actions the file uses are simulated
   ``if-no-files-found: error``);
 - ``mikepenz/action-junit-report``: the report files must exist and parse as XML.
 
+Jobs that need nothing of each other may run at once (``run_at_once``), in
+threads, each in its own folder, as a matrix's jobs do on the real runner.
+
 Anything else (another action, an expression it does not know) fails loudly, so
 a change to the workflow cannot pass here by being ignored.
 """
@@ -24,12 +27,14 @@ a change to the workflow cannot pass here by being ignored.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import re
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,12 +120,17 @@ class Runner:
     def __post_init__(self) -> None:
         self.artifacts = self.scratch / "artifacts"
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        self._jobs = 0
+        self._jobs = itertools.count(1)  # next() is atomic: the jobs of a matrix may run at once, in threads
+
+    def run_at_once(self, *jobs: tuple[str, dict[str, Any] | None]) -> list[JobOutcome]:
+        """Jobs that need nothing of each other ((name, matrix) each: a matrix's shards, a pull request's
+        jobs), started all at once as the runner starts them; their outcomes in the order given."""
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            return list(pool.map(lambda job: self.run_job(*job), jobs))
 
     def run_job(self, name: str, matrix: dict[str, Any] | None = None) -> JobOutcome:
         job = self.flow["jobs"][name]
-        self._jobs += 1
-        home = self.scratch / f"job-{self._jobs}-{name}"
+        home = self.scratch / f"job-{next(self._jobs)}-{name}"
         workspace, runner_temp = home / "workspace", home / "runner-temp"
         runner_temp.mkdir(parents=True)
         files = {k: runner_temp / f"{k.lower()}.txt"
