@@ -11,7 +11,10 @@ from hypothesis import strategies as st
 from evalrun.baseline import _read_written_form, load_baseline, write_baseline
 
 names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
-baselines = st.dictionaries(names, st.dictionaries(names, st.integers(0, 10**12), max_size=5), max_size=5)
+# An eval's name never holds "/" (the manifest refuses it), which keeps "/settings" and "/judges" for the
+# baseline's own tables; a check's name may hold anything.
+eval_names = names.filter(lambda n: "/" not in n)
+baselines = st.dictionaries(eval_names, st.dictionaries(names, st.integers(0, 10**12), max_size=5), max_size=5)
 
 
 @settings(max_examples=300, deadline=None)
