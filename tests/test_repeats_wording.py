@@ -7,6 +7,7 @@ change when they do.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from evalrun.manifest import EvalSpec
@@ -70,7 +71,7 @@ def test_rate_line_of_a_check_absent_from_a_run_and_of_no_runs() -> None:
     result = aggregate(PLANNED, "t3", RepeatSettings(count=3, floor=0.5), [run(True, True), absent, run(True, True)])
     c0 = next(c for c in result.checks if c.name == "c0")
     assert rate_line(c0) == '"c0": 2/3 passed (67%, 95% CI 21%-94%), pass@3 1.00, pass^3 0.00, seen in 2 of 3 runs'
-    empty = c0.model_copy(update={"rate": c0.rate.model_copy(update={"runs": 0, "passes": 0, "seen": 0, "pass_at_k": {}})})
+    empty = dataclasses.replace(c0, rate=c0.rate.model_copy(update={"runs": 0, "passes": 0, "seen": 0, "pass_at_k": {}}))
     assert rate_line(empty).startswith('"c0": 0/0 passed (-, 95% CI')
 
 
