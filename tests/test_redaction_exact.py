@@ -123,6 +123,14 @@ def test_runs_that_touch_or_overlap_are_one_replacement_and_separate_runs_two() 
     assert scrub(f"x{KEY}y{KEY[5:15]}z", {KEY, KEY[7:11]}) == f"x{R}y{R}z"  # a short key inside a long one's run
 
 
+def test_a_run_that_starts_while_another_alignment_of_the_key_runs_is_kept() -> None:
+    # text[3:12] is key[5:14] and text[5:15] is key[1:11]: two runs of one key, the second starting inside the
+    # first; both must be hidden (losing the first would leave "aa" of the key behind)
+    key = "babaaaaabaaaaa"
+    assert scrub("abbaaabaaaaabaa", {key, "aababa"}) == f"abb{R}"
+    assert scrub("abbaaabaaaaabaa", {key}) == f"abb{R}"
+
+
 def test_a_key_whose_fragments_repeat_is_hidden_whole() -> None:
     key = "abcdefghabcdefgh-XYZ"
     assert scrub(f"<{key}>", {key}) == f"<{R}>"
