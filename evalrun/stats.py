@@ -26,9 +26,7 @@ Z_95 = 1.959963984540054  # the 97.5th percentile of the standard normal distrib
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Chance that at least one of ``k`` runs passes, from ``c`` passes in ``n`` runs (unbiased)."""
     _check(n, c, k)
-    if n - c < k:
-        return 1.0
-    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))  # C(n-c, k) is 0 when n - c < k: 1.0
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
@@ -71,8 +69,6 @@ def fisher_less(a: int, b: int, c: int, d: int) -> float:
     row2 = c + d
     passes = a + c
     total = a + b + c + d
-    if total == 0 or row2 == 0:
-        return 1.0
     denominator = math.comb(total, row2)
     low = max(0, passes - (a + b))
     tail = sum(math.comb(passes, x) * math.comb(total - passes, row2 - x) for x in range(low, c + 1))
@@ -132,8 +128,6 @@ def sign_test_worse(worse: int, better: int) -> float:
     if worse < 0 or better < 0:
         raise ValueError(f"counts must be >= 0, got worse={worse}, better={better}")
     n = worse + better
-    if n == 0:
-        return 1.0
     return float(Fraction(sum(math.comb(n, k) for k in range(worse, n + 1)), 2**n))
 
 
