@@ -2,6 +2,7 @@
 
     python bench/mutate.py evalrun/verdict.py tests/test_power.py tests/test_baseline.py
     python bench/mutate.py evalrun/stats.py tests/test_stats.py tests/test_power.py --jobs 2 --show-survivors
+    python bench/mutate.py evalrun/baseline.py tests/test_baseline.py --functions compare_to_baseline,_diff_eval
 
 Each mutant is the module with exactly one change, applied to a copy of the
 repository in a temporary folder (the working tree is never touched); the
@@ -24,7 +25,11 @@ script runs wherever the suite runs):
   ``if`` or a ``raise``) replaced by ``pass``; ``return x`` -> ``return None``.
 
 Docstrings, ``__future__`` imports and type annotations are left alone.
-Equivalent mutants (a change no test can see because the behaviour is the same)
+``--functions a,b`` mutates only the named functions (top-level or methods, with
+what they contain) and ``--lines 120-180`` only the sites on those lines, so one
+concern of a larger module is scored on its own; the mutants keep the numbers
+they have in the whole module; ``--mutants 3,17`` runs only those numbers (the
+survivors of an earlier run, after adding tests). Equivalent mutants (a change no test can see because the behaviour is the same)
 exist; ``--show-survivors`` lists every survivor with its line so each can be
 judged by hand.
 """
@@ -191,6 +196,15 @@ def mutants_of(path: Path) -> tuple[ast.Module, list[Mutant]]:
     return tree, [Mutant(i, getattr(n, "lineno", 0), _describe(n, k, v)) for i, (n, k, v) in enumerate(finder.sites)]
 
 
+def _function_spans(tree: ast.Module, names: set[str]) -> list[tuple[int, int]]:
+    """The line spans of the functions called ``names``; SystemExit naming any not found."""
+    found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in names]
+    missing = names - {n.name for n in found}
+    if missing:
+        raise SystemExit(f"mutate.py: no function {', '.join(sorted(missing))} in the module")
+    return [(n.lineno, n.end_lineno or n.lineno) for n in found]
+
+
 def _run_one(module: Path, tree: ast.Module, mutant: Mutant, tests: list[str], timeout: float) -> str:
     with tempfile.TemporaryDirectory(prefix="evalrun-mutant-") as scratch:
         copy_root = Path(scratch) / "repo"
@@ -219,8 +233,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--show-survivors", action="store_true")
     parser.add_argument("--limit", type=int, default=0, help="only the first N mutants (a quick look)")
+    parser.add_argument("--functions", default="", help="only these functions, comma-separated")
+    parser.add_argument("--lines", default="", help="only the sites on lines FIRST-LAST")
+    parser.add_argument("--mutants", default="", help="only these mutant numbers, comma-separated")
     args = parser.parse_args(argv)
     tree, mutants = mutants_of(REPO / args.module)
+    if args.functions:
+        spans = _function_spans(tree, set(args.functions.split(",")))
+        mutants = [m for m in mutants if any(first <= m.line <= last for first, last in spans)]
+    if args.lines:
+        first, _, last = args.lines.partition("-")
+        mutants = [m for m in mutants if int(first) <= m.line <= int(last or first)]
+    if args.mutants:
+        wanted = {int(n) for n in args.mutants.split(",")}
+        mutants = [m for m in mutants if m.index in wanted]
     if args.limit:
         mutants = mutants[: args.limit]
     start = time.monotonic()
