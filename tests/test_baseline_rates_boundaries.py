@@ -220,3 +220,35 @@ def test_counts_of_records_a_rate_only_for_checks_that_repeat() -> None:
     counts = counts_of(_result(rated=(9, 10), plain=None))
     assert counts == {"rated": 2, "plain": 2}
     assert repr(counts["rated"]) == "RatedCount(2, passes=9, runs=10)" and type(counts["plain"]) is int
+
+
+# --- the words of each verdict -----------------------------------------------------------
+
+
+def test_an_equal_rate_does_not_count_as_worse_in_the_paired_test() -> None:
+    assert _drops(1, 0.3, same=((5, 10), (10, 20))) == []  # worse 1, better 0: a lone drop is never paired
+
+
+def test_alpha_is_shown_as_a_short_number() -> None:
+    alpha = 0.1234567
+    [decayed] = _diff({"c": _rated(10, 10)}, _result(alpha=alpha, c=(5, 10)))[0]
+    [improved] = _diff({"c": _rated(5, 10)}, _result(alpha=alpha, c=(10, 10)))[1]
+    paired = _drops(3, alpha + 0.01)
+    assert decayed.message.endswith("< alpha 0.123457)") and improved.message.endswith("< alpha 0.123457)")
+    assert paired[0].message.endswith("< alpha 0.133457)")
+
+
+def test_p_values_in_the_message_and_the_record() -> None:
+    # p = 0.001976...: four decimals (0.0020), not two significant digits (0.002)
+    [change] = _diff({"c": _rated(3, 3)}, _result(c=(1, 21)))[0]
+    assert change.message.endswith("(one-sided Fisher exact p = 0.0020 < alpha 0.05)") and change.p_value == 0.001976
+    # 7 checks each a little lower: paired p = 1/128 = 0.0078125, recorded to six places
+    [paired] = _drops(7, 0.05)
+    assert paired.p_value == 0.007812 and "(exact sign test p = 0.0078 < alpha 0.05)" in paired.message
+
+
+def test_names_are_quoted_as_json_keeping_their_letters() -> None:
+    [change] = _diff({"café \"x\"": _rated(10, 10)}, _result(**{"café \"x\"": (5, 10)}))[0]
+    assert change.message.startswith('e: check "café \\"x\\"" passes 5 of 10')
+    [new] = _diff({"é": 3}, _result(**{"é": (4, 5)}))[1]
+    assert new.message == 'e: check "é" has a pass rate now (4 of 5); the baseline has none'
