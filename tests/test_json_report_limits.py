@@ -72,13 +72,16 @@ def test_nesting_shallow_enough_to_read_but_too_deep_to_check_is_refused(tmp_pat
 
 
 def test_nesting_too_deep_to_replace_a_lone_surrogate_in_is_refused(tmp_path: Path) -> None:
-    messages = {
-        d: _error(tmp_path, '{"checks": [], "metrics": {"m": "\\ud800", "n": ' + "[" * d + "]" * d + "}}")
-        for d in _depths()
-    }
-    assert set(messages.values()) >= {"invalid report: nested too deeply to read"}
+    def nested(d: int, text: str) -> str:
+        return '{"checks": [], "metrics": {"m": "' + text + '", "n": ' + "[" * d + "]" * d + "}}"
+
+    to_read = "invalid report: nested too deeply to read"
+    plain = {d: _error(tmp_path, nested(d, "x")) for d in _depths()}
+    lone = {d: _error(tmp_path, nested(d, "\\ud800")) for d in _depths()}
+    # somewhere json.loads still reads it, but replacing the surrogate in it goes too deep
+    assert any(plain[d] != to_read and lone[d] == to_read for d in _depths())
     # below the edge the surrogate is replaced and the nesting is checked (refused as no metric value)
-    assert messages[min(messages)].startswith("invalid report: metrics.n: [[[[")
+    assert lone[min(lone)].startswith("invalid report: metrics.n: [[[[")
 
 
 def test_nested_within_reason_reads(tmp_path: Path) -> None:
@@ -177,6 +180,17 @@ def test_secrets_are_scrubbed_from_names_messages_evidence_and_metrics(tmp_path:
     assert plain.checks[0].name == f"n {SECRET}" and plain.metrics["s"] == f"v {SECRET}"
 
 
+def test_a_check_holding_a_secret_only_in_its_name_is_scrubbed(tmp_path: Path) -> None:
+    report = read_json_report(_write(tmp_path, {"checks": [_check(f"n {SECRET}")]}), secrets=[SECRET])
+    assert report.checks == [CheckResult(name=f"n {REDACTED}", assertions=1, passed=True)]
+
+
+def test_secrets_given_as_an_iterator_scrub_every_check(tmp_path: Path) -> None:
+    data = {"checks": [_check(f"a {SECRET}", message=SECRET), _check(f"b {SECRET}", message=SECRET)]}
+    report = read_json_report(_write(tmp_path, data), secrets=iter([SECRET]))
+    assert [(c.name, c.message) for c in report.checks] == [(f"a {REDACTED}", REDACTED), (f"b {REDACTED}", REDACTED)]
+
+
 def test_a_check_with_text_but_no_secrets_is_cut_too(tmp_path: Path) -> None:
     checks = read_json_report(_write(tmp_path, {"checks": [_check(message="x" * (MESSAGE_LIMIT + 1))]})).checks
     assert checks[0].message.endswith("... (1 more characters cut)")
@@ -218,6 +232,18 @@ def test_a_lone_surrogate_in_a_name_is_refused_naming_the_check(tmp_path: Path) 
         "name checks with text UTF-8 can hold")
 
 
+def test_a_long_name_with_a_lone_surrogate_is_shortened(tmp_path: Path) -> None:
+    text = '{"checks": [{"name": "' + "n" * 100 + '\\ud800", "assertions": 1, "passed": true}]}'
+    assert _error(tmp_path, text) == (
+        "invalid report: checks[0].name '" + "n" * 78 + "… is not valid Unicode (a lone surrogate \\ud800 at "
+        "character 101); name checks with text UTF-8 can hold")
+
+
+def test_a_lone_surrogate_in_a_report_without_checks(tmp_path: Path) -> None:
+    assert _error(tmp_path, '{"metrics": {"m": "\\ud800"}}') == "invalid report: top level: 'checks' is a required property"
+    assert _error(tmp_path, '["\\ud800"]') == "invalid report: top level: ['\ufffd'] is not of type 'object'"
+
+
 def test_a_lone_surrogate_elsewhere_becomes_the_replacement_character(tmp_path: Path) -> None:
     text = '{"checks": [{"name": "c", "assertions": 1, "passed": false, "message": "m\\uD83D", ' \
            '"evidence": "\\udfff"}], "metrics": {"k\\ud800": "v\\uDBFF"}, "running": "r\\ud800"}'
@@ -247,6 +273,24 @@ def test_a_lone_surrogate_elsewhere_becomes_the_replacement_character(tmp_path: 
 ])
 def test_a_refusal_names_the_place(tmp_path: Path, data, message) -> None:
     assert _error(tmp_path, data) == message
+
+
+def test_an_unknown_key_is_refused(tmp_path: Path) -> None:
+    assert _error(tmp_path, {"checks": [_check(extra=1)]}) == (
+        "invalid report: checks[0]: Additional properties are not allowed ('extra' was unexpected)")
+    assert _error(tmp_path, {"checks": [], "extra": 1}) == (
+        "invalid report: top level: Additional properties are not allowed ('extra' was unexpected)")
+
+
+def test_the_schema_is_checked_with_its_references_inlined() -> None:
+    # the same schema, twice as fast to check: no $ref is resolved per report
+    text = json.dumps(json_report._validator().schema)
+    assert "$ref" not in text and "$defs" not in text and '"Check"' in text
+
+
+def test_an_error_at_the_top_sorts_before_errors_inside(tmp_path: Path) -> None:
+    assert _error(tmp_path, {"metrics": {"m": [1]}}) == (
+        "invalid report: top level: 'checks' is a required property (and 1 more)")
 
 
 def test_the_first_error_by_place_is_named_with_how_many_more(tmp_path: Path) -> None:
