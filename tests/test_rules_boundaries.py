@@ -279,3 +279,17 @@ def test_a_symlink_loop_has_no_place_and_the_crash_is_still_explained(tmp_path: 
     assert crash_place(_frames('  File "loop/x.py", line 1'), tmp_path) is None
     assert crash_place(_frames(f'  File "{loop}/score.py", line 1'), loop) is None
     assert judge(None, None, 1, _frames('  File "loop/x.py", line 1'), tmp_path, "evals/x").message == "exited 1: E: x"
+
+
+def test_an_exception_line_right_after_the_traceback_header() -> None:
+    assert explain_failure("Traceback (most recent call last):\nKeyboardInterrupt\nsomething failed later\n") == "KeyboardInterrupt"
+
+
+def test_a_verdict_is_a_value() -> None:
+    import dataclasses
+
+    import pytest
+
+    verdict = judge(_p(_c("a")), None, 0, "")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verdict.status = Status.FAILED  # type: ignore[misc]
