@@ -238,3 +238,10 @@ def test_compare_tier_reads_the_tier_its_moves_and_the_manifests_strict(tmp_path
     assert loose.strict is False and [c.kind for c in loose.regressions] == ["moved-looser"]
     forced = compare_tier(lenient, _run(_eval("a", x=2)), baseline, strict=True, update_command=UPDATE)
     assert forced.strict is True
+
+
+def test_an_evals_own_change_sorts_before_its_checks() -> None:
+    baseline = Baseline({"a": {"x": 3}})
+    baseline.settings = {"a": _settings(repeat=5)}
+    result = _compare(baseline, _eval("a", x=2, y=1), settings={"a": _settings(repeat=1)})
+    assert [(c.eval, c.check, c.kind) for c in result.regressions] == [("a", None, "loosened"), ("a", "x", "weakened")]
