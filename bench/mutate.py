@@ -334,7 +334,8 @@ def main(argv: list[str]) -> int:
     killed = sum(o != "survived" for o in outcomes)
     survived = [m for m, o in zip(mutants, outcomes) if o == "survived"]
     score = killed / len(mutants) if mutants else 1.0
-    print(f"{args.module}: {killed} of {len(mutants)} mutants killed ({score:.0%}); "
+    timed_out = sum(o == "timeout" for o in outcomes)
+    print(f"{args.module}: {killed} of {len(mutants)} mutants killed ({score:.0%}; {timed_out} of them timed out); "
           f"{len(survived)} survived; {time.monotonic() - start:.0f} s")
     if args.show_survivors:
         for m in survived:
