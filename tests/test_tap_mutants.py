@@ -249,3 +249,64 @@ def test_a_stream_that_cannot_be_read(tmp_path: Path) -> None:
     report = parse_tap(tmp_path)
     assert (report.checks, report.problem, report.source) == (
         [], f"no TAP output to read: {tmp_path.name} is a directory, not a file", "TAP")
+
+
+# --- edges a first mutation run found unpinned -------------------------------------------
+
+
+EDGES = {
+    "1..2\nnot ok 1 - a\n  ---\n  message: m\n# after\nnot ok 2 - b\n": (
+        [("a", 1, False, "m", "message: m"), ("b", 1, False, None, None)], None, [], None),
+    "1..2\nnot ok 1 - a\n  ---\n  not ok 2 - inside\n  ...\nok 2 - b\n": (
+        [("a", 1, False, "not ok 2 - inside", "not ok 2 - inside"), *_ok("b")], None, [], None),
+    "# Subtest: inner\n    1..3\n    ok 1 - x\nok 1 - outer\n1..1\n": (
+        [("outer", 1, False, "subtest 'inner' planned 3, ran 1", None)], None, [], None),
+    "1..1\nok 1 - a \\#\n": (_ok("a #"), None, [], None),
+    "1..1\nok 1 - a #SKIP why\n": ([], None, ["a (why)"], None),
+    "1..1\n    1..2\n    not ok 1 - t # TODO later\n    not ok 2 - real\nnot ok 1 - outer\n": (
+        [("outer", 2, False, "real", "failed: real")], None, [], None),
+    "1..1\nnot ok 1 - a\r\n# got: 1\r\n": ([("a", 1, False, "got: 1", "# got: 1")], None, [], None),
+    "1..1\n ok 1 - x\nok 1 - outer\n": ([("outer", 1, True, None, None)], None, [], None),
+}
+
+
+@pytest.mark.parametrize("text", list(EDGES), ids=range(len(EDGES)))
+def test_edge(tmp_path: Path, text: str) -> None:
+    assert _read(tmp_path, text) == EDGES[text]
+
+
+def test_a_long_skip_reason_is_cut_to_two_hundred(tmp_path: Path) -> None:
+    assert _read(tmp_path, "1..1\nok 1 - a # SKIP " + "r" * 300 + "\n")[2] == ["a (" + "r" * 197 + "...)"]
+
+
+def test_a_todo_point_takes_no_test_more_block(tmp_path: Path) -> None:
+    stderr = "#   Failed test 'named'\n#   at t.pl line 5.\n"
+    checks = _read(tmp_path, "1..2\nnot ok 1 - named # TODO x\nnot ok 2 - named\n", stderr)[0]
+    assert checks[1][3] == "at t.pl line 5."
+
+
+def test_the_diagnostic_room_counts_each_line_and_its_newline(tmp_path: Path) -> None:
+    # "#x" costs 3 of the 4,096 characters: 1,366 lines are kept (the last while 1 was left)
+    [(_, _, _, _, evidence)] = _read(tmp_path, "1..1\nnot ok 1 - a\n" + "#x\n" * 3000)[0]
+    assert evidence.endswith(f"\n... ({1366 * 3 - 1 - EVIDENCE_LIMIT} more bytes cut)")
+    [(_, _, _, _, evidence)] = _read(tmp_path, "1..1\nnot ok 1 - a\n" + "#\n" * 3000)[0]
+    assert evidence.endswith(f"\n... ({2048 * 2 - 1 - EVIDENCE_LIMIT} more bytes cut)")
+
+
+def test_a_chunk_that_starts_with_a_newline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "CHUNK", 5)
+    assert _read(tmp_path, "1..2\nok 1\n\nok 2\n") == (_ok("test 1", "test 2"), None, [], None)
+
+
+def test_a_stream_cut_by_the_read_limit_is_read_up_to_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "CHUNK", 5)
+    monkeypatch.setattr(tap, "REPORT_LIMIT", 15)
+    checks, problem, _, _ = _read(tmp_path, "1..2\nok 1 - a\nok 2 - b\n")
+    assert checks == _ok("a")
+    assert problem.startswith("the TAP output is larger than") and problem.endswith(": read up to there; planned 2, ran 1")
+
+
+def test_the_point_limit_is_written_with_thousands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tap, "CHECK_LIMIT", 1000)
+    text = "1..1001\n" + "".join(f"ok {i}\n" for i in range(1, 1002))
+    assert _read(tmp_path, text)[1] == "more than 1,000 test points, the most evalrun reads from one stream"
