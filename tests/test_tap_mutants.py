@@ -296,6 +296,8 @@ def test_the_diagnostic_room_counts_each_line_and_its_newline(tmp_path: Path) ->
 def test_a_chunk_that_starts_with_a_newline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(files, "CHUNK", 5)
     assert _read(tmp_path, "1..2\nok 1\n\nok 2\n") == (_ok("test 1", "test 2"), None, [], None)
+    # "1..1\n" "ok 1 " "- abc" "\n# x\n": the newline that ends a line opens the next chunk
+    assert _read(tmp_path, "1..1\nok 1 - abc\n# x\n") == (_ok("abc"), None, [], None)
 
 
 def test_a_stream_cut_by_the_read_limit_is_read_up_to_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
