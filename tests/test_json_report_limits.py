@@ -51,8 +51,21 @@ def test_no_file_and_no_regular_file(tmp_path: Path) -> None:
 # --- nesting depth ---------------------------------------------------------------------
 
 
-def _depths() -> range:
-    return range(150, sys.getrecursionlimit() + 20, 25)
+def _read_edge(tmp_path: Path) -> int:
+    """The least nesting json.loads refuses here (it depends on the stack already in use: xdist's is deeper)."""
+    lo, hi = 1, 100_000
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _error(tmp_path, "[" * mid + "]" * mid) == "invalid report: nested too deeply to read":
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _depths(tmp_path: Path, step: int = 1, below: int = 100) -> range:
+    edge = _read_edge(tmp_path)
+    return range(max(1, edge - below), edge + 5, step)
 
 
 def test_nesting_too_deep_to_read_is_refused(tmp_path: Path) -> None:
@@ -63,7 +76,8 @@ def test_nesting_too_deep_to_read_is_refused(tmp_path: Path) -> None:
 
 def test_nesting_shallow_enough_to_read_but_too_deep_to_check_is_refused(tmp_path: Path) -> None:
     # Where json.loads stops and where checking stops depends on the stack already in use: scan the edge.
-    messages = {d: _error(tmp_path, '{"checks": [], "metrics": {"m": ' + "[" * d + "]" * d + "}}") for d in _depths()}
+    depths = _depths(tmp_path)
+    messages = {d: _error(tmp_path, '{"checks": [], "metrics": {"m": ' + "[" * d + "]" * d + "}}") for d in depths}
     assert "invalid report: nested too deeply to check" in messages.values()
     assert "invalid report: nested too deeply to read" in messages.values()
     refusals = {"invalid report: nested too deeply to check", "invalid report: nested too deeply to read"}
@@ -76,10 +90,11 @@ def test_nesting_too_deep_to_replace_a_lone_surrogate_in_is_refused(tmp_path: Pa
         return '{"checks": [], "metrics": {"m": "' + text + '", "n": ' + "[" * d + "]" * d + "}}"
 
     to_read = "invalid report: nested too deeply to read"
-    plain = {d: _error(tmp_path, nested(d, "x")) for d in _depths()}
-    lone = {d: _error(tmp_path, nested(d, "\\ud800")) for d in _depths()}
+    depths = _depths(tmp_path, step=5, below=900)
+    plain = {d: _error(tmp_path, nested(d, "x")) for d in depths}
+    lone = {d: _error(tmp_path, nested(d, "\\ud800")) for d in depths}
     # somewhere json.loads still reads it, but replacing the surrogate in it goes too deep
-    assert any(plain[d] != to_read and lone[d] == to_read for d in _depths())
+    assert any(plain[d] != to_read and lone[d] == to_read for d in depths)
     # below the edge the surrogate is replaced and the nesting is checked (refused as no metric value)
     assert lone[min(lone)].startswith("invalid report: metrics.n: [[[[")
 
