@@ -178,15 +178,16 @@ def crash_place(output: str, eval_dir: Path, shown_dir: str = "") -> str | None:
         frames.reverse()
     else:
         frames = [m for ln in lines if (m := _JS_FRAME.match(ln))]
+    # Python 3.11's resolve() raises RuntimeError, not OSError, on a symlink loop (a scorer can make one).
     try:
         root = eval_dir.resolve()
-    except OSError:
+    except (OSError, RuntimeError):
         return None
     for match in frames:
         path = Path(match["path"])
         try:
             rel = (path if path.is_absolute() else eval_dir / path).resolve().relative_to(root)
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):
             continue
         if "node_modules" in rel.parts or "site-packages" in rel.parts:
             continue
