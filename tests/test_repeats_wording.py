@@ -12,16 +12,9 @@ from pathlib import Path
 
 from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
-from evalrun.repeats import (
-    EARLY_STOP_MESSAGE,
-    RepeatSettings,
-    aggregate,
-    describe_repeats,
-    flaky_line,
-    outcome_marks,
-    rate_line,
-    summary_lines,
-)
+from evalrun.repeats import EARLY_STOP_MESSAGE, FlakyCheck, RepeatSettings, aggregate, outcome_marks
+from evalrun.reports_out.describe import describe_repeats, flaky_line, rate_line
+from evalrun.reports_out.summary import repeat_lines as summary_lines
 from evalrun.results import CheckResult, EvalResult, Status
 
 PLANNED = PlannedEval(spec=EvalSpec(name="coin", tier="t3", dir="evals/coin", run=["python", "s.py"]), dir=Path("/nowhere"))
@@ -78,5 +71,5 @@ def test_rate_line_of_a_check_absent_from_a_run_and_of_no_runs() -> None:
 def test_flaky_line_and_outcome_marks() -> None:
     result = aggregate(PLANNED, "t3", RepeatSettings(count=5, floor=0.6), [run(True), run(False), run(True), run(False), run(True)])
     check = result.checks[0]
-    assert flaky_line(result, check) == 'coin: check "c0" passed 3 of 5 (floor 0.6)'
+    assert flaky_line(FlakyCheck(eval=result.name, check=check, floor=result.repeats.floor)) == 'coin: check "c0" passed 3 of 5 (floor 0.6)'
     assert outcome_marks(check.rate) == "●○●○●"
