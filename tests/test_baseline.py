@@ -25,7 +25,9 @@ from evalrun.errors import BaselineError, BaselineRefused, ExitCode
 from evalrun.manifest import load_manifest
 from evalrun.results import CheckResult, EvalResult, RunResults, Status
 
-ASSETS = Path(__file__).parent / "assets" / "baseline"
+from harness import TESTS
+
+ASSETS = TESTS / "assets" / "baseline"
 UPDATE = "evalrun baseline --update t1"
 
 

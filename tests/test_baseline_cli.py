@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import eval_entry, json_scorer
-from test_cli import SCORERS, stub_project
+from harness import SCORERS
+from harness import eval_entry, json_scorer
+from harness.stub_projects import stub_project
 
 
 def _scorer(checks: dict[str, int]) -> str:
@@ -254,7 +255,7 @@ with scorer.check("one") as c:
 
 
 def test_a_baseline_rewritten_while_the_update_runs_is_refused_not_written(project) -> None:
-    from conftest import eval_entry
+    from harness import eval_entry
 
     proj = project({
         "manifest.toml": "[tiers.t1]\n" + eval_entry("x") + eval_entry("y"),

@@ -110,7 +110,7 @@ def test_the_fast_readers_refuse_every_escape_toml_refuses(parts) -> None:
 
 
 def test_a_surrogate_escape_in_a_baseline_is_one_line_naming_file_and_line(project) -> None:
-    from conftest import eval_entry, json_scorer
+    from harness import eval_entry, json_scorer
 
     proj = project({
         "manifest.toml": "[tiers.t1]\n" + eval_entry("a"),

@@ -11,7 +11,7 @@ import pytest
 
 from evalrun.selection.checkout import clean_checkout
 from evalrun.errors import UsageError
-from test_selection import git, write
+from harness.git import git, write
 
 # Passes only when data.csv sits beside it: the untracked file of the author's machine.
 SCORER = """

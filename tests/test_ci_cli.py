@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from test_cli import stub_project
+from harness.stub_projects import git_repo, stub_project
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.invalid"}
@@ -18,17 +18,8 @@ def _git(root: Path, *args: str) -> str:
                           env={**os.environ, **GIT_ENV}).stdout
 
 
-def _repo(project, evals: dict[str, str]):
-    proj = stub_project(project, evals)
-    (proj.root / ".gitignore").write_text(".evalrun/\n__pycache__/\n")
-    _git(proj.root, "init", "-q", "-b", "main")
-    _git(proj.root, "add", "-A")
-    _git(proj.root, "commit", "-qm", "first")
-    return proj
-
-
 def test_changed_since_runs_only_changed_evals_and_dry_says_why(project) -> None:
-    proj = _repo(project, {"a": "marker.py", "b": "marker.py"})
+    proj = git_repo(project, {"a": "marker.py", "b": "marker.py"})
     (proj.root / "evals" / "b" / "note.txt").write_text("changed\n")
     marker = proj.root / "ran.txt"
     r = proj.run("t1", "--changed-since", "HEAD", env={"MARKER": str(marker)})

@@ -1,7 +1,7 @@
 """The workflow users copy, run for real: every job's steps in a fresh clone of a sample project.
 
 ``examples/github-actions/evals.yml`` is read and its jobs run by a local
-stand-in for the runner (``tests/workflow_runner.py``): ``run:`` steps under
+stand-in for the runner (``tests/harness/workflow_runner.py``): ``run:`` steps under
 ``bash -e`` with the runner's variables and the matrix, checkout as a git clone,
 setup-python as a PATH shim to this test venv (nothing is installed again: the
 project's ``pip install -r requirements.txt`` finds everything satisfied, with
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, eval_entry, json_scorer, wait_until
-from workflow_runner import Runner, job_runs, load_workflow
+from harness import REPO, eval_entry, json_scorer, wait_until
+from harness.workflow_runner import Runner, job_runs, load_workflow
 
 WORKFLOW = REPO / "examples" / "github-actions" / "evals.yml"
 KEY = "sk-fake-workflow-7654321"

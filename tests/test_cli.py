@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,39 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Project, default_sigint, eval_entry
-
-SCORERS = Path(__file__).parent / "scorers"
-
-
-def stub_project(
-    project, evals: dict[str, str | tuple[str, str]], extra: dict[str, str] | None = None, tiers: str = ""
-) -> Project:
-    """A project whose evals each run one stub scorer from tests/scorers/."""
-    entries = [tiers]
-    for name, stub in evals.items():
-        more = ""
-        if isinstance(stub, tuple):
-            stub, more = stub
-        entries.append(eval_entry(name, run=f'["python", "{stub}"]', extra=more))
-    proj = project({"manifest.toml": "\n".join(entries), **(extra or {})})
-    for name, stub in evals.items():
-        stub = stub[0] if isinstance(stub, tuple) else stub
-        folder = proj.root / "evals" / name
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy(SCORERS / "_report.py", folder)
-        if (SCORERS / stub).exists():
-            shutil.copy(SCORERS / stub, folder)
-    return proj
-
-
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] == "Z"  # a zombie has stopped running
-    except FileNotFoundError:
-        return True
-
+from harness import REPO, Project, default_sigint
+from harness.stub_projects import gone, stub_project
 
 # -- the way each suite rots has its own verdict ------------------------------------
 
@@ -119,7 +87,7 @@ def test_timeout_kills_the_whole_group_including_a_term_ignoring_grandchild(proj
     res = proj.eval_result("slow")
     assert res["status"] == "timeout"
     assert "timed out after 1 s; its process group was killed" in r.out
-    assert _gone(int((proj.root / "gc.pid").read_text()))
+    assert gone(int((proj.root / "gc.pid").read_text()))
 
 
 def test_non_utf8_output_is_shown_escaped(project) -> None:
@@ -338,7 +306,7 @@ def test_ctrl_c_stops_scorers_saves_partial_results_and_exits_130(project) -> No
     assert res["interrupted"] is True and res["exit_code"] == 130
     statuses = {e["name"]: e["status"] for e in res["evals"]}
     assert statuses == {"done": "passed", "slow": "interrupted"}
-    assert _gone(int((proj.root / "gc.pid").read_text()))
+    assert gone(int((proj.root / "gc.pid").read_text()))
     assert "interrupted" in out
 
 

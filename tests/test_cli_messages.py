@@ -13,9 +13,9 @@ import sys
 import threading
 from pathlib import Path
 
-from conftest import eval_entry, json_scorer
-from test_ci_cli import _repo
-from test_cli import stub_project
+from harness import eval_entry, json_scorer
+from harness.stub_projects import git_repo
+from harness.stub_projects import stub_project
 
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, Status
@@ -118,7 +118,7 @@ def test_dry_of_a_refused_tier_says_no_eval_would_run(project) -> None:
 
 
 def test_nothing_selected_names_the_filter_that_left_nothing(project) -> None:
-    proj = _repo(project, {"a": "pass.py"})
+    proj = git_repo(project, {"a": "pass.py"})
     r = proj.run("t1", "--changed-since", "HEAD")
     assert r.code == 5, r.output
     assert "--changed-since HEAD" in r.out and "the tier has no evals" not in r.out

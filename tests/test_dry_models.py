@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import eval_entry, json_scorer
+from harness import eval_entry, json_scorer
 
 NO_CALLS = json_scorer([{"name": "fine", "assertions": 1, "passed": True}])
 

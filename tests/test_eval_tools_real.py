@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from conftest import Project
-from eval_tools import PROMPTFOO_ENV, inspect_bin, offline_prefix, promptfoo_bin, tiktoken_cache
+from harness import Project
+from harness.eval_tools import PROMPTFOO_ENV, inspect_bin, offline_prefix, promptfoo_bin, tiktoken_cache
 
 pytestmark = pytest.mark.xdist_group("eval-tools-real")  # the module fixtures run each tool once
 

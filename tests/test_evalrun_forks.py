@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Project, eval_entry, json_scorer
-
 from evalrun_forks import Zygote, ZygoteDied
+from harness import Project, eval_entry, json_scorer
+
 
 PASS = json_scorer([{"name": "ok", "passed": True, "assertions": 2}])
 FAIL = json_scorer([{"name": "bad", "passed": False, "assertions": 1, "message": "no"}])

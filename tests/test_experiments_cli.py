@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from conftest import Project, RunOutcome
+from harness import Project, REPO, RunOutcome
 
-REPO = Path(__file__).resolve().parents[1]
 UNSET = "EVALRUN_TEST_NO_SUCH_DOCKER_7Q"
 
 

@@ -26,7 +26,9 @@ from evalrun.reports_in.promptfoo import parse_promptfoo
 from evalrun.reports_in.rules import judge
 from evalrun.results import Status
 
-ASSETS = Path(__file__).parent / "assets" / "eval_tools"
+from harness import TESTS
+
+ASSETS = TESTS / "assets" / "eval_tools"
 
 
 def header(task: str = "quiz", status: str = "success", model: str = "mockllm/model", **extra: Any) -> dict[str, Any]:

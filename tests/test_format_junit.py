@@ -14,8 +14,9 @@ from evalrun.errors import ReportError
 from evalrun.text import EVIDENCE_LIMIT
 from evalrun.reports_in.junit import parse_junit
 
-ASSETS = Path(__file__).parent / "assets" / "junit"
-PRODUCERS = Path(__file__).parent / "producers"
+from harness import PRODUCERS, TESTS
+
+ASSETS = TESTS / "assets" / "junit"
 # The pytest under test loads no third-party plugins: they change nothing in its
 # JUnit file, and this venv's (hypothesis above all) cost it a second of CPU.
 NO_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}

@@ -11,8 +11,9 @@ from evalrun.reports_in.parsed import ParsedReport
 from evalrun.text import EVIDENCE_LIMIT
 from evalrun.reports_in.tap import parse_tap
 
-ASSETS = Path(__file__).parent / "assets" / "tap"
-PRODUCERS = Path(__file__).parent / "producers"
+from harness import PRODUCERS, TESTS
+
+ASSETS = TESTS / "assets" / "tap"
 
 
 def _summary(report: ParsedReport) -> list[tuple[str, int, bool]]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from test_cli import stub_project
+from harness import PRODUCERS
+from harness.stub_projects import stub_project
 
-PRODUCERS = Path(__file__).parent / "producers"
 
 NODE_PASSING = """
 import { test } from 'node:test';

@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import eval_entry, json_scorer
+from harness import eval_entry, json_scorer
 from evalrun.baseline import _read_whole_written_form, _read_written_form, load_baseline, write_baseline
 from evalrun.baseline_settings import GateSettings
 

@@ -25,32 +25,10 @@ from evalrun.history.series import check_series, failing_since, ordered_for_atte
 from evalrun.history.backends import open_store
 from evalrun.history.store import HistoryError
 from evalrun.manifest import load_manifest
-from evalrun.results import BaselineChange, BaselineComparison, CheckResult, EvalResult, RunResults, Status
+from evalrun.results import CheckResult, EvalResult, RunResults, Status
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def results(n: int, *, passed: bool = True, tier: str = "t1", evidence: str | None = None) -> RunResults:
-    return RunResults(
-        evalrun_version="0.1.0",
-        tier=tier,
-        manifest="manifest.toml",
-        started_at=f"2026-12-01T03:{n // 60:02d}:{n % 60:02d}+00:00",
-        finished_at=f"2026-12-01T03:{n // 60:02d}:{n % 60:02d}+00:00",
-        evals=[
-            EvalResult(name="alpha", tier=tier, dir="evals/alpha", status=Status.PASSED if passed else Status.FAILED,
-                       checks=[CheckResult(name="one", assertions=3, passed=passed,
-                                           message=None if passed else "expected 3, got 2", evidence=evidence),
-                               CheckResult(name="two", assertions=1, passed=True)],
-                       metrics={"latency_ms": 100 + n, "label": "x"}, duration_s=1.5, exit_code=0,
-                       models={"provider": "openai", "models": ["gpt-x"], "calls": 2, "tokens": {"total": 42}}),
-            EvalResult(name="beta", tier=tier, dir="evals/beta", status=Status.SKIPPED, message="env KEY is not set"),
-        ],
-        baseline=BaselineComparison(path="baselines/t1.toml", exists=True, regressions=[
-            BaselineChange(eval="alpha", check="gone", kind="vanished-check", baseline=2,
-                           message='alpha: check "gone" vanished (baseline: 2 assertions)')]),
-        exit_code=0 if passed else 1,
-    )
+from harness import HARNESS_PYTHONPATH, REPO
+from harness.history_data import results
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -97,8 +75,7 @@ def test_runs_are_the_last_n_of_a_tier_oldest_first(store_location: HistoryLocat
 WRITER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    sys.path.insert(0, {tests!r})
-    from test_history import results
+    from harness.history_data import results  # tests/ is on PYTHONPATH
     from evalrun.history.location import parse_history_url
     from evalrun.history.records import GitInfo, make_record
     from evalrun.history.backends import open_store
@@ -118,11 +95,11 @@ WRITER = textwrap.dedent("""
 def test_two_writers_at_once_lose_nothing(store_location: HistoryLocation, tmp_path: Path) -> None:
     open_store(store_location).close()  # create first, so both writers race on appends, not only on creation
     script = tmp_path / "writer.py"
-    script.write_text(WRITER.format(tests=str(REPO / "tests")))
+    script.write_text(WRITER)
     a, b = tmp_path / "a.ready", tmp_path / "b.ready"
     url = store_location.target if store_location.kind == "postgres" else f"sqlite:{store_location.target}"
     procs = [subprocess.Popen([sys.executable, str(script), str(me), str(other), url, str(base)], cwd=REPO,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              env={**os.environ, "PYTHONPATH": HARNESS_PYTHONPATH}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for me, other, base in ((a, b, 0), (b, a, 100))]
     outs = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs

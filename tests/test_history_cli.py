@@ -12,68 +12,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 
-
-HOSTILE = "<script>alert(1)</script>"
-
-SCORER = f'''
-from pathlib import Path
-from evalrun import scorer
-
-state = Path("state.txt").read_text().strip()
-with scorer.check("adds") as c:
-    c.equal(1 + 1, 2)
-    c.equal(2 + 2, 4)
-with scorer.check("stays green") as c:
-    c.true(state != "broken", "the state file says broken")
-if state != "vanished":
-    with scorer.check("kept") as c:
-        c.equal(state in ("good", "broken"), True)
-with scorer.check({HOSTILE!r}) as c:
-    c.true(True)
-    c.evidence({HOSTILE!r})
-scorer.metric("latency_ms", {{"good": 120, "broken": 480, "vanished": 130}}[state])
-'''
-
-MANIFEST = '''
-[tiers.t1]
-[[evals]]
-name = "calc"
-tier = "t1"
-dir = "evals/calc"
-run = ["python", "score.py"]
-'''
-
-
-def git(root: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=root,
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip()
-
-
-def commit_state(project, state: str) -> str:
-    project.write({"evals/calc/state.txt": state + "\n"})
-    git(project.root, "add", "-A")
-    git(project.root, "commit", "-qm", state)
-    return git(project.root, "rev-parse", "HEAD")
-
-
-def three_runs(project, env: dict[str, str]) -> list[tuple[str, int]]:
-    """good, broken, good: one commit and one ``evalrun t1`` each; returns (commit, exit code) per run."""
-    project.write({"manifest.toml": MANIFEST, "evals/calc/score.py": SCORER, "evals/calc/state.txt": "good\n"})
-    git(project.root, "init", "-q", "-b", "main")
-    assert project.run("baseline", "--update", "t1", env=env).code == 0
-    out = []
-    for state in ("good", "broken", "good"):
-        commit = commit_state(project, state)
-        out.append((commit, project.run("t1", env=env).code))
-    return out
+from harness.history_runs import HOSTILE, MANIFEST, SCORER, commit_state, git, three_runs
 
 
 # good, broken, good is recorded once per history store for this module: the
@@ -84,7 +28,7 @@ pytestmark = pytest.mark.xdist_group("history-cli")
 
 @pytest.fixture(scope="module")
 def recorded_sqlite(tmp_path_factory: pytest.TempPathFactory):
-    from conftest import Project
+    from harness import Project
 
     p = Project(tmp_path_factory.mktemp("recorded-sqlite"))
     return p, three_runs(p, {}), {}
@@ -93,7 +37,7 @@ def recorded_sqlite(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="module")
 def recorded_postgres(tmp_path_factory: pytest.TempPathFactory, postgres_url: str):
     import psycopg
-    from conftest import Project
+    from harness import Project
 
     name = "t_" + uuid.uuid4().hex[:12]
     with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -135,7 +79,7 @@ def test_history_names_the_first_bad_run_and_commit(recorded) -> None:
 
 
 def test_a_check_still_failing_says_since_when(recorded_sqlite, tmp_path: Path) -> None:
-    from conftest import Project
+    from harness import Project
 
     p = Project(Path(shutil.copytree(recorded_sqlite[0].root, tmp_path / "copy", symlinks=True)))
     c4 = commit_state(p, "broken")
@@ -268,7 +212,7 @@ def test_init_overwrites_nothing(project) -> None:
 
 
 def test_shards_and_their_merge_go_into_one_history(project, history_env: dict[str, str]) -> None:
-    from conftest import eval_entry, json_scorer
+    from harness import eval_entry, json_scorer
 
     files = {"manifest.toml": "[tiers.t1]\n" + "".join(eval_entry(n) for n in ("a", "b", "c"))}
     for n in ("a", "b", "c"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from test_history import results
+from harness.history_data import results
 
 from evalrun.history.records import GitInfo, make_record
 from evalrun.history.series import check_series, last_failure
@@ -92,7 +92,7 @@ def test_a_repeated_eval_below_its_floor_shows_its_runs_not_exit_0():
 
 
 def test_history_check_without_a_tier_shows_only_the_runs_of_the_checks_tier(project):
-    from conftest import eval_entry, json_scorer
+    from harness import eval_entry, json_scorer
 
     proj = project({
         "manifest.toml": "[tiers.t1]\n[tiers.t2]\n" + eval_entry("a") + eval_entry("b", tier="t2"),

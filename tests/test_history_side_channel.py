@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import eval_entry, json_scorer
+from harness import eval_entry, json_scorer
 
 MANIFEST = "[tiers.t1]\n" + eval_entry("a")
 SCORER = json_scorer([{"name": "one", "assertions": 1, "passed": True}])

@@ -25,19 +25,9 @@ from evalrun.history.backends import open_store
 from evalrun.history.location import HistoryLocation, parse_history_url
 from evalrun.history.records import EvalRecord, GitInfo, eval_records, make_record
 from evalrun.manifest import load_manifest
-from evalrun.results import CheckResult, EvalResult, RunResults, Status
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def big_results(evals: int = 4, checks: int = 50) -> RunResults:
-    return RunResults(
-        evalrun_version="0.1.0", tier="t1", manifest="manifest.toml", started_at="2026-12-01T03:00:00+00:00",
-        evals=[EvalResult(name=f"e{e}", tier="t1", dir=f"evals/e{e}", status=Status.PASSED, exit_code=0,
-                          checks=[CheckResult(name=f"c{c}", assertions=1 + c % 3, passed=True) for c in range(checks)])
-               for e in range(evals)],
-        exit_code=0,
-    )
+from harness import HARNESS_PYTHONPATH, REPO
+from harness.history_data import big_results
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -109,8 +99,7 @@ KILLED_WRITER = textwrap.dedent("""
     from evalrun.history.backends import open_store
     from evalrun.history.location import parse_history_url
     from evalrun.history.records import GitInfo, eval_records, make_record
-    sys.path.insert(0, {tests!r})
-    from test_history_streamed import big_results
+    from harness.history_data import big_results  # tests/ is on PYTHONPATH
 
     results = big_results()
     location = parse_history_url(sys.argv[1], __import__("pathlib").Path("."), "test")
@@ -133,9 +122,10 @@ def test_a_run_killed_while_its_history_is_written_leaves_nothing(
 ) -> None:
     open_store(store_location).close()  # the schema exists: only the run's rows are at stake
     script = tmp_path / "writer.py"
-    script.write_text(KILLED_WRITER.format(tests=str(REPO / "tests")))
+    script.write_text(KILLED_WRITER)
     url = store_location.target if store_location.kind == "postgres" else f"sqlite:{store_location.target}"
-    proc = subprocess.Popen([sys.executable, str(script), url], cwd=REPO, stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, str(script), url], cwd=REPO, env={**os.environ, "PYTHONPATH": HARNESS_PYTHONPATH},
+                            stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import eval_entry
+from harness import eval_entry
 
 BIG = "9" * 5000  # more digits than Python's int() reads: ValueError if anything parses it naively
 

@@ -28,7 +28,7 @@ def fake_upstream(root: Path) -> Iterator[tuple[str, Path]]:
         proc = subprocess.Popen([sys.executable, "-u", "evals/fake_upstream.py", "--port", "0"], cwd=root,
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
-        from conftest import wait_until
+        from harness import wait_until
 
         line = wait_until(lambda: next((s for s in log.read_text().splitlines() if "http://" in s), None),
                           within=30, what="the fake upstream's address")

@@ -14,7 +14,7 @@ import shlex
 import tomllib
 from pathlib import Path
 
-from conftest import REPO
+from harness import REPO
 
 INSTALL = re.compile(r"\b(?:uv\s+pip\s+install|pip3?\s+(?:install|download)|pipx\s+install|uv\s+add|poetry\s+add)\b(.*)")
 # A requirements-file line: the name, maybe extras, then a version, a direct reference, or nothing.

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import eval_entry, json_scorer
+from harness import eval_entry, json_scorer
 
 PROBE = """
 import os, sys, time
@@ -118,7 +118,7 @@ def test_a_closed_stdout_does_not_change_the_verdict(project, tmp_path: Path) ->
 
 def test_ctrl_c_at_start_up_is_exit_130_without_a_traceback(project) -> None:
     # Ctrl-C may land while typer and rich are still being imported: still one line and 130.
-    from conftest import default_sigint
+    from harness import default_sigint
 
     proj = project({"manifest.toml": eval_entry("a"), "evals/a/score.py": json_scorer([])})
     interrupted = 0

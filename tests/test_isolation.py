@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-DROP = Path(__file__).resolve().parent / "stubs" / "drop_privilege.py"
+from harness import REPO, STUBS
+
+DROP = STUBS / "drop_privilege.py"
 
 
 def _why_not_isolated() -> str | None:

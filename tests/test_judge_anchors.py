@@ -1,6 +1,6 @@
 """A judge measured on human-labelled anchors, through the real CLI: recorded in t3, replayed in t2.
 
-The fake upstream (tests/fakes_upstream.py) judges like a real, imperfect
+The fake upstream (tests/harness/fakes_upstream.py) judges like a real, imperfect
 judge: it passes what says "good", and also the one bad answer that says
 "sounds good". People labelled that one a fail, so the judge agrees on 9 of
 10 anchors: TPR 1.0, TNR 0.8, kappa 0.8, AC1 0.802. The judged eval's checks
@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
+from harness.fakes_upstream import FakeUpstream
 
 KEY = "sk-test-anchors-" + os.urandom(8).hex()
 RUBRIC = "The answer is good."
@@ -60,7 +57,7 @@ pytestmark = pytest.mark.xdist_group("judge-anchors")
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
-    from conftest import Project
+    from harness import Project
 
     proj = Project(tmp_path_factory.mktemp("anchors"))
     with FakeUpstream(judge=lambda subject: "good" in subject) as upstream:

@@ -1,6 +1,6 @@
 """judge() and model cost through the real CLI: record in t3, replay in t2, refuse in t1, price and cap.
 
-The code under test calls a fake upstream on 127.0.0.1 (tests/fakes_upstream.py)
+The code under test calls a fake upstream on 127.0.0.1 (tests/harness/fakes_upstream.py)
 with the real openai SDK; the scorer's ``c.judge`` asks the same upstream for a
 verdict through evalrun's proxy (tests/scorers/judge_calls.py).
 """
@@ -11,15 +11,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import OPENAI_MODEL, FakeUpstream  # noqa: E402
+from harness import SCORERS
+from harness.fakes_upstream import OPENAI_MODEL, FakeUpstream
 
 KEY = "sk-test-judge-" + os.urandom(8).hex()
-SCORER = (Path(__file__).parent / "scorers" / "judge_calls.py").read_text()
+SCORER = (SCORERS / "judge_calls.py").read_text()
 PASSING = json.dumps({"pass": True, "reason": "It repeats hello, as the rubric asks."})
 NEEDS_MODEL = "judge() needs a model: t2 replays one, t3 calls one"
 JUDGED = "the first answer is judged"
@@ -50,7 +49,7 @@ pytestmark = pytest.mark.xdist_group("judge-cli")
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
     """Recorded in t3 against the fake upstream, then replayed in t2 with the upstream stopped."""
-    from conftest import Project
+    from harness import Project
 
     proj = Project(tmp_path_factory.mktemp("judge"))
     with FakeUpstream(scripted=True, verdict=PASSING) as upstream:

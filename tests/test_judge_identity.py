@@ -120,10 +120,8 @@ def test_update_records_the_judges_of_the_evals_that_passed_and_keeps_the_rest()
 # --- end to end: a judge swap between two recorded runs ------------------------------------------------
 
 import os  # noqa: E402
-import sys  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
+from harness.fakes_upstream import FakeUpstream  # noqa: E402
 
 SCORER = '''
 from evalrun import scorer

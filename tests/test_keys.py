@@ -6,22 +6,20 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
-
-from evalrun.models.scorer_env import (  # noqa: E402
+from evalrun.models.scorer_env import (
     BASE_URL_VARS,
     T1_MODEL_URL,
     endpoint_env,
     scrub_environment,
 )
-from evalrun.secrets import KEY_VARS, PLACEHOLDER  # noqa: E402
-from evalrun.secrets import key_values as secret_values  # noqa: E402
-from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
+from evalrun.secrets import KEY_VARS, PLACEHOLDER
+from evalrun.secrets import key_values as secret_values
+from evalrun.models.replay.proxy import ReplayProxy
+
+from harness.fakes_upstream import FakeUpstream
 
 REAL_KEY = "sk-proj-THIS-IS-A-REAL-LOOKING-KEY-0123456789"
 PROXY = "http://127.0.0.1:4321/e/agent"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import eval_entry, json_scorer
+from harness import eval_entry, json_scorer
 
 PASS = [{"name": "ok", "assertions": 2, "passed": True}]
 FAIL = [{"name": "ok", "assertions": 2, "passed": False, "message": "no"}]

@@ -10,7 +10,9 @@ import pytest
 from evalrun.errors import ExitCode, ManifestError, file_label
 from evalrun.manifest import load_manifest
 
-ASSETS = Path(__file__).parent / "assets" / "manifest"
+from harness import TESTS
+
+ASSETS = TESTS / "assets" / "manifest"
 
 
 @pytest.mark.parametrize(

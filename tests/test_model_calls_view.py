@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
-from test_reading_results import ENV, agent_project  # noqa: E402
-from test_report_browser import browse, chromium  # noqa: E402
-
-from conftest import eval_entry  # noqa: E402
+from harness import eval_entry
+from harness.agent_project import ENV, agent_project
+from harness.browser import browse, chromium
+from harness.fakes_upstream import FakeUpstream
 
 HOSTILE = '<img src=x onerror="alert(1)">'
 SECRET = "sk-test-evalrun-SECRET-0123456789abcdef"

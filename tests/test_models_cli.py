@@ -3,47 +3,9 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
-
-from conftest import eval_entry  # noqa: E402
-
-SECRET = "sk-test-evalrun-SECRET-0123456789abcdef"
-
-# Makes CALLS chat calls through whatever OPENAI_BASE_URL says, swallowing errors
-# as careless code under test would; reports what it saw.
-CALLER = """
-import json, os, urllib.request, urllib.error
-from evalrun import scorer
-
-base = os.environ.get("OPENAI_BASE_URL", "")
-key = os.environ.get("OPENAI_API_KEY", "")
-answers = []
-for i in range(int(os.environ.get("CALLS", "1"))):
-    req = urllib.request.Request(
-        base + "/chat/completions",
-        data=json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": f"question {i}"}]}).encode(),
-        headers={"Content-Type": "application/json", "Authorization": "Bearer " + key},
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            answers.append(json.load(resp)["choices"][0]["message"]["content"])
-    except Exception as exc:  # swallowed on purpose
-        answers.append(f"error: {exc}")
-with scorer.check("the model answered") as c:
-    c.evidence(json.dumps({"base": base, "key": key, "answers": answers}))
-    c.true(all(not a.startswith("error") for a in answers) or os.environ.get("TOLERATE") == "1", answers)
-"""
-
-
-def _model_project(project, tier: str = "t2", evals: tuple[str, ...] = ("caller",), extra: str = "", tier_table: str = ""):
-    entries = "".join(eval_entry(n, tier=tier, extra=f"model = true\n{extra}") for n in evals)
-    files = {"manifest.toml": tier_table + entries}
-    files.update({f"evals/{n}/score.py": CALLER for n in evals})
-    return project(files)
+from harness.fakes_upstream import FakeUpstream
+from harness.model_projects import CALLER, SECRET, model_project
 
 
 def _evidence(proj, name: str, tier: str) -> dict:
@@ -68,7 +30,7 @@ def test_t1_scorers_get_placeholders_and_an_unreachable_model(project) -> None:
 
 def test_record_in_t3_then_replay_in_t2_without_a_key(project) -> None:
     with FakeUpstream() as upstream:
-        proj = _model_project(project, tier="t3", extra='env = { CALLS = "2" }', tier_table=f'[models]\nupstream = "{upstream.url}"\n\n')
+        proj = model_project(project, tier="t3", extra='env = { CALLS = "2" }', tier_table=f'[models]\nupstream = "{upstream.url}"\n\n')
         r = proj.run("t3", "--record", env={"OPENAI_API_KEY": SECRET})
         assert r.code == 0, r.output
         assert len(upstream.requests) == 2
@@ -95,7 +57,7 @@ def test_record_in_t3_then_replay_in_t2_without_a_key(project) -> None:
 
 
 def test_t2_missing_fixture_fails_even_when_the_code_swallowed_the_error(project) -> None:
-    proj = _model_project(project, extra='env = { TOLERATE = "1" }')
+    proj = model_project(project, extra='env = { TOLERATE = "1" }')
     r = proj.run("t2", env={"OPENAI_API_KEY": SECRET})
     assert r.code == 1, r.output
     res = proj.eval_result("caller", "t2")
@@ -105,7 +67,7 @@ def test_t2_missing_fixture_fails_even_when_the_code_swallowed_the_error(project
 
 def test_t2_never_makes_a_live_call_even_with_a_real_key(project) -> None:
     with FakeUpstream() as upstream:
-        proj = _model_project(
+        proj = model_project(
             project, extra='env = { TOLERATE = "1" }', tier_table=f'[models]\nupstream = "{upstream.url}"\n\n'
         )
         r = proj.run("t2", env={"OPENAI_API_KEY": SECRET})
@@ -116,7 +78,7 @@ def test_t2_never_makes_a_live_call_even_with_a_real_key(project) -> None:
 
 def test_budget_exhausted_is_not_checked_not_failed(project) -> None:
     with FakeUpstream() as upstream:
-        proj = _model_project(
+        proj = model_project(
             project,
             tier="t3",
             evals=("a-first", "b-second", "c-third"),
@@ -133,14 +95,14 @@ def test_budget_exhausted_is_not_checked_not_failed(project) -> None:
 
 
 def test_record_outside_t3_is_a_usage_error(project) -> None:
-    proj = _model_project(project)
+    proj = model_project(project)
     r = proj.run("t2", "--record")
     assert r.code == 2 and "--record: only t3" in r.err
 
 
 def test_unplayed_fixtures_are_reported_and_fail_under_strict_replay(project) -> None:
     with FakeUpstream() as upstream:
-        proj = _model_project(project, tier="t3", extra='env = { CALLS = "2" }', tier_table=f'[models]\nupstream = "{upstream.url}"\n\n')
+        proj = model_project(project, tier="t3", extra='env = { CALLS = "2" }', tier_table=f'[models]\nupstream = "{upstream.url}"\n\n')
         assert proj.run("t3", "--record", env={"OPENAI_API_KEY": SECRET}).code == 0
     manifest = proj.root / "manifest.toml"
     manifest.write_text(manifest.read_text().replace('tier = "t3"', 'tier = "t2"').replace('CALLS = "2"', 'CALLS = "1"'))
@@ -155,7 +117,7 @@ def test_unplayed_fixtures_are_reported_and_fail_under_strict_replay(project) ->
 
 
 def test_fixtures_for_must_name_an_eval_of_the_manifest(project) -> None:
-    proj = _model_project(project, tier="t3", extra='fixtures_for = "nobody"')
+    proj = model_project(project, tier="t3", extra='fixtures_for = "nobody"')
     r = proj.run("t3")
     assert r.code == 2
     assert r.err.strip().splitlines() == [

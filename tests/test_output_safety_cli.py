@@ -15,7 +15,7 @@ import os
 import re
 import sys
 
-from conftest import Project, eval_entry
+from harness import Project, eval_entry
 
 GITHUB = {"CI": "true", "GITHUB_ACTIONS": "true"}
 _LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -187,7 +187,7 @@ def test_replay_serve_shows_a_hostile_fixtures_model_name_inert(tmp_path) -> Non
 
     import httpx
 
-    from conftest import REPO, default_sigint
+    from harness import REPO, default_sigint
 
     fixture = json.loads((REPO / "evals/agent/fixtures/@nano/weather-paris/0001.json").read_text())
     fixture["session"] = "demo"

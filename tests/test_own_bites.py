@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from harness import REPO
+
 pytestmark = pytest.mark.xdist_group("postgres")
 
-REPO = Path(__file__).resolve().parent.parent
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.invalid"}
 

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from harness import REPO
+
 GATE_BITES = REPO / "evals" / "gate-bites"
 MANIFEST_ERRORS = REPO / "evals" / "manifest-errors"
 EVALS_LIB = REPO / "evals" / "lib"  # both scorers run evalrun through evals/lib/evalrun_forks.py

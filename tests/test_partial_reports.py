@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import default_sigint
+from harness import default_sigint
 
 from evalrun.scorer import Scorer
 

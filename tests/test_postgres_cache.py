@@ -13,7 +13,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from conftest import STRANGER, as_a_user_with_no_home, needs_root
+from harness import STRANGER, as_a_user_with_no_home, needs_root
 
 from evalrun.services.postgres import PostgresUnavailable, postgres_bin_dir, postgres_user
 from evalrun.services.postgres_cache import CACHE_VAR, staged_bin_dir

@@ -30,9 +30,11 @@ from evalrun.stats import (
 )
 from evalrun.verdict import decide_exit_code
 
+from harness import REPO
+
 scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (the dev extra) gives the reference values")
 
-STUB = (Path(__file__).resolve().parent.parent / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
+STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
 
 
 # --- the statistics against scipy and textbooks ------------------------------------------

@@ -8,13 +8,12 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from test_cli import _gone, stub_project
+from harness import STUBS
+from harness.stub_projects import gone, stub_project
 
-STUBS = Path(__file__).parent / "stubs"
 PG_SCORER = """
 import os
 import psycopg
@@ -170,7 +169,7 @@ def test_service_starts_for_its_evals_and_stops_after(project) -> None:
     r = proj.run("t2", "-j", "1", env={"PORT": str(port), "GRANDCHILD_PIDFILE": str(pidfile)})
     assert r.code == 0, r.output
     assert "starting service api" in r.out and "stopped service api" in r.out
-    assert _gone(int(pidfile.read_text()))
+    assert gone(int(pidfile.read_text()))
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1)
 
@@ -245,12 +244,12 @@ def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(proje
     # The service's record; a running scorer is recorded beside it.
     record = next(r for r in (json.loads(p.read_text()) for p in records.glob("*.json")) if r["kind"] != "scorer")
     leftover = record["pgid"]
-    assert not _gone(leftover)
+    assert not gone(leftover)
     (proj.root / "e" / "score.py").write_text(SERVICE_SCORER)
     r = proj.run("t2", "--eval", "no-service", env={"PORT": str(port)})
     assert r.code == 0, r.output
     assert f"stopped leftover service api (pgid {leftover})" in r.output
-    assert _gone(leftover)
+    assert gone(leftover)
     assert list(records.iterdir()) == []
 
 

@@ -31,8 +31,8 @@ from evalrun.probes.run import (
     run_probes,
 )
 from evalrun.secrets import redact_passwords as redact
-from conftest import finishes, wait_until
-from servers import http_server, refused_port, silent_listener, unanswered_port
+from harness import finishes, wait_until
+from harness.servers import http_server, refused_port, silent_listener, unanswered_port
 
 SENTINEL = "sk-SENTINEL-7c1f9e"
 PG_PASSWORD = "pg-pass-SENTINEL-42"

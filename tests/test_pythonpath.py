@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import eval_entry
+from harness import eval_entry
 
 # A scorer two folders down that imports the project's own code, and nothing else.
 SCORER = """

@@ -11,20 +11,17 @@ or with the eval failed naming the call.
 from __future__ import annotations
 
 import json
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
-from test_replay_sdks import KEYS, SCORER, manifest  # noqa: E402
+from evalrun.models.replay import proxy as proxy_module
+from evalrun.models.replay import recorder as recorder_module
+from evalrun.models.replay.proxy import ReplayProxy
 
-from evalrun.models.replay import proxy as proxy_module  # noqa: E402
-from evalrun.models.replay import recorder as recorder_module  # noqa: E402
-from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
+from harness.fakes_upstream import FakeUpstream
+from harness.sdk_scenarios import KEYS, SCORER, manifest
 
 WAIT_S = 30.0  # only ever reached when the behaviour is broken
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from conftest import default_sigint  # noqa: E402
+from harness import REPO, default_sigint
+from harness.junit_schema import published_junit_schema
 
-STUB = (Path(__file__).resolve().parent.parent / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
+STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
 
 
 def flaky_project(project, keys: str = "repeat = 10\nmin_pass_rate = 0.8", tier_keys: str = ""):
@@ -269,9 +269,8 @@ def test_shards_keep_an_evals_repeats_together_and_merge_judges_rates(project) -
 
 
 def test_flaky_junit_follows_the_published_junit_10_schema(project) -> None:
-    from test_reporters import _published_junit_schema
 
-    schema = _published_junit_schema()  # skips locally without EVALRUN_JUNIT_XSD; CI provides it
+    schema = published_junit_schema()  # skips locally without EVALRUN_JUNIT_XSD; CI provides it
     proj = flaky_project(project)
     r = proj.run("t1", "-j", "2", "--junit", "j.xml", env=fails(3, 7))
     assert r.code == 0, r.output

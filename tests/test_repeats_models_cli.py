@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
-from test_models_cli import SECRET, _model_project  # noqa: E402
+from harness.fakes_upstream import FakeUpstream
+from harness.model_projects import SECRET, model_project
 
 
 def test_each_repeat_records_and_replays_its_own_session(project) -> None:
     with FakeUpstream() as upstream:
-        proj = _model_project(project, tier="t3", tier_table=f'[models]\nupstream = "{upstream.url}"\n\n')
+        proj = model_project(project, tier="t3", tier_table=f'[models]\nupstream = "{upstream.url}"\n\n')
         r = proj.run("t3", "--record", "--repeat", "3", "-j", "2", env={"OPENAI_API_KEY": SECRET})
         assert r.code == 0, r.output
         assert len(upstream.requests) == 3  # one call per run, none shared
@@ -42,7 +39,7 @@ def test_each_repeat_records_and_replays_its_own_session(project) -> None:
 
 def test_a_budget_that_runs_out_mid_repeats_leaves_partial_rates_not_compared(project) -> None:
     with FakeUpstream() as upstream:
-        proj = _model_project(
+        proj = model_project(
             project,
             tier="t3",
             extra="repeat = 5",

@@ -4,9 +4,10 @@ recorded, and the FAIL line of a repeated check shows its outcomes run by run (â
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
-STUB = (Path(__file__).resolve().parent.parent / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
+from harness import REPO
+
+STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
 
 
 def coin(project, keys: str = "min_pass_rate = 0.6"):

@@ -5,20 +5,17 @@ from __future__ import annotations
 import json
 import socket
 import struct
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import ANTHROPIC_MODEL, OPENAI_MODEL, FakeUpstream  # noqa: E402
+from evalrun.secrets import PLACEHOLDER
+from evalrun.models.replay.proxy import ReplayProxy
 
-from evalrun.secrets import PLACEHOLDER  # noqa: E402
-from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
+from harness.fakes_upstream import ANTHROPIC_MODEL, OPENAI_MODEL, FakeUpstream
 
 OPENAI_KEY = "sk-proj-REALKEY-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-api03-REALKEY-fedcba9876543210"

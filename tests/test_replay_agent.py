@@ -14,7 +14,9 @@ from evalrun.models.scorer_env import scrub_environment
 from evalrun.secrets import PLACEHOLDER
 from evalrun.models.replay.proxy import ReplayProxy
 
-AGENT = Path(__file__).resolve().parents[1] / "evals" / "agent"
+from harness import REPO
+
+AGENT = REPO / "evals" / "agent"
 FIXTURES = AGENT / "fixtures"
 REAL_KEY = "sk-proj-REAL-LOOKING-KEY-ON-THIS-MACHINE-42"
 NO_PYCACHE = {"PYTHONDONTWRITEBYTECODE": "1"}  # leave no __pycache__ in the committed eval folder

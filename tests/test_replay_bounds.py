@@ -10,17 +10,14 @@ a 413 before it is read.
 from __future__ import annotations
 
 import socket
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
+from evalrun.models.replay.proxy import ReplayProxy
+from evalrun.models.replay.server import MAX_REQUEST_BODY
 
-from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
-from evalrun.models.replay.server import MAX_REQUEST_BODY  # noqa: E402
+from harness.fakes_upstream import FakeUpstream
 
 WAIT_S = 10.0  # only ever reached when the proxy waits for a body it should not read
 

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
-
-from evalrun.manifest import Budget  # noqa: E402
+from evalrun.manifest import Budget
 from evalrun.models.replay.budget import BudgetMeter
-from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
+from evalrun.models.replay.proxy import ReplayProxy
+
+from harness.fakes_upstream import FakeUpstream
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}  # the fake reports 18 tokens
 

@@ -13,12 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from conftest import default_sigint  # noqa: E402
-from fakes_upstream import FakeUpstream  # noqa: E402
+from evalrun.commands.replay import serve
+from evalrun.errors import UsageError
 
-from evalrun.commands.replay import serve  # noqa: E402
-from evalrun.errors import UsageError  # noqa: E402
+from harness import default_sigint
+from harness.fakes_upstream import FakeUpstream
 
 REAL_KEY = "sk-proj-SERVE-MUST-NEVER-PRINT-THIS-0123"
 

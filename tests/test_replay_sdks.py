@@ -2,7 +2,7 @@
 
 A suite of SDK evals (tests/scorers/sdk_calls.py) is recorded with
 ``evalrun t3 --record`` against a flaky, slow, compressing fake upstream on
-127.0.0.1 (tests/fakes_upstream.py, ``scripted``), each t3 eval recording for
+127.0.0.1 (tests/harness/fakes_upstream.py, ``scripted``), each t3 eval recording for
 its t2 twin with ``fixtures_for``; then ``evalrun t2`` replays it with the
 upstream stopped and no key. Every call must get in replay exactly what it got
 when recorded: answer, request id, error, number of HTTP attempts.
@@ -12,31 +12,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
-
-OPENAI_KEY = "sk-test-sdks-0123456789abcdefOPENAI"
-ANTHROPIC_KEY = "sk-ant-test-sdks-0123456789abcdefANTHROPIC"
-KEYS = {"OPENAI_API_KEY": OPENAI_KEY, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}
-SCORER = (Path(__file__).parent / "scorers" / "sdk_calls.py").read_text()
-SCENARIOS = ("basics", "headers", "timeout", "concurrent", "gzip")
-
-
-def manifest(upstream: str, scenarios: tuple[str, ...] = SCENARIOS, extra_models: str = "") -> str:
-    text = f'[tiers.t2]\n[tiers.t3]\n\n[models]\nupstream = "{upstream}"\nstrict_replay = true\n{extra_models}\n'
-    for name in scenarios:
-        run = f'["python", "score.py", "{name}"]'
-        text += f'[[evals]]\nname = "{name}"\ntier = "t2"\ndir = "evals/sdk"\nrun = {run}\nmodel = true\ntimeout = 120\n\n'
-        text += (f'[[evals]]\nname = "{name}-live"\ntier = "t3"\ndir = "evals/sdk"\nrun = {run}\nmodel = true\n'
-                 f'timeout = 120\nfixtures_for = "{name}"\n\n')
-    # An eval of another name sharing the folder, recording for itself: its fixtures are not the others'.
-    text += '[[evals]]\nname = "loner-live"\ntier = "t3"\ndir = "evals/sdk"\nrun = ["python", "score.py", "loner"]\nmodel = true\n'
-    return text
+from harness.fakes_upstream import FakeUpstream
+from harness.sdk_scenarios import ANTHROPIC_KEY, KEYS, OPENAI_KEY, SCENARIOS, SCORER, manifest
 
 
 def observed(proj, scenario: str, tier: str) -> list[dict]:
@@ -50,7 +30,7 @@ pytestmark = pytest.mark.xdist_group("replay-sdks")
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
     """The suite, recorded against the fake upstream, then replayed with the upstream stopped."""
-    from conftest import Project
+    from harness import Project
 
     proj = Project(tmp_path_factory.mktemp("sdks"))
     with FakeUpstream(scripted=True) as upstream:
@@ -159,7 +139,7 @@ def test_a_prompt_edit_fails_replay_loudly_naming_the_fixture_and_the_field(suit
     edited = tmp_path / "edited"
     shutil.copytree(proj.root, edited, ignore=shutil.ignore_patterns(".evalrun"))
     (edited / "evals/sdk/basics-prompt.txt").write_text("hello, edited\n")
-    from conftest import Project
+    from harness import Project
 
     run = Project(edited).run("t2", "-e", "basics", timeout=120)
     assert run.code == 1, run.output
@@ -210,7 +190,7 @@ def test_a_suite_that_matches_by_index_serves_the_edited_prompt_its_old_answer(s
     (edited / "evals/sdk/basics-prompt.txt").write_text("hello, edited\n")
     manifest_file = edited / "manifest.toml"
     manifest_file.write_text(manifest_file.read_text().replace("strict_replay = true\n", 'strict_replay = true\nreplay_match = "index"\n'))
-    from conftest import Project
+    from harness import Project
 
     run = Project(edited).run("t2", "-e", "basics", timeout=120)
     seen = {o["label"]: o for o in json.loads((edited / "evals/sdk/observed/basics.t2.json").read_text())}

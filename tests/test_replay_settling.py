@@ -10,7 +10,6 @@ that a call made after an answer arrived waits for its tokens under a budget.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -20,11 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
+from evalrun.manifest import Budget, Price
+from evalrun.models.replay.proxy import ReplayProxy
 
-from evalrun.manifest import Budget, Price  # noqa: E402
-from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
+from harness.fakes_upstream import FakeUpstream
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}  # the fake reports 18 tokens
 WAIT_S = 30.0  # only ever reached when the behaviour is broken

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
+from evalrun.secrets import PLACEHOLDER
+from evalrun.models.replay.proxy import ReplayProxy
+from evalrun.models.replay.upstream import api_style, choose_target, upstream_headers
 
-from evalrun.secrets import PLACEHOLDER  # noqa: E402
-from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
-from evalrun.models.replay.upstream import api_style, choose_target, upstream_headers  # noqa: E402
+from harness.fakes_upstream import FakeUpstream
 
 KEYS = {"OPENAI_API_KEY": "sk-openai-REAL-123456", "ANTHROPIC_API_KEY": "sk-ant-REAL-654321"}
 

@@ -12,19 +12,16 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes_upstream import FakeUpstream  # noqa: E402
+from evalrun.models.replay.proxy import ReplayProxy
+from evalrun.models.replay.upstream import body_pieces
 
-from evalrun.models.replay.proxy import ReplayProxy  # noqa: E402
-from evalrun.models.replay.upstream import body_pieces  # noqa: E402
+from harness.fakes_upstream import FakeUpstream
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 EVENTS = [f"data: {json.dumps({'model': 'm', 'choices': [{'delta': {'content': f'part {i} '}}]})}\n\n".encode()

@@ -6,7 +6,7 @@ import dataclasses
 
 import re
 
-from test_history import results
+from harness.history_data import results
 
 from evalrun.history.records import GitInfo, make_record
 from evalrun.reports_out.html import make_chart, render_report

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -16,6 +15,8 @@ from evalrun.reports_out.github import append_github_step_summary, github_annota
 from evalrun.reports_out.junit import render_junit, write_junit
 from evalrun.reports_out.markdown import render_markdown, write_markdown
 from evalrun.results import BaselineChange, BaselineComparison, CheckResult, EvalResult, RunResults, SkippedTest, Status
+
+from harness.junit_schema import published_junit_schema
 
 NASTY = 'insert as user B\nsucceeded | 100% <script>alert(1)</script> `tick` *star*'
 
@@ -383,24 +384,8 @@ def test_annotations_for_a_clean_run_are_empty() -> None:
     assert github_annotations(_results(evals=[_results().evals[0]], baseline=None, exit_code=0)) == []
 
 
-def _published_junit_schema():  # noqa: ANN202
-    """Jenkins' junit-10.xsd, the schema pytest validates its own JUnit output against.
-
-    It ships in pytest's source distribution (testing/example_scripts/junit-10.xsd);
-    .ci/run downloads that from the package registry and points EVALRUN_JUNIT_XSD at it.
-    """
-    xsd = os.environ.get("EVALRUN_JUNIT_XSD")
-    if not xsd:
-        if os.environ.get("CI"):
-            pytest.fail("CI must provide EVALRUN_JUNIT_XSD (see .ci/run)")
-        pytest.skip("set EVALRUN_JUNIT_XSD to junit-10.xsd from pytest's sdist (see .ci/run)")
-    import xmlschema
-
-    return xmlschema.XMLSchema(xsd)
-
-
 def test_junit_validates_against_the_published_junit_10_schema(tmp_path: Path) -> None:
-    schema = _published_junit_schema()
+    schema = published_junit_schema()
     root = _junit(tmp_path)
     counted = [tc for tc in root.iter("testcase") if "assertions" in tc.attrib]
     assert counted, "checks carry their assertion counts"
@@ -410,7 +395,7 @@ def test_junit_validates_against_the_published_junit_10_schema(tmp_path: Path) -
 
 
 def test_published_schema_check_can_fail(tmp_path: Path) -> None:
-    schema = _published_junit_schema()
+    schema = published_junit_schema()
     root = _junit(tmp_path)
     next(root.iter("testcase")).append(ET.Element("verdict"))
     with pytest.raises(Exception, match="verdict"):
@@ -418,7 +403,7 @@ def test_published_schema_check_can_fail(tmp_path: Path) -> None:
 
 
 def test_markdown_failure_section_says_each_thing_once_through_the_cli(project) -> None:
-    from conftest import eval_entry, json_scorer
+    from harness import eval_entry, json_scorer
 
     def checks(second_passes: bool) -> list[dict[str, object]]:
         return [{"name": "x", "assertions": 2, "passed": True},
@@ -470,7 +455,7 @@ def test_junit_keeps_the_scorers_skipped_tests_and_expected_failure_notes(tmp_pa
 
 
 def test_junit_with_skipped_tests_validates_against_the_published_junit_10_schema(tmp_path: Path) -> None:
-    schema = _published_junit_schema()
+    schema = published_junit_schema()
     root = _junit(tmp_path, _with_skips())
     for tc in root.iter("testcase"):
         tc.attrib.pop("assertions", None)

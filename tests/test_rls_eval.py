@@ -24,11 +24,12 @@ from evalrun.manifest import load_manifest
 from evalrun.services.manager import ServiceManager
 from evalrun.services.spec import ServiceSpec
 
+from harness import REPO
+
 # The module shares one embedded PostgreSQL: keep its tests on one xdist worker
 # (one cluster, not one per worker), one cluster at a time with the others.
 pytestmark = pytest.mark.xdist_group("postgres")
 
-REPO = Path(__file__).resolve().parent.parent
 EVAL_DIR = REPO / "evals" / "rls-isolation"
 SCHEMA = (EVAL_DIR / "schema.sql").read_text(encoding="utf-8")
 

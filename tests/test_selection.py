@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,30 +15,11 @@ from evalrun.results import EvalResult, RunResults, Status, write_results
 from evalrun.selection.changed import _glob_regex, _matches, changed_files, select_changed
 from evalrun.selection.shards import Shard, assign_shards, durations_from, parse_shard, select_shard
 
+from harness import REPO
+from harness.git import git, write
+
 def reason_for(selection, name: str) -> str | None:
     return next((r.reason for r in selection.reasons if r.eval == name), None)
-
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(root: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
-        cwd=root, env={**os.environ, **GIT_ENV}, capture_output=True, text=True, check=True,
-    )
-    return proc.stdout
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
 
 
 MANIFEST = """
@@ -189,7 +168,7 @@ def test_a_change_to_evalruns_own_package_selects_everything(repo: Path) -> None
     assert names(sel) == ["a", "b", "c"]
     assert reason_for(sel, "a").endswith("evalrun_like.py changed (evalrun's own code): everything is selected")
     # An installed evalrun, outside the repository, is not the repository's business.
-    assert names(selected(repo, package_dir=Path(__file__).resolve().parent.parent / "evalrun")) == []
+    assert names(selected(repo, package_dir=REPO / "evalrun")) == []
 
 
 def test_a_baseline_entry_change_selects_only_that_eval(repo: Path) -> None:

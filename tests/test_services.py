@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from conftest import finishes
+from harness import STUBS, finishes
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
@@ -22,7 +22,6 @@ from evalrun.leftovers import reap_leftovers, write_record
 from evalrun.services.manager import ServiceManager
 from evalrun.services.spec import ServiceSpec
 
-STUBS = Path(__file__).parent / "stubs"
 STUB = STUBS / "service_stub.py"
 
 

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from conftest import eval_entry
+from harness import eval_entry
 from evalrun.process import ProcessRequest, run_process
 from evalrun.reports_in.parsed import REPORT_LIMIT
 

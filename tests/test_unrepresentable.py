@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import eval_entry
+from harness import eval_entry
 
 SURROGATE_NAME_SCORER = r'''
 import os
