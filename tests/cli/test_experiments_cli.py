@@ -43,7 +43,7 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     experiments = manifest["experiments"]
     assert set(experiments) == {"mini", "nano"}  # the repository's own two columns
     agent = next(e for e in manifest["evals"] if e["name"] == "agent-tools")
-    agent.pop("bites", None)  # evalrun bites: not what this module tests (tests/test_own_bites.py)
+    agent.pop("bites", None)  # evalrun bites: not what this module tests (tests/cli/test_own_bites.py)
     text = "[tiers.t1]\n[tiers.t2]\n\n" + _table("models", {"judge": manifest["models"]["judge"]})
     text += "".join(_table(f'models.prices."{m}"', p) for m, p in manifest["models"]["prices"].items())
     for name, table in experiments.items():
@@ -145,7 +145,7 @@ def test_each_column_has_its_own_baseline_table_and_a_column_that_regresses_is_n
 
 def test_in_t1_the_judged_check_fails_loudly_in_every_column_never_passes(own: dict[str, Any]) -> None:
     # t1 leaves the agent no model, so the check its judge() grades fails with the reason
-    # (judge() alone in t1 says "judge() needs a model": tests/test_judge_cli.py).
+    # (judge() alone in t1 says "judge() needs a model": tests/cli/test_judge_cli.py).
     t1: RunOutcome = own["t1"]
     assert t1.code == 1, t1.output
     results = own["proj"].results("t1")

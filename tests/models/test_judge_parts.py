@@ -1,6 +1,6 @@
 """The parts of judge() and cost that parse or decide: the verdict parser, prices, the usd meter, the manifest.
 
-Through the CLI they are tested in tests/test_judge_cli.py; here are the
+Through the CLI they are tested in tests/cli/test_judge_cli.py; here are the
 property tests every parser keeps, and the one-line manifest errors.
 """
 

@@ -4,7 +4,7 @@ Hypothesis drives every report parser (JSON report, TAP, JUnit) with raw
 bytes and with inputs built from each format's own pieces, so the runs reach
 deep into the parsers rather than failing at the first byte; the rules
 (``judge``) are then applied to whatever came out. Bounded time and memory
-come from the readers' caps (tests/test_report_files.py); here no input may
+come from the readers' caps (tests/reports_in/test_report_files.py); here no input may
 raise anything but ReportError, and every message is one line of bounded length.
 """
 
