@@ -28,7 +28,7 @@ def _process_table() -> dict[int, tuple[int, str, str]]:
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        try:  # os.open, not Path.read_text: this runs twice per test
+        try:  # os.open, not Path.read_text: a leak makes this run every 50 ms
             fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
             try:
                 raw = os.read(fd, 4096)
@@ -41,36 +41,89 @@ def _process_table() -> dict[int, tuple[int, str, str]]:
     return table
 
 
-_TAGGED: dict[tuple[int, str], bool] = {}  # a process's environment is fixed when it starts
+# What the gate knows of every process it has seen, read once: the start time
+# and whether it carries the leak tag (a process's environment is fixed when
+# it starts). Keyed by pid and the inode number of /proc/<pid>, which a
+# directory listing gives without a system call per process: a new process,
+# even one that reuses a pid, has a new inode. So a scan reads only the
+# processes that are new since the last one, and this suite's own.
+_SEEN: dict[tuple[int, int], tuple[str, bool]] = {}
 
 
-def _tagged(pid: int, started: str, tag: bytes) -> bool:
-    key = (pid, started)
-    if key not in _TAGGED:
+def _read_stat(pid: int) -> tuple[int, str, str] | None:
+    """(parent pid, state, start time) of a process, or None if it is gone."""
+    try:  # os.open, not Path.read_text: this runs for every new process
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
         try:
-            _TAGGED[key] = tag in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            raw = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return int(fields[1]), fields[0].decode(), fields[19].decode()
+
+
+def _tagged(pid: int, tag: bytes) -> bool:
+    try:
+        return tag in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False  # gone, or not ours to read
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of a process, from each of its threads' ``children`` file."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in threads:
+        try:
+            fd = os.open(f"/proc/{pid}/task/{tid}/children", os.O_RDONLY)
+            try:
+                found.extend(int(child) for child in os.read(fd, 1 << 16).split())
+            finally:
+                os.close(fd)
         except OSError:
-            return False  # gone, or not ours to read
-    return _TAGGED[key]
+            continue
+    return found
 
 
 def live_descendants() -> set[tuple[int, str]]:
     """(pid, start time) of every live process this one started: its descendants
     and whatever carries its leak tag. Zombies have stopped and do not count."""
     me = os.getpid()
-    table = _process_table()
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    ours, todo = set(), [me]
+    tag = f"{LEAK_TAG_VAR}={os.environ.get(LEAK_TAG_VAR, '')}".encode()
+    current: set[tuple[int, int]] = set()
+    ours = set()
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            pid, key = int(entry.name), (int(entry.name), entry.inode())
+            current.add(key)
+            if key not in _SEEN:
+                stat = _read_stat(pid)
+                if stat is None:
+                    continue
+                _SEEN[key] = (stat[2], pid != me and _tagged(pid, tag))
+            if _SEEN[key][1]:
+                ours.add(pid)
+    for key in set(_SEEN) - current:
+        del _SEEN[key]
+    todo = [me]
     while todo:
-        for child in children.get(todo.pop(), []):
+        for child in _children(todo.pop()):
             if child not in ours:
                 ours.add(child)
                 todo.append(child)
-    tag = f"{LEAK_TAG_VAR}={os.environ.get(LEAK_TAG_VAR, '')}".encode()
-    ours |= {pid for pid, (_, _, started) in table.items() if pid not in ours and pid != me and _tagged(pid, started, tag)}
-    return {(pid, table[pid][2]) for pid in ours if table[pid][1] not in "ZX"}
+    live = set()
+    for pid in ours:
+        stat = _read_stat(pid)
+        if stat is not None and stat[1] not in "ZX":
+            live.add((pid, stat[2]))
+    return live
 
 
 # Processes a session-scoped fixture owns (a database shared by many tests), with
@@ -80,7 +133,7 @@ SESSION_ROOTS: set[int] = set()
 
 
 def not_session_owned(found: set[tuple[int, str]]) -> set[tuple[int, str]]:
-    if not SESSION_ROOTS:
+    if not found or not SESSION_ROOTS:
         return found
     table = _process_table()
 

@@ -16,6 +16,7 @@ package, importable through pyproject.toml's ``pythonpath``. Here:
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -37,13 +38,25 @@ from harness.project import Project, close_zygote
 # process would compile them from source again. Reading bytecode is still
 # allowed, so the session compiles them once, before xdist starts its workers
 # (``__pycache__/`` is gitignored; a no-op where the bytecode is up to date).
+# Likewise pytest would rewrite the assertions of every test module again in
+# every session and every worker: while it collects, it may keep the rewritten
+# modules in their ``__pycache__/`` (its own file names, written atomically).
+# The tests themselves run with the environment's setting.
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput") and os.environ.get("PYTHONDONTWRITEBYTECODE"):
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    if not hasattr(config, "workerinput"):  # xdist's documented attribute: set in a worker only
         import compileall
 
         compileall.compile_dir(REPO / "evalrun", quiet=2)
+    sys.dont_write_bytecode = False
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        sys.dont_write_bytecode = True
 
 
 @pytest.fixture
