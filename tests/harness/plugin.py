@@ -107,11 +107,22 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(pytest.mark.slow)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's hook, in the controller: tell each worker whether the run distributes by group.
+
+    A worker's own ``--dist`` reads ``no``; ``workerinput`` is xdist's documented
+    way to hand a worker what the controller knows.
+    """
+    node.workerinput["evalrun_loadgroup"] = node.config.getoption("dist") == "loadgroup"
+
+
 @pytest.fixture(autouse=True)
 def _xdist_group_holds(request: pytest.FixtureRequest) -> None:
     """A test marked ``xdist_group`` fails unless ``--dist loadgroup`` really keeps its group on one worker."""
     suffix = _group_suffix(request.node)
-    if suffix and getattr(request.config.option, "loadgroup", False) and not request.node.nodeid.endswith(suffix):
+    grouped = getattr(request.config, "workerinput", {}).get("evalrun_loadgroup", False)
+    if suffix and grouped and not request.node.nodeid.endswith(suffix):
         pytest.fail(f"--dist loadgroup did not keep this test in its group {suffix[1:]!r} on one worker "
                     "(pytest-dev/pytest-xdist#1386; see tests/harness/plugin.py)", pytrace=False)
 
