@@ -2,7 +2,7 @@
 
 Each round is a fresh project with the real-SDK scorer of the replay tests
 (tests/scorers/sdk_calls.py) against the scripted fake upstream on 127.0.0.1
-(tests/fakes_upstream.py): ``evalrun t3 --record`` of the scenarios
+(tests/harness/fakes_upstream.py): ``evalrun t3 --record`` of the scenarios
 ``retry-plain-stream`` (a client-timeout retry, a plain call, then a stream),
 ``timeout``, ``basics`` and ``concurrent``, then, with the upstream stopped and no key,
 ``evalrun t2``. A round passes when both runs exit 0 and every fixture the

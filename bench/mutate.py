@@ -1,8 +1,8 @@
 """Mutation testing: change one operator, constant or statement of a module at a time and see a test fail.
 
-    python bench/mutate.py evalrun/verdict.py tests/test_power.py tests/test_baseline.py
-    python bench/mutate.py evalrun/stats.py tests/test_stats.py tests/test_power.py --jobs 2 --show-survivors
-    python bench/mutate.py evalrun/baseline.py tests/test_baseline.py --functions compare_to_baseline,_diff_eval
+    python bench/mutate.py evalrun/verdict.py tests/baseline/test_power.py tests/baseline/test_baseline.py
+    python bench/mutate.py evalrun/stats.py tests/test_stats.py tests/baseline/test_power.py --jobs 2 --show-survivors
+    python bench/mutate.py evalrun/baseline.py tests/baseline/test_baseline.py --functions compare_to_baseline,_diff_eval
 
 Each mutant is the module with exactly one change, applied to a copy of the
 repository in a temporary folder (the working tree is never touched); the

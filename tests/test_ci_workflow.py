@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from harness import REPO
+
 WORKFLOW = REPO / "examples" / "github-actions" / "evals.yml"
 LINT_JS = """
 const { createLinter } = require(process.argv[2] + "/node.cjs");

@@ -21,7 +21,8 @@ import typer.main
 from evalrun.cli import app
 from evalrun.manifest import _RawManifest
 
-REPO = Path(__file__).resolve().parent.parent
+from harness import REPO
+
 DOCS = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import finishes
+from harness import finishes
 
 from evalrun.baseline import load_baseline
 from evalrun.errors import EvalrunError

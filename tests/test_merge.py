@@ -21,7 +21,7 @@ from evalrun.pipeline import judge
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, Status, load_results, write_results
 from evalrun.selection.shards import Shard, select_shard
-from test_selection import write
+from harness.git import write
 
 NAMES = ["alpha", "beta", "gamma", "delta", "eps"]
 

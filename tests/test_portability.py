@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import as_a_user_with_no_home, finishes, needs_root
+from harness import as_a_user_with_no_home, finishes, needs_root
+from harness.git import write
 
 from evalrun.manifest import load_manifest
 from evalrun.absolute_paths import MAX_BYTES, find_absolute_paths, scan_absolute_paths
-from test_selection import write
 
 FIX = "use a path relative to the eval's folder or $EVALRUN_WORKDIR"
 

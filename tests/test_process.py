@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import default_sigint, finishes, wait_until
+from harness import STUBS, default_sigint, finishes, wait_until
 from evalrun.process import ProcessOutcome, ProcessRequest, run_process, terminate_group
 
-STUBS = Path(__file__).parent / "stubs"
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from conftest import eval_entry
+from harness import eval_entry
 
 from evalrun.secrets import FRAGMENT, PLACEHOLDER, REDACTED, scrub
 

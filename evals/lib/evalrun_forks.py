@@ -31,6 +31,7 @@ Run as a script, this file is the zygote.
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import select
@@ -43,6 +44,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+# What a ``python -m evalrun t1`` imports as it runs, past the command itself: each run
+# would import these again (history in SQLite, the reporters, selection, the XML and
+# statistics modules). Imported only, none of them runs anything or reads the
+# environment at import, so a child still reads every variable at run time.
+WARM_MODULES = (
+    "typer._adapters",  # where typer has it, it builds one per option as it parses
+    "typer._click.decorators",
+    "evalrun.history.backends", "evalrun.history.sqlite", "evalrun.isolation", "evalrun.locks",
+    "evalrun.models.replay.fixtures", "evalrun.reports_in.positional", "evalrun.reports_out.github",
+    "evalrun.reports_out.junit", "evalrun.reports_out.markdown", "evalrun.reports_out.positional",
+    "evalrun.selection.changed", "evalrun.selection.checkout", "evalrun.selection.shards",
+    "sqlite3", "statistics", "tarfile", "xml.etree.ElementTree", "pickle", "html.entities",
+)
 POLL_S = 0.01  # how often the zygote looks for children that ended while it waits for a request
 STOP_GRACE_S = 10.0  # past its limit, how long a run may take to stop after SIGTERM, then after SIGKILL
 
@@ -294,10 +308,11 @@ def main() -> None:
     import evalrun.cli  # noqa: F401
     import evalrun.commands.run  # noqa: F401
 
-    try:
-        import typer._adapters  # noqa: F401  (where typer has it, it builds one per option as it parses)
-    except ImportError:
-        pass
+    for name in WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # renamed or absent in this evalrun: its runs import what they need themselves
+            pass
 
     sys.stdout.flush()
     sys.stderr.flush()

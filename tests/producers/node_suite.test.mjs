@@ -1,4 +1,4 @@
-// A real node:test suite for tests/test_format_tap.py: nested subtests, a failure, a skip, a TODO.
+// A real node:test suite for tests/reports_in/test_format_tap.py: nested subtests, a failure, a skip, a TODO.
 import { test, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 

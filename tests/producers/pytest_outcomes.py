@@ -1,4 +1,4 @@
-"""A real pytest file for tests/test_format_junit.py: run with --junitxml.
+"""A real pytest file for tests/reports_in/test_format_junit.py: run with --junitxml.
 
 Copied into tmp_path as test_outcomes.py: a failure whose teardown also errors
 (pytest writes two <testcase> for it), a pass whose teardown errors, xfail,

@@ -1,4 +1,4 @@
-# A real Test::More script for tests/test_format_tap.py: a plan, a failure with
+# A real Test::More script for tests/reports_in/test_format_tap.py: a plan, a failure with
 # diag, a subtest, a skip, a TODO, a repeated name, and BAIL_OUT when BAIL=1.
 use strict;
 use warnings;

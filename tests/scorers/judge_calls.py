@@ -3,7 +3,7 @@
     python judge_calls.py full        # call "hello", judge the answer, call "goodbye"
     python judge_calls.py judge-only  # only the judge check (the t1 eval)
 
-Used by tests/test_judge_cli.py: the judge call sits between the two calls of
+Used by tests/cli/test_judge_cli.py: the judge call sits between the two calls of
 the code under test, so a judge that shared their session would shift the second.
 """
 

@@ -5,7 +5,7 @@
 In t3 it writes what every call got (answer, request id, error, HTTP attempts)
 to ``observed/<scenario>.t3.json``; in t2 it writes ``observed/<scenario>.t2.json``
 and checks that replay gave every call what it got when recorded. The test
-(tests/test_replay_sdks.py) reads both files.
+(tests/cli/test_replay_sdks.py) reads both files.
 """
 
 from __future__ import annotations

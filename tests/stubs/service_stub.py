@@ -1,4 +1,4 @@
-"""A stand-in service for tests/test_services.py.
+"""A stand-in service for tests/services/test_services.py.
 
 Modes (argv[1]):
   serve        listen on 127.0.0.1:$PORT and answer every connection.

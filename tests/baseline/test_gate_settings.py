@@ -1,0 +1,237 @@
+"""Loosening the gate is a visible act: each eval's gate settings live in its baseline.
+
+A manifest edit that loosens an eval's gate (a lower floor, fewer repeats, a
+lower alpha, early stops, skips no longer failing, one more requirement,
+``[baseline] strict`` off, a move to a looser tier) exits 3, one line per
+loosened setting, until ``baseline --update`` records it; tightening passes.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness import eval_entry, json_scorer
+from evalrun.baseline import _read_whole_written_form, _read_written_form, load_baseline, write_baseline
+from evalrun.baseline.settings import GateSettings
+
+# --- the written form, read fast and by tomllib alike --------------------------------
+
+names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20).filter(lambda n: "/" not in n)
+floats = st.one_of(st.floats(0, 1, allow_nan=False), st.sampled_from([0.0, 1.0, 0.05, 1e-05, 0.8]))
+gate = st.builds(
+    GateSettings,
+    tier=st.sampled_from(["t1", "t2", "t3"]),
+    repeat=st.integers(1, 10**6),
+    min_pass_rate=floats,
+    alpha=floats,
+    stop=st.sampled_from(["never", "decided"]),
+    skips=st.sampled_from(["skip", "fail"]),
+    requires=st.lists(names, max_size=3, unique=True).map(lambda r: tuple(sorted(r))),
+    strict=st.booleans(),
+    too_little_data=st.sampled_from(["note", "fail"]),
+    min_kappa=st.one_of(st.none(), st.floats(-1, 1, allow_nan=False)),
+    min_ac1=st.one_of(st.none(), st.floats(-1, 1, allow_nan=False)),
+)
+counts = st.dictionaries(names, st.dictionaries(names, st.integers(0, 10**12), max_size=3), max_size=4)
+
+
+def _as_toml_table(s: GateSettings) -> dict:
+    optional = {"too_little_data": s.too_little_data} if s.too_little_data != "note" else {}
+    optional.update({k: getattr(s, k) for k in ("min_kappa", "min_ac1") if getattr(s, k) is not None})
+    return {"tier": s.tier, "repeat": s.repeat, "min_pass_rate": s.min_pass_rate, "alpha": s.alpha, "stop": s.stop,
+            "skips": s.skips, "requires": list(s.requires), "strict": s.strict, **optional}
+
+
+@settings(max_examples=100, deadline=None)
+@given(counts, st.data())
+def test_settings_written_are_toml_and_the_fast_readers_read_them_as_tomllib_does(tmp_path_factory, data, draw) -> None:
+    recorded = {name: draw.draw(gate) for name in data} if data else draw.draw(st.dictionaries(names, gate, max_size=3))
+    path = Path(tmp_path_factory.mktemp("b")) / "t1.toml"
+    write_baseline(path, data, "evalrun baseline --update t1", recorded)
+    text = path.read_text(encoding="utf-8")
+    expected = {**data, **({"/settings": {n: _as_toml_table(s) for n, s in recorded.items()}} if recorded else {})}
+    assert tomllib.loads(text) == expected
+    assert _read_written_form(text) == expected  # the fast readers take it, no fallback
+    assert _read_whole_written_form(text) == expected
+    loaded = load_baseline(path)
+    assert loaded == data
+    assert loaded.settings == (recorded or None)
+
+
+line_parts = st.lists(
+    st.sampled_from([
+        '["/settings"]', "[a]", 'x = 1',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
+        '"b c" = { tier = "t2", repeat = 3, min_pass_rate = 0.8, alpha = 1e-05, stop = "decided", skips = "skip", requires = ["env:K", "tcp:\\u0041"], strict = true }',
+        'a = { tier = "t1", repeat = 01, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = ["x",], strict = false }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = False }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, too_little_data = "fail", min_kappa = -0.5 }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_ac1 = 0.6 }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_kappa = 1 }',
+        "", "# note",
+    ]),
+    max_size=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(line_parts, st.text(max_size=5))
+def test_the_fast_readers_never_accept_a_settings_table_tomllib_reads_differently(lines, tail) -> None:
+    text = "\n".join(lines) + tail
+    for reader in (_read_written_form, _read_whole_written_form):
+        fast = reader(text)
+        if fast is None:
+            continue  # tomllib decides
+        assert tomllib.loads(text) == fast
+
+
+def test_a_baseline_without_settings_still_reads_and_records_none(tmp_path: Path) -> None:
+    path = tmp_path / "t1.toml"
+    path.write_text('# generated by evalrun\n[a]\n"x" = 1\n')
+    loaded = load_baseline(path)
+    assert loaded == {"a": {"x": 1}} and loaded.settings is None
+
+
+def test_a_bad_settings_entry_is_one_line_naming_the_file_the_eval_and_the_setting(tmp_path: Path) -> None:
+    import pytest
+
+    from evalrun.errors import BaselineError
+
+    path = tmp_path / "t1.toml"
+    path.write_text('["/settings"]\na = { tier = "t1", repeat = 0 }\n[a]\nx = 1\n')
+    with pytest.raises(BaselineError) as caught:
+        load_baseline(path)
+    assert "t1.toml" in str(caught.value) and '"a"' in str(caught.value) and "missing setting" in str(caught.value)
+    path.write_text('["/settings"]\na = { tier = "t1", repeat = 0, min_pass_rate = 1.0, alpha = 0.05, stop = "never", '
+                    'skips = "fail", requires = [], strict = false }\n[a]\nx = 1\n')
+    with pytest.raises(BaselineError, match="repeat must be an integer >= 1"):
+        load_baseline(path)
+
+
+# --- through the CLI ------------------------------------------------------------------------
+
+PASSING = json_scorer([{"name": "x", "assertions": 1, "passed": True}])
+
+
+def _project(project, extra: str = "", tier_tables: str = "", tier: str = "t1", more: str = ""):
+    manifest = tier_tables + eval_entry("a", tier=tier, extra=extra) + eval_entry("b") + more
+    proj = project({"manifest.toml": manifest, "evals/a/score.py": PASSING, "evals/b/score.py": PASSING})
+    assert proj.run("baseline", "--update", "t1", env={"SOME_VAR": "1"}).code == 0
+    return proj
+
+
+def _edit(proj, old: str, new: str) -> None:
+    path = proj.root / "manifest.toml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_lowering_a_floor_exits_3_until_the_baseline_is_updated_and_the_update_shows_in_the_file(project) -> None:
+    proj = _project(project, extra="min_pass_rate = 1.0\n")
+    assert "min_pass_rate = 1.0" in (proj.root / "baselines/t1.toml").read_text()
+    _edit(proj, "min_pass_rate = 1.0", "min_pass_rate = 0.5")
+    r = proj.run("t1")
+    assert r.code == 3, r.output
+    assert "regression: a: the gate was loosened: min_pass_rate 1 -> 0.5" in r.out
+    assert "a looser gate must be committed in the baseline" in r.out
+    assert [c["kind"] for c in proj.results()["baseline"]["regressions"]] == ["loosened"]
+    assert proj.run("baseline", "--update", "t1").code == 0
+    assert "min_pass_rate = 0.5" in (proj.root / "baselines/t1.toml").read_text()  # in the pull request's diff
+    assert proj.run("t1").code == 0
+
+
+def test_each_loosened_setting_is_one_line(project) -> None:
+    proj = _project(project, extra="repeat = 3\nalpha = 0.05\n", tier_tables='[tiers.t1]\nskips = "fail"\n\n[baseline]\nstrict = true\n\n')
+    _edit(proj, "repeat = 3\nalpha = 0.05", 'repeat = 2\nalpha = 0.01\nstop = "decided"\nrequires = ["env:SOME_VAR"]')
+    _edit(proj, 'skips = "fail"', 'skips = "skip"')
+    _edit(proj, "strict = true", "strict = false")
+    r = proj.run("t1", env={"SOME_VAR": "1"})
+    assert r.code == 3, r.output
+    lines = [ln for ln in r.out.splitlines() if ln.startswith("regression: a: the gate was loosened")]
+    assert [ln.split("loosened: ")[1] for ln in lines] == [
+        "repeat 3 -> 2",
+        "alpha 0.05 -> 0.01",
+        'stop "never" -> "decided"',
+        'skips "fail" -> "skip" (a skip no longer fails)',
+        'requires "env:SOME_VAR" now (one more way to skip)',
+        "[baseline] strict true -> false",
+    ]
+    assert sum("regression: b: the gate was loosened" in ln for ln in r.out.splitlines()) == 2  # skips, strict
+
+
+def test_tightening_passes_with_a_stale_note(project) -> None:
+    proj = _project(project, extra='min_pass_rate = 0.5\nrequires = ["env:SOME_VAR"]\n')
+    _edit(proj, 'min_pass_rate = 0.5\nrequires = ["env:SOME_VAR"]', "min_pass_rate = 0.9")
+    r = proj.run("t1", env={"SOME_VAR": "1"})
+    assert r.code == 0, r.output
+    assert "a: the gate was tightened: min_pass_rate 0.5 -> 0.9, no longer requires \"env:SOME_VAR\"" in r.out
+    assert proj.run("t1", "--strict-baseline").code == 3  # strict: every change must be committed
+
+
+def test_moving_an_eval_to_a_looser_tier_is_a_regression_that_says_so(project) -> None:
+    proj = _project(project, more="[tiers.t1]\n[tiers.t3]\n")
+    _edit(proj, 'name = "a"\ntier = "t1"', 'name = "a"\ntier = "t3"')
+    r = proj.run("t1")
+    assert r.code == 3, r.output
+    assert "regression: a: moved from t1 to t3, a looser tier (baseline of t1: 1 check)" in r.out
+    assert "eval vanished" not in r.out
+
+
+def test_moving_an_eval_to_a_stricter_tier_is_a_note_in_the_tier_it_left(project) -> None:
+    proj = project({
+        "manifest.toml": "[tiers.t1]\n[tiers.t2]\n" + eval_entry("a", tier="t2") + eval_entry("b"),
+        "evals/a/score.py": PASSING, "evals/b/score.py": PASSING,
+    })
+    assert proj.run("baseline", "--update", "t2").code == 0
+    _edit(proj, 'name = "a"\ntier = "t2"', 'name = "a"\ntier = "t1"')
+    r = proj.run("t2")
+    assert r.code == 5, r.output  # nothing left in t2 to run; no regression
+    assert "a: moved from t2 to t1, a stricter tier" in r.out
+    assert "regression" not in r.out
+
+
+def test_a_baseline_written_before_settings_compares_none_and_the_next_update_records_them(project) -> None:
+    proj = _project(project, extra="min_pass_rate = 1.0\n")
+    path = proj.root / "baselines/t1.toml"
+    text = path.read_text()
+    path.write_text(text.split('["/settings"]')[0] + text.split("\n\n", 1)[1])  # as an older evalrun wrote it
+    assert "/settings" not in path.read_text()
+    _edit(proj, "min_pass_rate = 1.0", "min_pass_rate = 0.5")
+    r = proj.run("t1", "--strict-baseline")
+    assert r.code == 0, r.output  # not recorded yet: nothing to compare, not even under strict
+    assert proj.run("baseline", "--update", "t1").code == 0
+    assert "min_pass_rate = 0.5" in path.read_text()
+
+
+def test_a_filtered_update_keeps_the_other_evals_recorded_settings(project) -> None:
+    proj = _project(project, extra="min_pass_rate = 1.0\n")
+    _edit(proj, 'dir = "evals/b"', 'dir = "evals/b"\nmin_pass_rate = 0.1')
+    _edit(proj, "min_pass_rate = 1.0", "min_pass_rate = 0.9")
+    assert proj.run("baseline", "--update", "t1", "--eval", "a").code == 0
+    r = proj.run("t1")
+    assert r.code == 3, r.output  # b's loosening was not recorded by an update that did not run b
+    assert "regression: b: the gate was loosened: min_pass_rate 1 -> 0.1" in r.out
+    assert "regression: a:" not in r.out
+
+
+def test_the_judge_floors_and_too_little_data_are_gate_settings_too(project) -> None:
+    proj = _project(project, extra='too_little_data = "fail"\nanchors = { min_kappa = 0.6, min_ac1 = 0.5 }\n')
+    text = (proj.root / "baselines/t1.toml").read_text()
+    assert 'strict = false, too_little_data = "fail", min_kappa = 0.6, min_ac1 = 0.5 }' in text
+    _edit(proj, 'too_little_data = "fail"\nanchors = { min_kappa = 0.6, min_ac1 = 0.5 }',
+          'too_little_data = "note"\nanchors = { min_kappa = 0.4 }')
+    r = proj.run("t1")
+    assert r.code == 3, r.output
+    lines = [ln.split("loosened: ")[1] for ln in r.out.splitlines() if ln.startswith("regression: a: the gate was loosened")]
+    assert lines == ['too_little_data "fail" -> "note"', "anchors min_kappa 0.6 -> 0.4", "anchors min_ac1 0.5 -> unset"]
+    _edit(proj, "anchors = { min_kappa = 0.4 }", "anchors = { min_kappa = 0.9, min_ac1 = 0.5 }")
+    tighter = proj.run("t1")
+    assert "regression: a: the gate was loosened: too_little_data" in tighter.out
+    assert "anchors min_kappa 0.6 -> 0.9" in tighter.out and "the gate was tightened" in tighter.out

@@ -1,0 +1,58 @@
+"""``evalrun dry`` tells what a model eval's run would meet: its mode, fixtures folder and their state, the upstream."""
+
+from __future__ import annotations
+
+from harness import eval_entry, json_scorer
+
+NO_CALLS = json_scorer([{"name": "fine", "assertions": 1, "passed": True}])
+
+
+def _project(project, extra_manifest: str = "", files: dict[str, str] | None = None):
+    manifest = (
+        "[tiers.t2]\n[tiers.t3]\n"
+        + eval_entry("a", tier="t2", extra="model = true")
+        + eval_entry("a-live", tier="t3", extra='model = true\nfixtures_for = "a"').replace('dir = "evals/a-live"', 'dir = "evals/a"')
+        + extra_manifest
+    )
+    return project({"manifest.toml": manifest, "evals/a/score.py": NO_CALLS, **(files or {})})
+
+
+def test_dry_t2_says_an_eval_without_recordings_would_fail_and_how_to_record(project) -> None:
+    r = _project(project).run("dry", "t2")
+    assert r.code == 0, r.output
+    assert "a: would run, and FAIL: its model calls have no recordings in evals/a/fixtures/a/" in r.out
+    assert ("  model: replay from evals/a/fixtures/a/: missing: nothing recorded in evals/a/fixtures/; "
+            "record them with: evalrun t3 --record -e a-live") in r.out
+    assert "a: would run\n" not in r.out
+
+
+def test_dry_t2_counts_the_recorded_calls_and_what_the_last_run_left_unplayed(project) -> None:
+    proj = _project(project, files={"evals/a/fixtures/a/0001.json": "{}", "evals/a/fixtures/a/0002.json": "{}"})
+    before = proj.run("dry", "t2")
+    assert "a: would run\n" in before.out and "model: replay from evals/a/fixtures/a/: 2 recorded calls\n" in before.out
+    ran = proj.run("t2")  # the scorer makes no call: both recordings are left unplayed
+    assert ran.code == 0 and "was recorded but not requested" in ran.out, ran.output
+    after = proj.run("dry", "t2")
+    assert "2 recorded calls; the last run left 2 unplayed (re-record, or delete them)" in after.out, after.out
+
+
+def test_dry_names_fixtures_recorded_for_another_experiment(project) -> None:
+    proj = _project(
+        project,
+        '[experiments.m]\n[experiments.n]\n',
+        files={"evals/a/fixtures/@n/a/0001.json": "{}"},
+    )
+    r = proj.run("dry", "t2")
+    assert "a[m]: would run, and FAIL: its model calls have no recordings in evals/a/fixtures/@m/a/" in r.out, r.out
+    assert "  recorded for another experiment: @n/a/ (1 recorded call)" in r.out
+    assert "a[n]: would run\n" in r.out
+
+
+def test_dry_t3_shows_live_mode_the_upstream_and_where_record_writes(project) -> None:
+    proj = _project(project, '[models]\nupstream = "http://127.0.0.1:9/v1"\n', files={"evals/a/fixtures/a/0001.json": "{}"})
+    r = proj.run("dry", "t3")
+    assert "a-live: would run" in r.out, r.out
+    assert "  model: live to http://127.0.0.1:9/v1\n" in r.out
+    assert "    with --record: records into evals/a/fixtures/a/ (the fixtures of a) (1 recorded call)" in r.out
+    override = proj.run("dry", "t3", env={"EVALRUN_UPSTREAM": "http://127.0.0.1:8/"})
+    assert "  model: live to http://127.0.0.1:8/\n" in override.out

@@ -1,0 +1,342 @@
+"""Isolation: t1 and t2 run in a network namespace with only loopback, where the system allows it.
+
+Every listener here is the test's own, on the host's 127.0.0.1; nothing is
+sent anywhere else. Inside an isolated run that address is the namespace's own
+loopback, where nothing of the host listens: a t1 scorer and a t2 service get
+"connection refused", while the scorer still reaches the service evalrun
+started (they share that loopback), and the repository's own t2 (embedded
+PostgreSQL, the replay proxy) passes inside. The fallback is tested by really
+dropping the privilege: evalrun as uid 65534 in a user namespace whose own
+``user.max_user_namespaces`` is 0 (tests/stubs/drop_privilege.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import REPO, STUBS
+
+DROP = STUBS / "drop_privilege.py"
+
+
+def _why_not_isolated() -> str | None:
+    """None when this machine lets evalrun isolate; else why not (asked in a fresh process)."""
+    code = ("import os, sys\nfrom evalrun.isolation import enter_loopback_namespace\n"
+            "why = enter_loopback_namespace()\nprint(why or 'ok')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = proc.stdout.strip()
+    return None if out == "ok" else (out or proc.stderr.strip())
+
+
+WHY_NOT = _why_not_isolated()
+needs_isolation = pytest.mark.skipif(WHY_NOT is not None, reason=f"this machine cannot isolate: {WHY_NOT}; CI runs as root")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping the privilege needs root (CI runs as root)")
+
+
+@pytest.fixture
+def host_listener() -> Iterator[int]:
+    """A TCP listener on the host's 127.0.0.1 that answers "host"; yields its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except (TimeoutError, OSError):
+                continue
+            with conn:
+                conn.sendall(b"host\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+
+
+REACH_SCORER = """
+import json, os, socket
+port = int(os.environ["HOST_PORT"])
+try:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        got, error = s.recv(16).decode(), None
+except OSError as exc:
+    got, error = None, f"cannot reach 127.0.0.1:{port}: {exc}"
+check = {"name": "reaches the host listener", "assertions": 1, "passed": got == "host\\n", "message": error}
+json.dump({"checks": [check]}, open(os.environ["EVALRUN_REPORT"], "w"))
+"""
+
+
+def _t1_manifest(port: int, tier_table: str = "") -> str:
+    return (tier_table + '[[evals]]\nname = "reach"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n'
+            f'env = {{ HOST_PORT = "{port}" }}\n')
+
+
+@needs_isolation
+def test_a_t1_scorer_cannot_reach_a_host_listener_and_the_header_says_isolated(project, host_listener: int) -> None:
+    proj = project({"manifest.toml": _t1_manifest(host_listener), "e/score.py": REACH_SCORER})
+    r = proj.run("t1")
+    assert r.code == 1, r.output
+    assert r.out.splitlines()[0] == "network: isolated (loopback only)"
+    result = proj.eval_result("reach")
+    assert "Connection refused" in result["checks"][0]["message"]  # the error the scorer can show
+    assert "t1 is isolated (loopback only)" in result["message"]  # evalrun says why
+    assert 'set network = "host" in [tiers.t1]' in result["message"]
+
+
+@needs_isolation
+def test_network_host_opts_a_tier_out_and_the_header_says_why(project, host_listener: int) -> None:
+    proj = project({"manifest.toml": _t1_manifest(host_listener, '[tiers.t1]\nnetwork = "host"\n\n'),
+                    "e/score.py": REACH_SCORER})
+    r = proj.run("t1")
+    assert r.code == 0, r.output
+    assert 'network: not isolated: tiers.t1 sets network = "host"' in r.out
+
+
+SERVICE = """
+import os, socket
+try:
+    with socket.create_connection(("127.0.0.1", int(os.environ["HOST_PORT"])), timeout=5) as s:
+        outcome = "reached the host: " + s.recv(16).decode().strip()
+except OSError as exc:
+    outcome = f"refused: {exc}"
+open(os.environ["OUTCOME"], "w").write(outcome)
+server = socket.create_server(("127.0.0.1", int(os.environ["PORT"])))
+while True:
+    conn, _ = server.accept()
+    with conn:
+        conn.sendall(b"service\\n")
+"""
+
+SERVICE_SCORER = """
+import json, os, socket
+with socket.create_connection(("127.0.0.1", int(os.environ["PORT"])), timeout=5) as s:
+    got = s.recv(16).decode()
+outcome = open(os.environ["OUTCOME"]).read()
+checks = [
+    {"name": "the scorer reaches the service on the shared loopback", "assertions": 1, "passed": got == "service\\n"},
+    {"name": "the service cannot reach the host listener", "assertions": 1, "passed": outcome.startswith("refused"),
+     "message": outcome},
+]
+json.dump({"checks": checks}, open(os.environ["EVALRUN_REPORT"], "w"))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@needs_isolation
+def test_a_t2_service_cannot_reach_a_host_listener_but_its_scorer_reaches_the_service(project, host_listener: int) -> None:
+    port = _free_port()
+    outcome = "outcome.txt"
+    manifest = textwrap.dedent(f"""
+        [services.svc]
+        run = ["python", "svc.py"]
+        ready = "tcp:127.0.0.1:{port}"
+        ready_timeout = 20
+        env = {{ PORT = "{port}", HOST_PORT = "{host_listener}", OUTCOME = "{{root}}/{outcome}" }}
+
+        [[evals]]
+        name = "svc"
+        tier = "t2"
+        dir = "e"
+        run = ["python", "score.py"]
+        services = ["svc"]
+        env = {{ PORT = "{port}", OUTCOME = "{{root}}/{outcome}" }}
+    """)
+    proj = project({"e/score.py": SERVICE_SCORER, "svc.py": SERVICE})
+    (proj.root / "manifest.toml").write_text(manifest.replace("{root}", str(proj.root)))
+    r = proj.run("t2")
+    assert r.code == 0, r.output + json.dumps(proj.eval_result("svc", "t2"), indent=1)
+    assert "network: isolated (loopback only)" in r.out
+    assert (proj.root / outcome).read_text().startswith("refused: [Errno 111] Connection refused")
+
+
+@needs_isolation
+@pytest.mark.xdist_group("postgres")
+def test_the_own_t2_passes_isolated_embedded_postgres_and_the_replay_proxy_inside(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "OPENAI_", "ANTHROPIC_"))}
+    env["NO_COLOR"] = "1"
+    out = tmp_path / "t2.json"
+    proc = subprocess.run([sys.executable, "-m", "evalrun", "t2", "-j", "2", "--json", str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == "network: isolated (loopback only)"
+    results = json.loads(out.read_text())
+    assert {e["name"]: e["status"] for e in results["evals"]} == {
+        "rls-isolation": "passed", "agent-tools[mini]": "passed", "agent-tools[nano]": "passed",
+        "judge-anchors": "passed",
+    }
+    assert "model calls: replay through http://127.0.0.1:" in proc.stdout
+
+
+# --- without the privilege ------------------------------------------------------------------
+
+
+@pytest.fixture
+def open_project() -> Iterator[Path]:
+    """A project folder uid 65534 can read and write (pytest's own tmp folders are root's alone)."""
+    root = Path(tempfile.mkdtemp(prefix="isolation-test-", dir="/tmp"))
+    try:
+        root.chmod(0o777)
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _world_usable(path: Path) -> bool:
+    """Whether anyone may run ``path``: every folder above it searchable, the file itself readable and executable."""
+    path = path.resolve()
+    return all(p.stat().st_mode & 0o001 for p in path.parents) and path.stat().st_mode & 0o005 == 0o005
+
+
+def _nobody_python() -> str | None:
+    """A Python of this version that uid 65534 can run (a pyenv under a mode-700 /root is not)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (Path(sys.executable), Path("/usr/bin") / version, Path("/usr/local/bin") / version):
+        if candidate.exists() and _world_usable(candidate):
+            return str(candidate)
+    return None
+
+
+NOBODY_PYTHON = _nobody_python()
+needs_nobody_python = pytest.mark.skipif(
+    NOBODY_PYTHON is None, reason=f"no {sys.version_info.major}.{sys.version_info.minor} Python that uid 65534 can run"
+)
+
+
+@pytest.fixture(scope="module")
+def nobody_site() -> Iterator[Path]:
+    """evalrun and the packages an ``evalrun t1`` imports, copied where uid 65534 can read them.
+
+    The checkout and the virtual environment may sit under a folder only root may enter (a
+    ``mktemp -d`` of mode 700, as CI's are): the user the test becomes could import neither.
+    Which packages: the ones a real ``evalrun t1`` of a tiny project imports (``-X importtime``).
+    """
+    import importlib.util
+    import site
+
+    folder = Path(tempfile.mkdtemp(prefix="isolation-site-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        probe = folder / "probe"
+        _write(probe, {"manifest.toml": '[[evals]]\nname = "p"\ntier = "t1"\ndir = "e"\nrun = ["python", "s.py"]\n',
+                       "e/s.py": "from evalrun import scorer\nwith scorer.check('c') as c:\n    c.true(True)\n"})
+        run = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalrun", "t1"], cwd=probe, capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+        names = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in run.stderr.splitlines() if "|" in line}
+        sites = [Path(p).resolve() for p in site.getsitepackages()]
+        (folder / "lib").mkdir()
+        for name in sorted(n for n in names if not n.startswith("__editable__")):
+            spec = importlib.util.find_spec(name) if name.isidentifier() else None
+            origin = Path(spec.origin).resolve() if spec is not None and spec.origin not in (None, "built-in", "frozen") else None
+            if origin is None or not any(origin.is_relative_to(s) for s in sites):
+                continue
+            source = origin.parent if origin.name == "__init__.py" or origin.parent.name == name else origin
+            target = folder / "lib" / source.name
+            if not target.exists():
+                (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
+        shutil.copytree(REPO / "evalrun", folder / "lib" / "evalrun", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for path in (folder / "lib").rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644 | (path.stat().st_mode & 0o111))
+        (folder / "lib").chmod(0o755)
+        yield folder / "lib"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _as_nobody(root: Path, site_dir: Path, no_user_namespaces: bool, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
+    env.update({"HOME": str(root), "NO_COLOR": "1", "TMPDIR": str(root)})
+    # evalrun and its packages, copied where the user can read them, for an interpreter outside the venv.
+    env["PYTHONPATH"] = str(site_dir)
+    env.pop("CI", None)
+    flag = ["--no-user-namespaces"] if no_user_namespaces else []
+    return subprocess.run([sys.executable, str(DROP), *flag, "--", str(NOBODY_PYTHON), "-m", "evalrun", *args],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _nobody_manifest(port: int, tier_table: str = "") -> str:
+    return _t1_manifest(port, tier_table).replace('run = ["python", "score.py"]', f'run = ["{NOBODY_PYTHON}", "score.py"]')
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.chmod(0o777)
+        path.write_text(text)
+        path.chmod(0o666)
+
+
+@needs_root
+@needs_nobody_python
+def test_without_permission_the_run_falls_back_and_says_why(open_project: Path, host_listener: int, nobody_site: Path) -> None:
+    _write(open_project, {"manifest.toml": _nobody_manifest(host_listener), "e/score.py": REACH_SCORER})
+    proc = _as_nobody(open_project, nobody_site, True, "t1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # not isolated: the host listener is reached
+    assert ("network: not isolated: uid 65534 cannot create a network namespace: unshare: No space left on device; "
+            "user namespaces are limited to 0 here (user.max_user_namespaces)") in proc.stdout
+
+
+@needs_root
+@needs_nobody_python
+def test_without_permission_require_isolation_is_one_line_exit_2(open_project: Path, host_listener: int, nobody_site: Path) -> None:
+    _write(open_project, {"manifest.toml": _nobody_manifest(host_listener, "[tiers.t1]\nrequire_isolation = true\n\n"),
+                          "e/score.py": REACH_SCORER})
+    proc = _as_nobody(open_project, nobody_site, True, "t1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "t1: require_isolation = true, but the run cannot be isolated: uid 65534" in lines[0], lines
+    assert "reach" not in proc.stdout  # no scorer ran
+
+
+@needs_root
+@needs_nobody_python
+def test_an_unprivileged_user_with_user_namespaces_is_isolated(open_project: Path, host_listener: int, nobody_site: Path) -> None:
+    _write(open_project, {"manifest.toml": _nobody_manifest(host_listener), "e/score.py": REACH_SCORER})
+    proc = _as_nobody(open_project, nobody_site, False, "t1")
+    if "unshare(CLONE_NEWUSER)" in proc.stderr:
+        pytest.skip(f"this machine allows no user namespace even to root: {proc.stderr.strip()}")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == "network: isolated (loopback only)"
+    results = json.loads((open_project / ".evalrun/results/t1.json").read_text())
+    assert "Connection refused" in results["evals"][0]["checks"][0]["message"]
+    assert (open_project / ".evalrun/results/t1.json").stat().st_uid == 65534  # files stay the user's own
+
+
+@pytest.mark.parametrize(
+    ("tiers", "says"),
+    [
+        ('[tiers.t3]\nnetwork = "loopback"\n', "tiers.t3.network: t3 is live and never isolated"),
+        ("[tiers.t3]\nrequire_isolation = true\n", "tiers.t3.require_isolation: t3 is live and never isolated"),
+        ('[tiers.t1]\nnetwork = "host"\nrequire_isolation = true\n', 'sets network = "host", which is never isolated'),
+        ('[tiers.t1]\nnetwork = "none"\n', "tiers.t1.network: must be one of 'loopback' or 'host'"),
+    ],
+)
+def test_contradictory_network_settings_are_one_line_exit_2(project, tiers: str, says: str) -> None:
+    proj = project({"manifest.toml": tiers + "[tiers.t2]\n", "e/score.py": REACH_SCORER})
+    r = proj.run("t1")
+    assert r.code == 2, r.output
+    assert says in r.err, r.err

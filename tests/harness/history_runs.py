@@ -1,0 +1,66 @@
+"""A committed project recorded good, broken, good: the history CLI and report tests read its runs.
+
+One eval, calc, whose checks follow a state file committed before each
+run; a check name and evidence that are a script tag, for the HTML tests.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+HOSTILE = "<script>alert(1)</script>"
+
+SCORER = f'''
+from pathlib import Path
+from evalrun import scorer
+
+state = Path("state.txt").read_text().strip()
+with scorer.check("adds") as c:
+    c.equal(1 + 1, 2)
+    c.equal(2 + 2, 4)
+with scorer.check("stays green") as c:
+    c.true(state != "broken", "the state file says broken")
+if state != "vanished":
+    with scorer.check("kept") as c:
+        c.equal(state in ("good", "broken"), True)
+with scorer.check({HOSTILE!r}) as c:
+    c.true(True)
+    c.evidence({HOSTILE!r})
+scorer.metric("latency_ms", {{"good": 120, "broken": 480, "vanished": 130}}[state])
+'''
+
+MANIFEST = '''
+[tiers.t1]
+[[evals]]
+name = "calc"
+tier = "t1"
+dir = "evals/calc"
+run = ["python", "score.py"]
+'''
+
+
+def git(root: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=root,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def commit_state(project, state: str) -> str:
+    project.write({"evals/calc/state.txt": state + "\n"})
+    git(project.root, "add", "-A")
+    git(project.root, "commit", "-qm", state)
+    return git(project.root, "rev-parse", "HEAD")
+
+
+def three_runs(project, env: dict[str, str]) -> list[tuple[str, int]]:
+    """good, broken, good: one commit and one ``evalrun t1`` each; returns (commit, exit code) per run."""
+    project.write({"manifest.toml": MANIFEST, "evals/calc/score.py": SCORER, "evals/calc/state.txt": "good\n"})
+    git(project.root, "init", "-q", "-b", "main")
+    assert project.run("baseline", "--update", "t1", env=env).code == 0
+    out = []
+    for state in ("good", "broken", "good"):
+        commit = commit_state(project, state)
+        out.append((commit, project.run("t1", env=env).code))
+    return out

@@ -1,0 +1,122 @@
+"""The project builder: write a manifest and scorers under a folder, run the real ``evalrun`` there.
+
+``Project(root).write({"manifest.toml": ..., "evals/a/score.py": ...}).run("t1")``
+runs ``python -m evalrun t1`` in ``root`` in a process of its own and returns
+the exit code and the output (tox's ``tox_project`` fixture is the model; the
+``project`` fixture in ``harness.plugin`` makes one under ``tmp_path``). The
+process is forked from a warm one that imported evalrun once per worker
+(``evals/lib/evalrun_forks.py``, which sets each child up as ``python -m
+evalrun`` would be; tests/cli/test_evalrun_forks.py holds it to a fresh
+process's output): hundreds of runs would otherwise spend most of the suite's
+CPU importing typer and pydantic. Tests of signals and process start-up start
+evalrun themselves, fresh.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import tempfile
+import textwrap
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalrun_forks import Zygote  # evals/lib, on the path by pyproject.toml's [tool.pytest.ini_options] pythonpath
+
+from harness.leaks import SESSION_ROOTS
+
+
+@dataclass
+class RunOutcome:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def output(self) -> str:
+        return self.out + self.err
+
+
+class Project:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def write(self, files: dict[str, str | bytes]) -> "Project":
+        for rel, content in files.items():
+            path = self.root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
+            if rel.endswith(".sh"):
+                path.chmod(0o755)
+        return self
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """This process's environment without the outer run's evalrun, CI and colour settings."""
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
+        full_env.pop("CI", None)
+        full_env.pop("NO_COLOR", None)
+        full_env.update(extra or {})
+        return full_env
+
+    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> RunOutcome:
+        """``python -m evalrun ARGS`` here, as ``subprocess.run(..., capture_output=True, text=True, timeout=timeout)``."""
+        with tempfile.TemporaryDirectory(prefix="evalrun-run-") as scratch:
+            out, err = Path(scratch) / "stdout", Path(scratch) / "stderr"
+            code = evalrun_zygote().run(args, self.root, self.env(env), out, err, timeout)
+            if code is None:
+                raise subprocess.TimeoutExpired(["python", "-m", "evalrun", *args], timeout)
+            return RunOutcome(code, _as_text(out), _as_text(err))
+
+    def results(self, tier: str = "t1") -> dict[str, Any]:
+        return json.loads((self.root / ".evalrun" / "results" / f"{tier}.json").read_text())
+
+    def eval_result(self, name: str, tier: str = "t1") -> dict[str, Any]:
+        return next(e for e in self.results(tier)["evals"] if e["name"] == name)
+
+
+def _as_text(path: Path) -> str:
+    """A captured stream decoded as ``text=True`` decodes it (the locale's encoding, newlines made ``\\n``)."""
+    return io.TextIOWrapper(io.BytesIO(path.read_bytes())).read()
+
+
+_ZYGOTE: list[Zygote] = []  # this worker's, started by its first Project.run, stopped when the session ends
+_ZYGOTE_LOCK = threading.Lock()
+
+
+def evalrun_zygote() -> Zygote:
+    with _ZYGOTE_LOCK:
+        if not _ZYGOTE:
+            zygote = Zygote(dict(os.environ))
+            SESSION_ROOTS.add(zygote.pid)  # its runs are waited for; what they leave behind is a leak
+            _ZYGOTE.append(zygote)
+        return _ZYGOTE[0]
+
+
+def close_zygote() -> None:
+    """Stop this worker's zygote, if it started one (it waits for its runs)."""
+    with _ZYGOTE_LOCK:
+        for zygote in _ZYGOTE:
+            zygote.close()
+            SESSION_ROOTS.discard(zygote.pid)
+        _ZYGOTE.clear()
+
+
+def json_scorer(checks: list[dict[str, Any]], metrics: dict[str, Any] | None = None, exit_code: int = 0) -> str:
+    """A tiny Python scorer that writes the given report and exits."""
+    report = {"checks": checks, "metrics": metrics or {}}
+    return (
+        "import json, os, sys\n"
+        f"json.dump({report!r}, open(os.environ['EVALRUN_REPORT'], 'w'))\n"
+        f"sys.exit({exit_code})\n"
+    )
+
+
+def eval_entry(name: str, run: str = '["python", "score.py"]', tier: str = "t1", extra: str = "") -> str:
+    return f'[[evals]]\nname = "{name}"\ntier = "{tier}"\ndir = "evals/{name}"\nrun = {run}\n{extra}\n'

@@ -1,0 +1,126 @@
+"""Budgets: the proxy refuses calls past a cap of calls or tokens, with a distinct error."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+import pytest
+
+from evalrun.manifest import Budget
+from evalrun.models.replay.budget import BudgetMeter
+from evalrun.models.replay.proxy import ReplayProxy
+
+from harness.fakes_upstream import FakeUpstream
+
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}  # the fake reports 18 tokens
+
+
+@pytest.fixture
+def upstream():
+    with FakeUpstream() as fake:
+        yield fake
+
+
+CLIENT = httpx.Client(timeout=10, trust_env=False)  # one client: making one per call costs ~50 ms
+
+
+def chat(base: str) -> httpx.Response:
+    return CLIENT.post(f"{base}/v1/chat/completions", json=CHAT)
+
+
+@pytest.mark.parametrize(
+    ("budget", "allowed", "reason"),
+    [
+        (Budget(calls=2), 2, "model budget exhausted: 2 of 2 calls used"),
+        (Budget(tokens=30), 2, "model budget exhausted: 36 of 30 tokens used"),  # the crossing call completes
+        (Budget(calls=5, tokens=18), 1, "model budget exhausted: 18 of 18 tokens used"),
+    ],
+    ids=["calls", "tokens", "first-cap-wins"],
+)
+def test_calls_past_the_budget_are_refused_with_a_distinct_error(upstream, budget, allowed, reason):
+    with ReplayProxy("live", upstream=upstream.url, budget=budget) as proxy:
+        base = proxy.register_eval("spend", None)
+        answers = [chat(base) for _ in range(allowed + 2)]
+        report = proxy.eval_report("spend")
+        assert proxy.budget_exhausted()
+    assert [a.status_code for a in answers] == [200] * allowed + [402, 402]
+    refusal = answers[-1].json()["error"]
+    assert refusal["type"] == "evalrun_budget_exhausted"
+    assert reason in refusal["message"] and "not checked" in refusal["message"]
+    assert len(upstream.requests) == allowed  # refused calls never reach the model
+    assert report.calls == allowed and report.budget_hit
+    assert report.failures() == []  # a tripped cap is not blamed on the model
+
+
+def test_an_eval_that_did_not_hit_the_budget_is_not_marked(upstream):
+    with ReplayProxy("live", upstream=upstream.url, budget=Budget(calls=1)) as proxy:
+        first = proxy.register_eval("first", None)
+        second = proxy.register_eval("second", None)
+        assert chat(first).status_code == 200
+        assert chat(second).status_code == 402
+        assert not proxy.eval_report("first").budget_hit
+        assert proxy.eval_report("second").budget_hit
+
+
+def test_a_per_eval_budget_caps_that_eval_only(upstream):
+    with ReplayProxy("live", upstream=upstream.url) as proxy:
+        capped = proxy.register_eval("capped", None, budget=Budget(calls=1))
+        free = proxy.register_eval("free", None)
+        assert [chat(capped).status_code for _ in range(2)] == [200, 402]
+        assert [chat(free).status_code for _ in range(3)] == [200, 200, 200]
+        assert "eval 'capped' budget exhausted: 1 of 1 calls used" in proxy.eval_report("capped").budget_message
+        assert not proxy.budget_exhausted()
+
+
+def test_parallel_calls_cannot_overshoot_a_calls_budget(upstream):
+    with ReplayProxy("live", upstream=upstream.url, budget=Budget(calls=5)) as proxy:
+        base = proxy.register_eval("race", None)
+        statuses: list[int] = []
+        threads = [threading.Thread(target=lambda: statuses.append(chat(base).status_code)) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(statuses) == [200] * 5 + [402] * 11
+    assert len(upstream.requests) == 5
+
+
+def test_the_budget_counts_replayed_calls_from_their_fixtures(upstream, tmp_path):
+    with ReplayProxy("record", upstream=upstream.url) as proxy:
+        base = proxy.register_eval("r", tmp_path)
+        for _ in range(3):
+            chat(base)
+    with ReplayProxy("replay", budget=Budget(tokens=20)) as proxy:
+        base = proxy.register_eval("r", tmp_path)
+        assert [chat(base).status_code for _ in range(3)] == [200, 200, 402]
+
+
+def test_a_call_that_never_reached_a_model_gives_its_slot_back():
+    with ReplayProxy("live", upstream="http://127.0.0.1:9", budget=Budget(calls=1)) as proxy:
+        base = proxy.register_eval("down", None)
+        assert [chat(base).status_code for _ in range(2)] == [424, 424]
+        assert not proxy.budget_exhausted()
+
+
+def test_budget_meter_without_limits_never_refuses():
+    meter = BudgetMeter(None)
+    for _ in range(1000):
+        assert meter.acquire() is None
+    meter.add_tokens(10**9)
+    assert not meter.exhausted() and meter.calls == 1000
+
+
+def test_an_experiment_budget_is_shared_by_its_evals_and_leaves_other_columns_alone(upstream):
+    with ReplayProxy("live", upstream=upstream.url) as proxy:
+        first = proxy.register_eval("a[cheap]", None, column="cheap", column_budget=Budget(tokens=18))
+        second = proxy.register_eval("b[cheap]", None, column="cheap", column_budget=Budget(tokens=18))
+        other = proxy.register_eval("a[rich]", None, column="rich", column_budget=None)
+        assert chat(first).status_code == 200  # 18 tokens: the column's cap is reached
+        refused = chat(second)  # another eval of the same column: its calls count against the same cap
+        assert refused.status_code == 402
+        assert "experiment 'cheap' budget exhausted: 18 of 18 tokens used" in refused.json()["error"]["message"]
+        assert chat(other).status_code == 200
+        assert proxy.budget_exhausted("cheap") and not proxy.budget_exhausted("rich") and not proxy.budget_exhausted()
+        assert proxy.eval_report("b[cheap]").budget_hit and not proxy.eval_report("a[rich]").budget_hit
+    assert len(upstream.requests) == 2

@@ -1,0 +1,150 @@
+"""Where a relayed call goes and how it is authenticated; request bodies and disconnects on the wire."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from evalrun.secrets import PLACEHOLDER
+from evalrun.models.replay.proxy import ReplayProxy
+from evalrun.models.replay.upstream import api_style, choose_target, upstream_headers
+
+from harness.fakes_upstream import FakeUpstream
+
+KEYS = {"OPENAI_API_KEY": "sk-openai-REAL-123456", "ANTHROPIC_API_KEY": "sk-ant-REAL-654321"}
+
+
+@pytest.mark.parametrize(
+    ("upstream", "path", "style", "url", "provider"),
+    [
+        (None, "/v1/chat/completions", "openai", "https://api.openai.com/v1/chat/completions", "openai"),
+        (None, "/v1/messages", "anthropic", "https://api.anthropic.com/v1/messages", "anthropic"),
+        ("https://openrouter.ai/api", "/v1/chat/completions", "openai",
+         "https://openrouter.ai/api/v1/chat/completions", "openrouter"),
+        ("http://127.0.0.1:8080", "/v1/embeddings?x=1", "openai", "http://127.0.0.1:8080/v1/embeddings?x=1", "openai"),
+        # The SDKs' base URL form: its /v1 is the path's /v1, not a second one.
+        ("http://127.0.0.1:8080/v1", "/v1/chat/completions", "openai", "http://127.0.0.1:8080/v1/chat/completions", "openai"),
+        ("http://127.0.0.1:8080/v1/", "/v1/messages", "anthropic", "http://127.0.0.1:8080/v1/messages", "anthropic"),
+        ("https://openrouter.ai/api/v1", "/v1/chat/completions", "openai",
+         "https://openrouter.ai/api/v1/chat/completions", "openrouter"),
+        ("http://127.0.0.1:8080/v1", "/v2/x", "openai", "http://127.0.0.1:8080/v1/v2/x", "openai"),
+    ],
+    ids=["openai-default", "anthropic-default", "prefix", "local", "sdk-form", "sdk-form-slash", "prefix-v1", "not-v1"],
+)
+def test_the_upstream_is_chosen_by_flag_or_by_api_style(upstream, path, style, url, provider):
+    target = choose_target(upstream, path, style)
+    assert target.base_url + target.path == url and target.provider == provider
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "style"),
+    [
+        ("/v1/messages", {}, "anthropic"),
+        ("/v1/complete", {"anthropic-version": "2023-06-01"}, "anthropic"),
+        ("/v1/chat/completions", {"Authorization": "Bearer x"}, "openai"),
+        ("/v1/responses", {}, "openai"),
+    ],
+)
+def test_api_style_is_read_from_the_path_and_headers(path, headers, style):
+    assert api_style(path, headers) == style
+
+
+def test_the_placeholder_is_replaced_by_the_real_key_upstream():
+    sent = upstream_headers({"authorization": f"Bearer {PLACEHOLDER}", "X-Evalrun-Session": "s"}, "openai", KEYS)
+    assert sent == {"Authorization": f"Bearer {KEYS['OPENAI_API_KEY']}", "Accept-Encoding": "identity"}
+
+
+def test_an_anthropic_call_without_a_key_gets_x_api_key():
+    sent = upstream_headers({"anthropic-version": "2023-06-01"}, "anthropic", KEYS)
+    assert sent["x-api-key"] == KEYS["ANTHROPIC_API_KEY"] and "Authorization" not in sent
+
+
+def test_a_key_the_client_sent_itself_passes_through():
+    sent = upstream_headers({"Authorization": "Bearer sk-own-key"}, "openai", KEYS)
+    assert sent["Authorization"] == "Bearer sk-own-key"
+
+
+def test_without_a_key_in_the_environment_nothing_is_injected():
+    assert "Authorization" not in upstream_headers({}, "openai", {})
+
+
+def test_a_chunked_request_body_is_relayed_whole(tmp_path):
+    def pieces():
+        yield b'{"model": "m", "messages": [{"role": "user", '
+        yield b'"content": "in two pieces"}]}'
+
+    with FakeUpstream() as upstream, ReplayProxy("live", upstream=upstream.url) as proxy:
+        base = proxy.register_eval("c", None)
+        answer = httpx.post(f"{base}/v1/chat/completions", content=pieces(), trust_env=False,
+                            headers={"Content-Type": "application/json"})
+    assert answer.status_code == 200
+    assert upstream.requests[0].body["messages"][0]["content"] == "in two pieces"
+
+
+def test_a_client_that_leaves_mid_stream_still_has_its_call_counted_but_not_recorded(tmp_path):
+    with FakeUpstream(hold_stream=True) as upstream, ReplayProxy("record", upstream=upstream.url) as proxy:
+        base = proxy.register_eval("gone", tmp_path)
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        with httpx.Client(timeout=10, trust_env=False) as client:
+            with client.stream("POST", f"{base}/v1/chat/completions", json=body) as response:
+                next(response.iter_raw())
+        upstream.release.set()
+        deadline = time.monotonic() + 10
+        while proxy.eval_report("gone").calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        report = proxy.eval_report("gone")
+    assert report.calls == 1 and report.total_tokens == 18  # the upstream was paid: its usage counts
+    # An abandoned attempt is no answer: its retry, not it, takes index 1.
+    assert not (tmp_path / "gone" / "0001.json").exists()
+
+
+def test_a_client_that_closes_after_the_last_event_had_the_whole_answer_and_it_is_recorded(tmp_path):
+    with FakeUpstream(hold_end=True) as upstream, ReplayProxy("record", upstream=upstream.url) as proxy:
+        base = proxy.register_eval("done", tmp_path)
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        with httpx.Client(timeout=10, trust_env=False) as client:
+            with client.stream("POST", f"{base}/v1/chat/completions", json=body) as response:
+                for line in response.iter_lines():
+                    if line == "data: [DONE]":
+                        break  # the whole answer is in; the stream's end has not come yet
+        upstream.release.set()  # closed before the terminating chunk
+        deadline = time.monotonic() + 10
+        while proxy.eval_report("done").calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        report = proxy.eval_report("done")
+    assert report.calls == 1
+    assert (tmp_path / "done" / "0001.json").is_file()
+
+
+def test_an_upstream_that_breaks_off_a_plain_answer_gets_an_error_the_sdk_does_not_retry(tmp_path):
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def half_answer() -> None:
+        conn, _ = listener.accept()
+        request = b""  # the whole request first: answering early could reset the proxy's send instead
+        while b"\r\n\r\n" not in request:
+            request += conn.recv(65536)
+        head, _, body = request.partition(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+        while len(body) < length:
+            body += conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":")
+        conn.close()
+
+    threading.Thread(target=half_answer, daemon=True).start()
+    port = listener.getsockname()[1]
+    with ReplayProxy("record", upstream=f"http://127.0.0.1:{port}") as proxy:
+        base = proxy.register_eval("cut", tmp_path)
+        answer = httpx.post(f"{base}/v1/chat/completions", json={"model": "m", "messages": []}, trust_env=False, timeout=10)
+        report = proxy.eval_report("cut")
+    listener.close()
+    assert answer.status_code == 424 and answer.headers["x-should-retry"] == "false"
+    assert "broke off the response (IncompleteRead)" in report.missing[0]
+    assert not list(tmp_path.rglob("*.json"))

@@ -1,0 +1,388 @@
+"""The Inspect AI and promptfoo readers, without the tools: logs the real tools wrote, then edge cases and fuzzing.
+
+``assets/eval_tools`` holds a ``.eval`` log written by Inspect AI 0.3 (mockllm/model,
+``fail_on_error=False``, sample ``b`` errored; its members zstandard-compressed)
+and a ``promptfoo eval -o`` output of promptfoo 0.121 (two passes, a failed
+assertion, a provider that threw). The runs through the real tools are in
+``test_eval_tools_real``. Any input gives checks or one line: Hypothesis holds
+both readers to it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalrun.errors import ReportError
+from evalrun.reports_in.inspect_log import parse_inspect
+from evalrun.reports_in.promptfoo import parse_promptfoo
+from evalrun.reports_in.rules import judge
+from evalrun.results import Status
+
+from harness import TESTS
+
+ASSETS = TESTS / "assets" / "eval_tools"
+
+
+def header(task: str = "quiz", status: str = "success", model: str = "mockllm/model", **extra: Any) -> dict[str, Any]:
+    return {
+        "version": 2, "status": status,
+        "eval": {"task": task, "model": model, "config": {"epochs": 1},
+                 "scorers": [{"name": "includes"}, {"name": "match"}]},
+        "results": {"scores": [{"name": "includes", "metrics": {"accuracy": {"name": "accuracy", "value": 0.5},
+                                                                 "stderr": {"name": "stderr", "value": float("nan")}}}]},
+        **extra,
+    }
+
+
+def sample(sample_id: Any, epoch: int = 1, error: str | None = None, **scores: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": sample_id, "epoch": epoch,
+                           "scores": {k: {"value": v, "explanation": f"saw {v}"} for k, v in scores.items()}}
+    if error is not None:
+        out["error"] = {"message": error, "traceback": f"Traceback...\n{error}\n"}
+    return out
+
+
+def json_log(folder: Path, name: str, head: dict[str, Any], samples: list[Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(json.dumps({**head, "samples": samples}))
+    return path
+
+
+def eval_log(folder: Path, name: str, members: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    with zipfile.ZipFile(path, "w", compression) as archive:
+        for member, data in members.items():
+            archive.writestr(member, data)
+    return path
+
+
+def names(report) -> list[str]:
+    return [c.name for c in report.checks]
+
+
+# --- Inspect AI -----------------------------------------------------------------------------------------------
+
+
+def test_a_real_inspect_eval_log_zstd_members_errored_sample_fails_with_its_error(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "2026-12-01T21-46-24_quiz_x.eval").write_bytes((ASSETS / "inspect-sample-error.eval").read_bytes())
+    report = parse_inspect(logs, "$INSPECT_LOG_DIR")
+    assert names(report) == [f"quiz > {s} > {k}" for s in "abc" for k in ("includes", "match")]
+    failed = {c.name: c.message for c in report.checks if not c.passed}
+    assert set(failed) == {"quiz > b > includes", "quiz > b > match"}
+    assert failed["quiz > b > match"] == "sample errored: RuntimeError('the tool broke on sample b')"
+    assert report.problem is None  # Inspect says success; the errored sample fails it here
+    assert report.metrics["quiz/includes/accuracy"] == 1.0
+    assert judge(report, None, 0, "").status is Status.FAILED
+
+
+@pytest.mark.parametrize(
+    ("value", "passed"),
+    [("C", True), ("I", False), ("P", False), ("N", False), (True, True), (False, False), (1, True), (1.0, True),
+     (0.7, False), ("yes", True), ("true", True), ("1.0", True), ("no", False), (None, False), ("nan", False)],
+)
+def test_a_score_passes_when_inspects_value_to_float_reads_it_as_one(tmp_path: Path, value: Any, passed: bool) -> None:
+    json_log(tmp_path / "logs", "a.json", header(), [sample("q1", match=value)])
+    (check,) = parse_inspect(tmp_path / "logs", "logs").checks
+    assert (check.name, check.passed, check.assertions) == ("quiz > q1 > match", passed, 1)
+
+
+def test_a_dict_value_passes_when_each_value_does_and_each_counts(tmp_path: Path) -> None:
+    json_log(tmp_path / "logs", "a.json", header(), [sample(7, judge={"tone": "C", "facts": "C"}),
+                                                      sample(8, judge={"tone": "C", "facts": "I"})])
+    ok, bad = parse_inspect(tmp_path / "logs", "logs").checks
+    assert (ok.name, ok.assertions, ok.passed) == ("quiz > 7 > judge", 2, True)
+    assert (bad.assertions, bad.passed) == (2, False) and "facts" in (bad.message or "")
+
+
+def test_epochs_are_one_check_whose_assertions_count_them_and_every_epoch_must_pass(tmp_path: Path) -> None:
+    json_log(tmp_path / "logs", "a.json", header(), [sample("q", 1, match="C"), sample("q", 2, match="I"),
+                                                      sample("r", 1, match="C"), sample("r", 2, match="C")])
+    q, r = parse_inspect(tmp_path / "logs", "logs").checks
+    assert (q.name, q.assertions, q.passed) == ("quiz > q > match", 2, False)
+    assert (q.message or "").startswith("epoch 2: scored I")
+    assert (r.assertions, r.passed) == (2, True)
+
+
+def test_an_errored_sample_without_scores_fails_under_every_scorer_the_task_has(tmp_path: Path) -> None:
+    json_log(tmp_path / "logs", "a.json", header(), [sample("q", error="TimeoutError('model')")])
+    report = parse_inspect(tmp_path / "logs", "logs")
+    assert names(report) == ["quiz > q > includes", "quiz > q > match"]
+    assert all(not c.passed and "TimeoutError('model')" in (c.message or "") for c in report.checks)
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "says"),
+    [("error", {"message": "ValueError('bad dataset')"}, "Inspect task quiz ended in error: ValueError('bad dataset')"),
+     ("cancelled", None, "Inspect task quiz was cancelled"),
+     ("started", None, "did not finish its log")],
+)
+def test_a_log_that_did_not_succeed_fails_the_eval(tmp_path: Path, status: str, error: Any, says: str) -> None:
+    head = header(status=status, **({"error": error} if error else {}))
+    json_log(tmp_path / "logs", "a.json", head, [sample("q", match="C")])
+    report = parse_inspect(tmp_path / "logs", "logs")
+    assert says in (report.problem or "")
+    assert judge(report, None, 0, "").status is Status.FAILED
+
+
+def test_an_unfinished_eval_log_without_its_header_is_read_from_its_journal(tmp_path: Path) -> None:
+    start = json.dumps({"version": 2, "eval": header()["eval"]}).encode()
+    eval_log(tmp_path / "logs", "a.eval", {"_journal/start.json": start,
+                                           "samples/q_epoch_1.json": json.dumps(sample("q", match="C")).encode()})
+    report = parse_inspect(tmp_path / "logs", "logs")
+    assert names(report) == ["quiz > q > match"]
+    assert "did not finish its log" in (report.problem or "")
+
+
+def test_several_logs_one_task_per_model_names_the_model_and_a_repeat_is_refused(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    json_log(logs, "1.json", header(model="a/one"), [sample("q", match="C")])
+    json_log(logs, "2.json", header(model="b/two"), [sample("q", match="C")])
+    assert names(parse_inspect(logs, "logs")) == ["quiz (a/one) > q > match", "quiz (b/two) > q > match"]
+    json_log(logs, "3.json", header(model="b/two"), [sample("q", match="C")])
+    with pytest.raises(ReportError, match=r"task 'quiz \(b/two\)' is also in logs/2.json; run each task once"):
+        parse_inspect(logs, "logs")
+
+
+def test_no_log_says_that_evalrun_sets_the_log_folder(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match=r"Inspect wrote no log there; evalrun sets INSPECT_LOG_DIR .* drop any --log-dir"):
+        parse_inspect(tmp_path / "none", "$INSPECT_LOG_DIR")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "logs.json").write_text("{}")  # eval-set's listing is no log
+    with pytest.raises(ReportError, match="Inspect wrote no log there"):
+        parse_inspect(tmp_path / "logs", "$INSPECT_LOG_DIR")
+
+
+def test_a_zip_bomb_member_is_refused_at_the_limit(tmp_path: Path) -> None:
+    bomb = b'{"id": "q", "pad": "' + b" " * (40 * 1024 * 1024) + b'"}'
+    path = eval_log(tmp_path / "logs", "a.eval", {"header.json": json.dumps(header()).encode(),
+                                                  "samples/q_epoch_1.json": bomb})
+    assert path.stat().st_size < 200_000  # 40 MiB in under 200 KB
+    with pytest.raises(ReportError, match=r"samples/q_epoch_1.json: decompresses to more than 32 MiB"):
+        parse_inspect(tmp_path / "logs", "logs")
+
+
+def test_a_stored_eval_log_is_read_too(tmp_path: Path) -> None:
+    eval_log(tmp_path / "logs", "a.eval", {"header.json": json.dumps(header()).encode(),
+                                           "samples/q_epoch_1.json": json.dumps(sample("q", match="C")).encode()},
+             zipfile.ZIP_STORED)
+    assert names(parse_inspect(tmp_path / "logs", "logs")) == ["quiz > q > match"]
+
+
+def test_metrics_carry_over_and_nan_is_left_out(tmp_path: Path) -> None:
+    json_log(tmp_path / "logs", "a.json", header(), [sample("q", includes="C")])
+    assert parse_inspect(tmp_path / "logs", "logs").metrics == {"quiz/includes/accuracy": 0.5}
+
+
+def test_secrets_are_scrubbed_from_inspect_names_and_messages(tmp_path: Path) -> None:
+    secret = "sk-live-0123456789abcdef"
+    json_log(tmp_path / "logs", "a.json", header(), [sample(f"id-{secret}", error=f"auth {secret} refused")])
+    report = parse_inspect(tmp_path / "logs", "logs", secrets=[secret])
+    assert secret not in repr(report)
+
+
+# --- promptfoo --------------------------------------------------------------------------------------------------
+
+
+def promptfoo_row(description: str | None, provider: str = "shout", prompt: str = "say {{word}}",
+                  passes: tuple[bool, ...] = (True,), error: str | None = None, **variables: Any) -> dict[str, Any]:
+    case: dict[str, Any] = {"vars": variables, "assert": [{"type": "contains", "value": "X"}] * len(passes)}
+    if description is not None:
+        case["description"] = description
+    row: dict[str, Any] = {"testCase": case, "vars": variables, "provider": {"id": provider, "label": provider},
+                           "prompt": {"raw": prompt, "label": prompt}}
+    if error is not None:
+        return {**row, "success": False, "failureReason": 2, "error": error}
+    components = [{"pass": p, "score": int(p), "reason": "ok" if p else "Expected X",
+                   "assertion": {"type": "contains", "value": "X"}} for p in passes]
+    return {**row, "success": all(passes), "failureReason": 0 if all(passes) else 1,
+            "gradingResult": {"pass": all(passes), "reason": "", "componentResults": components}}
+
+
+def promptfoo_out(tmp_path: Path, rows: list[Any], stats: Any = None) -> Path:
+    path = tmp_path / "out.json"
+    path.write_text(json.dumps({"evalId": "e", "results": {"version": 3, "results": rows, "stats": stats or {}}}))
+    return path
+
+
+def test_a_real_promptfoo_output(tmp_path: Path) -> None:
+    report = parse_promptfoo(ASSETS / "promptfoo-out.json", "e/out.json")
+    checks = {c.name: (c.assertions, c.passed, c.message) for c in report.checks}
+    assert checks == {
+        "shouts hello > echo": (2, True, None),
+        "word=world > echo": (1, True, None),
+        "fails > echo": (1, False, 'contains: Expected output to contain "xyz"'),
+        "errors > echo": (1, False, "error: Error: provider exploded on BOOM"),
+    }
+    errored = next(c for c in report.checks if c.name == "errors > echo")
+    assert "at Echo.callApi" in (errored.evidence or "")
+    assert report.metrics == {"successes": 2, "failures": 1, "errors": 1, "tokens": 0}
+
+
+def test_repeated_results_are_one_check_whose_assertions_add_up(tmp_path: Path) -> None:
+    path = promptfoo_out(tmp_path, [promptfoo_row("t", passes=(True, True)), promptfoo_row("t", passes=(True, False))])
+    (check,) = parse_promptfoo(path).checks
+    assert (check.name, check.assertions, check.passed) == ("t > shout", 4, False)
+
+
+def test_a_second_prompt_or_provider_joins_the_name(tmp_path: Path) -> None:
+    rows = [promptfoo_row("t", prompt="p1"), promptfoo_row("t", prompt="p2"), promptfoo_row("t", provider="b", prompt="p1")]
+    assert names(parse_promptfoo(promptfoo_out(tmp_path, rows))) == ["t > shout > p1", "t > shout > p2", "t > b > p1"]
+
+
+def test_vars_name_a_test_without_description_never_its_index(tmp_path: Path) -> None:
+    rows = [promptfoo_row(None, word="hi", n=3, obj={"a": [1]})]
+    assert names(parse_promptfoo(promptfoo_out(tmp_path, rows))) == ['word=hi, n=3, obj={"a":[1]} > shout']
+
+
+def test_a_test_without_assertions_asserted_nothing(tmp_path: Path) -> None:
+    # What promptfoo 0.121 writes for a test without assert: a passing grade, no components.
+    row = {**promptfoo_row("t", passes=()), "gradingResult": {"pass": True, "score": 1, "reason": "No assertions"}}
+    (check,) = parse_promptfoo(promptfoo_out(tmp_path, [row])).checks
+    assert check.assertions == 0
+    assert judge(parse_promptfoo(promptfoo_out(tmp_path, [row])), None, 0, "").status is Status.FAILED
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [(b"not json", "not JSON"), (b"[1]", 'no "results.results" list'), (b'{"results": {}}', 'no "results.results"')],
+)
+def test_unusable_promptfoo_output_is_one_line(tmp_path: Path, content: bytes, says: str) -> None:
+    (tmp_path / "out.json").write_bytes(content)
+    with pytest.raises(ReportError, match=says) as caught:
+        parse_promptfoo(tmp_path / "out.json", "e/out.json")
+    assert "\n" not in str(caught.value) and "e/out.json" in str(caught.value)
+
+
+def test_a_missing_promptfoo_output_names_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="no such file; promptfoo did not write it - check -o"):
+        parse_promptfoo(tmp_path / "out.json", "e/out.json")
+
+
+# --- any input: checks or one line --------------------------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=25,
+)
+KEYS = st.sampled_from(["id", "epoch", "scores", "error", "value", "status", "eval", "task", "model", "results",
+                        "samples", "metrics", "message", "testCase", "gradingResult", "componentResults", "success",
+                        "failureReason", "provider", "prompt", "vars", "description", "assert", "label", "pass"])
+TOOLISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10) | st.sampled_from(["C", "I", "success", "error"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=6),
+    max_leaves=40,
+)
+
+
+def _one_outcome(parse) -> None:
+    try:
+        report = parse()
+    except ReportError as exc:
+        assert "\n" not in str(exc) and str(exc)
+        return
+    for check in report.checks:
+        assert check.name and isinstance(check.assertions, int) and check.assertions >= 0
+        assert check.message is None or "\n" not in check.message
+    judge(report, None, 0, "")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=st.one_of(TOOLISH, JSON), as_samples=st.booleans())
+def test_any_inspect_json_log_gives_checks_or_one_line(tmp_path_factory, body: Any, as_samples: bool) -> None:
+    logs = tmp_path_factory.mktemp("logs")
+    content = {**header(), "samples": body} if as_samples else body
+    (logs / "a.json").write_text(json.dumps(content))
+    _one_outcome(lambda: parse_inspect(logs, "logs"))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.binary(max_size=600), head=st.one_of(TOOLISH, st.just(header())), sample_body=TOOLISH,
+       cut=st.integers(min_value=0, max_value=4000), zipped=st.booleans())
+def test_any_inspect_eval_bytes_give_checks_or_one_line(tmp_path_factory, raw: bytes, head: Any, sample_body: Any,
+                                                          cut: int, zipped: bool) -> None:
+    logs = tmp_path_factory.mktemp("logs")
+    if zipped:  # a zip of Inspect's shape, whose members hold anything, cut anywhere
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("header.json", json.dumps(head))
+            archive.writestr("samples/1_epoch_1.json", json.dumps(sample_body))
+        data = buffer.getvalue()
+        raw = data[:cut] + raw if cut < len(data) else data
+    (logs / "a.eval").write_bytes(raw)
+    _one_outcome(lambda: parse_inspect(logs, "logs"))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.one_of(st.lists(TOOLISH, max_size=5), TOOLISH), stats=TOOLISH, raw=st.none() | st.binary(max_size=200))
+def test_any_promptfoo_output_gives_checks_or_one_line(tmp_path_factory, rows: Any, stats: Any, raw: bytes | None) -> None:
+    folder = tmp_path_factory.mktemp("pf")
+    path = folder / "out.json"
+    if raw is not None:
+        path.write_bytes(raw)
+    else:
+        path.write_text(json.dumps({"results": {"results": rows, "stats": stats}}))
+    _one_outcome(lambda: parse_promptfoo(path, "out.json"))
+
+
+# --- through the CLI: where evalrun finds the logs, the manifest keys -------------------------------------------
+
+EVAL_TOML = '[[evals]]\nname = "tool"\ntier = "t1"\ndir = "e"\nrun = ["python", "scorer.py"]\n'
+INSPECT_SCORER = f"""\
+import os, shutil, sys
+folder = os.environ["INSPECT_LOG_DIR"]
+assert folder.startswith(os.environ["EVALRUN_WORKDIR"]), folder
+if os.path.exists("write-log"):
+    os.makedirs(folder)
+    shutil.copy({str(ASSETS / "inspect-sample-error.eval")!r}, os.path.join(folder, "2026_quiz_x.eval"))
+"""
+
+
+def test_inspect_logs_are_read_from_the_fresh_folder_evalrun_gives_each_run(project) -> None:
+    proj = project({"manifest.toml": EVAL_TOML + 'format = "inspect"\n', "e/scorer.py": INSPECT_SCORER,
+                    "e/write-log": ""})
+    r = proj.run("t1")
+    assert r.code == 1, r.output
+    result = proj.eval_result("tool")
+    assert 'check "quiz > b > includes" failed: sample errored: RuntimeError' in result["message"]
+    assert len(result["checks"]) == 6
+    (proj.root / "e" / "write-log").unlink()  # the next run writes no log: the last one's is not found
+    r = proj.run("t1")
+    assert r.code == 1, r.output
+    assert "Inspect wrote no log there; evalrun sets INSPECT_LOG_DIR" in proj.eval_result("tool")["message"]
+
+
+def test_a_promptfoo_output_left_by_an_earlier_run_is_deleted_before_the_scorer_starts(project) -> None:
+    proj = project({"manifest.toml": EVAL_TOML.replace('"scorer.py"', '"-c", "pass"') + 'format = "promptfoo"\npromptfoo = "out/o.json"\n',
+                    "e/out/o.json": (ASSETS / "promptfoo-out.json").read_text()})
+    r = proj.run("t1")
+    assert r.code == 1, r.output
+    assert "promptfoo output e/out/o.json: no such file" in proj.eval_result("tool")["message"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [('format = "promptfoo"\n', 'format = "promptfoo" needs promptfoo = "the file promptfoo eval -o writes"'),
+     ('format = "promptfoo"\npromptfoo = "out.xml"\n', "must end in .json"),
+     ('format = "promptfoo"\npromptfoo = "../out.json"\n', "lies outside the eval's folder"),
+     ('format = "json"\npromptfoo = "out.json"\n', 'only read with format = "promptfoo"'),
+     ('format = "inspect"\nenv = { INSPECT_LOG_DIR = "logs" }\n', "with format = \"inspect\" evalrun sets it")],
+)
+def test_tool_format_keys_in_the_manifest_are_checked_in_one_line(project, extra: str, says: str) -> None:
+    proj = project({"manifest.toml": EVAL_TOML + extra, "e/scorer.py": "pass\n"})
+    r = proj.run("t1")
+    assert r.code == 2, r.output
+    lines = [line for line in r.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0] and "manifest.toml" in lines[0], r.err

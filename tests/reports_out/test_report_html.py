@@ -1,0 +1,73 @@
+"""The HTML report's content, rendered from history records (no browser: see test_report_browser for that)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import re
+
+from harness.history_data import results
+
+from evalrun.history.records import GitInfo, make_record
+from evalrun.reports_out.html import make_chart, render_report
+
+HOSTILE = '<img src=x onerror="alert(1)">'
+
+
+def page(*passes: bool) -> str:
+    runs = [make_record(results(n, passed=p), GitInfo(f"{n:02d}" * 20, "main", False), "run")
+            for n, p in enumerate(passes)]
+    return render_report(runs)
+
+
+def test_the_latest_run_is_shown_whole() -> None:
+    html = page(True, False)
+    assert '<div id="verdict" class="bad">failed (exit 1)</div>' in html
+    assert '<li>alpha: check &#34;gone&#34; vanished (baseline: 2 assertions)</li>' in html
+    assert "<td>beta</td><td class=\"status-skipped\">skipped</td><td>env KEY is not set</td>" in html
+    assert "expected 3, got 2" in html
+    assert "models: openai gpt-x, 2 calls, 42 tokens" in html
+    assert "latency_ms = 101" in html
+    assert "commit <span class=\"mono\">0101010101</span> on main" in html
+
+
+def test_newly_failing_checks_come_first_with_since_when() -> None:
+    html = page(True, True, False)
+    attention = re.search(r'<section id="attention">(.*?)</section>', html, re.S).group(1)
+    assert "newly failing" in attention and "alpha</td><td>one" in attention
+    assert "failing since" in attention and "last passed at commit 0101010101" in attention
+    table = re.search(r'<section id="checks">(.*?)</section>', html, re.S).group(1)
+    assert table.index("<td>one</td>") < table.index("<td>two</td>")
+
+
+def test_charts_cover_pass_rate_assertions_duration_tokens_and_every_numeric_metric() -> None:
+    html = page(True, False, True)
+    charts = dict(re.findall(r'data-chart="([^"]+)" data-values="([^"]*)"', html))
+    assert charts == {
+        "pass-rate": "100,50,100", "assertions": "4,4,4", "duration": "1.5,1.5,1.5", "tokens": "42,42,42",
+        "metric:alpha:latency_ms": "100,101,102",  # "label" is text: not charted
+    }
+
+
+def test_scorer_text_is_escaped_everywhere() -> None:
+    r = results(1, passed=False, evidence=HOSTILE)
+    r.evals[0].checks[0] = dataclasses.replace(r.evals[0].checks[0], message=HOSTILE)
+    r.evals[0].name = HOSTILE
+    r.evals[0].metrics = {HOSTILE: 1}
+    html = render_report([make_record(r, GitInfo(), "run")])
+    assert HOSTILE not in html and "onerror" not in html.replace("onerror=&#34;", "")
+    assert html.count("&lt;img src=x onerror=&#34;alert(1)&#34;&gt;") >= 4
+
+
+def test_nothing_in_the_page_reaches_the_network() -> None:
+    html = page(True, False)
+    assert "default-src 'none'" in html
+    assert not re.search(r'(src|href)\s*=\s*"(?!data:)[^"]', html)
+    assert "http://" not in html and "https://" not in html
+
+
+def test_a_chart_breaks_its_line_where_a_run_has_no_value() -> None:
+    chart = make_chart("m", "m", [1.0, None, 3.0, 4.0], ["a", "b", "c", "d"])
+    assert len(chart.segments) == 2 and chart.data_values == "1,,3,4"
+    assert (chart.low, chart.high, chart.latest) == ("1", "4", "4")
+    assert make_chart("e", "e", [None, None], ["a", "b"]).segments == []
