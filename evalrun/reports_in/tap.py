@@ -123,7 +123,7 @@ def parse_tap(path: Path, stderr: str = "", secrets: Iterable[str] = ()) -> Pars
     diagnostics of a failed point; ``secrets`` are scrubbed from every name,
     message and evidence before anything is cut.
     """
-    parser = _Parser(find_test_more_blocks(stderr))
+    parser = _Parser(find_test_more_blocks(stderr), tuple(secrets))
     read_problem = None
     try:
         for line in _lines(path):
@@ -134,7 +134,7 @@ def parse_tap(path: Path, stderr: str = "", secrets: Iterable[str] = ()) -> Pars
             problem = f"no TAP output to read: {path.name} {exc.reason}"
             return ParsedReport(checks=[], metrics={}, problem=problem, source="TAP")
         read_problem = f"the TAP output {exc.reason}: read up to there"
-    return parser.finish(read_problem, tuple(secrets))
+    return parser.finish(read_problem)
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -166,9 +166,10 @@ def _decode(raw: bytearray) -> str:
 
 
 class _Parser:
-    def __init__(self, stderr_blocks: dict[str | None, deque[list[str]]] | None = None) -> None:
+    def __init__(self, stderr_blocks: dict[str | None, deque[list[str]]] | None = None,
+                 secrets: tuple[str, ...] = ()) -> None:
         self.stderr_blocks = stderr_blocks or {}
-        self.secrets: tuple[str, ...] = ()
+        self.secrets = secrets  # known before the first line: a subtest's summary is scrubbed before it is cut
         self.lines = 0
         self.points = 0
         self.root = _Frame(indent=0)
@@ -281,8 +282,8 @@ class _Parser:
         if last is not None and last.keeps_details:
             last.keep(last.diag, body)
 
-    def finish(self, read_problem: str | None = None, secrets: tuple[str, ...] = ()) -> ParsedReport:
-        self.secrets = secrets
+    def finish(self, read_problem: str | None = None) -> ParsedReport:
+        secrets = self.secrets
         self._frame_at(0)  # close subtest blocks left open by a truncated stream
         problems: list[str] = [read_problem] if read_problem else []
         if self.bail is not None:
