@@ -367,3 +367,19 @@ def test_aggregate_all_in_plan_order_with_missing_runs_interrupted(tmp_path: Pat
     assert coin.message == "not run: interrupted (after 2 of 3 runs; rates are partial)"
     assert interrupted_result(PLANNED, "t2") == EvalResult(name="coin", tier="t2", dir="evals/coin",
                                                           status=Status.INTERRUPTED, message="not run: interrupted")
+
+
+def test_the_words_left_by_the_second_mutation_run() -> None:
+    # no run reported: the eval takes the first skip's message and the first made run's metrics
+    skips = [run(status=Status.SKIPPED, message="first", metrics={"s": 1}), run(status=Status.SKIPPED, message="second", metrics={"s": 2})]
+    result = aggregate(PLANNED, "t3", RepeatSettings(count=2), skips)
+    assert (result.message, result.metrics) == ("first", {"s": 1})
+    # two flaky checks are joined with "; "; a failed check without a message is "failed"
+    silent = EvalResult(name="coin", tier="t3", dir="d", status=Status.FAILED,
+                        checks=[CheckResult(name="c0", assertions=1, passed=False), CheckResult(name="c1", assertions=1, passed=False)])
+    flaky = aggregate(PLANNED, "t3", RepeatSettings(count=2, floor=0.5), [run(True, True), silent])
+    assert flaky.message == 'flaky: check "c0" passed 1 of 2 (floor 0.5); check "c1" passed 1 of 2 (floor 0.5)'
+    assert flaky.checks[0].evidence == "run 2 (EVALRUN_REPEAT=1): failed"
+    # an early stop below a floor of 1 prints the floor as 1, not 1.0
+    early = aggregate(PLANNED, "t3", RepeatSettings(count=3, stop="decided"), [run(False), EARLY, EARLY])
+    assert early.message.startswith('check "c0" passed 0 of 1 (floor 1: at most 2 of 3 could pass)')

@@ -73,3 +73,5 @@ def test_flaky_line_and_outcome_marks() -> None:
     check = result.checks[0]
     assert flaky_line(FlakyCheck(eval=result.name, check=check, floor=result.repeats.floor)) == 'coin: check "c0" passed 3 of 5 (floor 0.6)'
     assert outcome_marks(check.rate) == "●○●○●"
+    odd = aggregate(PLANNED, "t3", RepeatSettings(count=2, floor=0.1234567), [run(True), run(False)])
+    assert flaky_line(odd, odd.checks[0]) == 'coin: check "c0" passed 1 of 2 (floor 0.123457)'  # six digits
