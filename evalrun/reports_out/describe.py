@@ -104,7 +104,7 @@ def describe_repeats(result: EvalResult) -> str:
     assert s is not None
     text = f"{s.runs} of {s.planned} runs, floor {s.floor:g}"
     if s.stopped_early:
-        text += f", stopped early (stop = \"decided\"): rates from {len(s.runs_detail)} runs"
+        text += f", stopped early (stop = \"decided\"): rates from {plural(len(s.runs_detail), 'run')}"
     if s.partial:
         text += ", partial: not every run finished"
     return text

@@ -53,7 +53,7 @@ def test_summary_lines_leave_out_single_runs_and_say_nothing_without_repeats() -
 
 def test_describe_repeats_of_an_early_stop_and_a_partial_run() -> None:
     early = aggregate(PLANNED, "t3", RepeatSettings(count=4, stop="decided"), [run(False), EARLY, EARLY, EARLY])
-    assert describe_repeats(early) == '1 of 4 runs, floor 1, stopped early (stop = "decided"): rates from 1 runs'
+    assert describe_repeats(early) == '1 of 4 runs, floor 1, stopped early (stop = "decided"): rates from 1 run'
     partial = early.model_copy(update={"repeats": early.repeats.model_copy(update={"stopped_early": False, "partial": True})})
     assert describe_repeats(partial) == "1 of 4 runs, floor 1, partial: not every run finished"
 
@@ -74,4 +74,4 @@ def test_flaky_line_and_outcome_marks() -> None:
     assert flaky_line(FlakyCheck(eval=result.name, check=check, floor=result.repeats.floor)) == 'coin: check "c0" passed 3 of 5 (floor 0.6)'
     assert outcome_marks(check.rate) == "●○●○●"
     odd = aggregate(PLANNED, "t3", RepeatSettings(count=2, floor=0.1234567), [run(True), run(False)])
-    assert flaky_line(odd, odd.checks[0]) == 'coin: check "c0" passed 1 of 2 (floor 0.123457)'  # six digits
+    assert flaky_line(FlakyCheck(eval=odd.name, check=odd.checks[0], floor=odd.repeats.floor)) == 'coin: check "c0" passed 1 of 2 (floor 0.123457)'  # six digits
