@@ -34,8 +34,6 @@ from evalrun.results import EvalResult, Status
 from evalrun.scratch import Janitor, Scratch, make_scratch, sweep_scratch
 from evalrun.secrets import PLACEHOLDER
 
-# Importable from here as before judging moved to evalrun.outcome (branches written before the move use it).
-_judge_outcome = judge_outcome
 
 
 @dataclass(frozen=True)

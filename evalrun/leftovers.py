@@ -32,8 +32,6 @@ from pathlib import Path
 from evalrun.files import FileReadError, read_bounded
 from evalrun.process import terminate_group
 from evalrun.procfs import group_members, is_alive, proc_stat, start_ticks
-# The scratch folders moved to evalrun.scratch; these names stay importable from here.
-from evalrun.scratch import make_scratch, sweep_scratch  # noqa: F401
 
 DEFAULT_GRACE = 5.0
 PIDFILE_VERSION = 1

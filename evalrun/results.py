@@ -92,9 +92,6 @@ class RepeatRun(BaseModel):
     message: str | None = None
 
 
-RunRecord = RepeatRun  # the name before the rename (history has its own runs); remove once nothing imports it
-
-
 class RepeatSummary(BaseModel):
     """How an eval's repeats went: how many were planned and made, the floor, and what was flaky."""
 

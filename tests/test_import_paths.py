@@ -1,24 +1,10 @@
-"""The import paths code was written against before baseline and manifest became packages still work.
-
-Branches written against the old paths merge while the packages settle: the old
-modules ``evalrun.baseline_rates``, ``_judges`` and ``_settings`` are the new
-modules themselves (monkeypatching either reaches the same code), and each
-package's face exposes the names imported from it before the split.
-"""
+"""The manifest and baseline packages' faces (``__init__``) expose the names the rest of evalrun imports from them."""
 
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 
 import pytest
-
-OLD_TO_NEW = {
-    "evalrun.baseline_rates": "evalrun.baseline.rates",
-    "evalrun.baseline_judges": "evalrun.baseline.judges",
-    "evalrun.baseline_settings": "evalrun.baseline.settings",
-}
 
 # Every name imported from the two modules before the split (by evalrun, tests and bench).
 FACES = {
@@ -32,20 +18,6 @@ FACES = {
         "update_baseline", "update_command", "write_baseline",
     ],
 }
-
-
-@pytest.mark.parametrize(("old", "new"), OLD_TO_NEW.items())
-def test_an_old_module_path_is_the_new_module(old: str, new: str) -> None:
-    assert importlib.import_module(old) is importlib.import_module(new)
-
-
-@pytest.mark.parametrize("old", OLD_TO_NEW)
-def test_an_old_module_path_imports_first_in_a_fresh_interpreter(old: str) -> None:
-    # Imported before anything else of evalrun, the old path must not meet a half-initialised package.
-    code = f"import {old} as m; from {old} import *; print(m.__name__)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == OLD_TO_NEW[old]
 
 
 @pytest.mark.parametrize(("face", "names"), FACES.items())

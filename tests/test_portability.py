@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
 from harness import as_a_user_with_no_home, finishes, needs_root
 from harness.git import write
 

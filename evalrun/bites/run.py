@@ -22,7 +22,7 @@ from pathlib import Path
 
 from evalrun import __version__
 from evalrun.bites import (
-    BROKEN, CAUGHT, NOT_CAUGHT, BiteNotApplied, BiteRun, apply_bite, bites_exit_code, describe_bite, judge_bite,
+    BROKEN, CAUGHT, NOT_CAUGHT, BiteNotApplied, BiteRun, apply_bite, bites_exit_code, judge_bite,
     outcome_of, plan_bites, select_bite_shard,
 )
 from evalrun.errors import EvalrunError, ExitCode, UsageError

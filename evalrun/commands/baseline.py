@@ -38,7 +38,7 @@ from evalrun.plan import make_plan
 from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
-from evalrun.results import RunResults, load_results, load_results_counted, write_results
+from evalrun.results import RunResults, load_results, load_results_counted
 
 
 def update_baselines(

@@ -272,9 +272,3 @@ def run_id_for(results: RunResults) -> str:
     stamp = "".join(ch for ch in results.started_at[:19] if ch.isdigit() or ch == "T")
     return f"{stamp}-{results.tier}-{digest}"
 
-
-# The names before "record" was kept for recording model calls (t3); kept for
-# branches written before the rename. Remove once nothing imports them.
-RunRecord = StoredRun
-EvalRecord = StoredEval
-CheckRecord = StoredCheck

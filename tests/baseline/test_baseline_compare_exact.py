@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.baseline import Baseline, compare_tier, compare_to_baseline, failed_before_scorer
-from evalrun.baseline_settings import GateSettings
+from evalrun.baseline.settings import GateSettings
 from evalrun.manifest import load_manifest
 from evalrun.results import CheckResult, EvalResult, RunResults, Status
 
@@ -199,7 +199,7 @@ def test_settings_are_compared_only_with_a_baseline_and_for_evals_that_ran_in_th
 
 def test_a_changed_judge_is_stale_and_its_checks_are_not_compared_by_rate() -> None:
     from evalrun.results import CheckRate, RepeatSummary
-    from evalrun.baseline_rates import RatedCount
+    from evalrun.baseline.rates import RatedCount
 
     judged = "model-b#" + "1" * 12
     baseline = Baseline({"a": {"j": RatedCount(1, 10, 10), "plain": RatedCount(1, 10, 10)}})

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -134,7 +132,7 @@ def test_each_column_has_its_own_baseline_table_and_a_column_that_regresses_is_n
     text = (proj.root / "baselines" / "t2.toml").read_text()
     check = "weather-paris: the final answer uses the tool results"
     (proj.root / "baselines" / "t2.toml").write_text(
-        text.replace('["agent-tools[nano]"]\n', f'["agent-tools[nano]"]\n"a check nano lost" = 1\n')
+        text.replace('["agent-tools[nano]"]\n', '["agent-tools[nano]"]\n"a check nano lost" = 1\n')
     )
     again = proj.run("t2", "--experiment", "mini", "--experiment", "nano", env=own["env"], timeout=300)
     assert again.code == 3, again.output

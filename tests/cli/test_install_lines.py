@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
-from pathlib import Path
 
 from harness import REPO
 

@@ -4,7 +4,6 @@ messages, evidence and metrics, numbers JSON allows and Python cannot hold, and 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
