@@ -17,6 +17,7 @@ from harness import wait_until
 from harness.leaks import leftovers, live_descendants
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
+GRACE = 0.2  # the leaks here never go on their own: waiting the suite's grace would only cost time
 
 
 def _alive(pid: int) -> bool:
@@ -33,7 +34,7 @@ def test_a_child_with_a_made_up_environment_is_found_through_the_tree_and_killed
     try:
         found = {pid for pid, _ in live_descendants() - before}
         assert found == {child.pid}
-        described = leftovers(before)
+        described = leftovers(before, grace=GRACE)
         assert len(described) == 1 and described[0].startswith(f"{child.pid}: ") and "time.sleep(600)" in described[0]
         child.wait(timeout=60)
         assert live_descendants() - before == set()
@@ -52,7 +53,7 @@ def test_an_orphan_is_found_by_its_tag_after_its_parent_is_gone() -> None:
     orphan = int(spawner.stdout)  # its parent has exited: no longer a descendant of this process
     try:
         assert {pid for pid, _ in live_descendants() - before} == {orphan}
-        assert [line.split(":")[0] for line in leftovers(before)] == [str(orphan)]
+        assert [line.split(":")[0] for line in leftovers(before, grace=GRACE)] == [str(orphan)]
         wait_until(lambda: not _alive(orphan), what="the orphan to be killed")
     finally:
         if _alive(orphan):
@@ -71,7 +72,7 @@ def test_a_zombie_is_not_running_and_what_ran_before_is_not_new() -> None:
         before = live_descendants()
         assert sleeper.pid in {pid for pid, _ in before}
         assert live_descendants() - before == set()  # seen again, the same process: nothing new
-        assert leftovers(before) == []
+        assert leftovers(before, grace=GRACE) == []
     finally:
         sleeper.kill()
         sleeper.wait()

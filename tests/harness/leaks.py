@@ -149,9 +149,9 @@ def not_session_owned(found: set[tuple[int, str]]) -> set[tuple[int, str]]:
     return {(pid, started) for pid, started in found if not owned(pid)}
 
 
-def leftovers(before: set[tuple[int, str]]) -> list[str]:
-    """Processes started since ``before`` that do not go within the grace; they are killed."""
-    deadline = time.monotonic() + LEAK_GRACE_S
+def leftovers(before: set[tuple[int, str]], grace: float = LEAK_GRACE_S) -> list[str]:
+    """Processes started since ``before`` that do not go within ``grace`` seconds; they are killed."""
+    deadline = time.monotonic() + grace
     while (new := not_session_owned(live_descendants() - before)) and time.monotonic() < deadline:
         time.sleep(0.05)
     described = []
