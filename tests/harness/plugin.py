@@ -26,7 +26,7 @@ import pytest
 import harness.git
 import harness.history_runs
 from harness.leaks import LEAK_TAG_VAR, SESSION_ROOTS, leftovers, live_descendants
-from harness.paths import REPO
+from harness.paths import REPO, TESTS
 from harness.project import Project, close_zygote
 
 
@@ -87,6 +87,7 @@ def _group_suffix(item: pytest.Item) -> str:
 # the tests that run evalrun end to end as processes of their own (``Project.run``, fresh
 # starts, real servers and tools) and the Hypothesis property tests; what is left tests the
 # modules in-process, in well under 30 s.
+CLI_TESTS = TESTS / "cli"  # the end-to-end tests: every one is slow
 SLOW_FIXTURES = frozenset({"project", "suite", "postgres_url", "postgres_database", "history_env"})
 
 
@@ -100,10 +101,16 @@ def _starts_processes(module: dict[str, Any]) -> bool:
     return "subprocess" in module or any(value is helper for value in module.values() for helper in _PROCESS_HELPERS)
 
 
+def _end_to_end(item: pytest.Item) -> bool:
+    """A test in ``tests/cli/``: the end-to-end tests, whatever fixture starts their processes."""
+    return CLI_TESTS in Path(str(item.path)).parents
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     names = set(getattr(item, "fixturenames", ()))
     module = getattr(getattr(item, "module", None), "__dict__", {})
-    if names & SLOW_FIXTURES or _starts_processes(module) or getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+    if (names & SLOW_FIXTURES or _end_to_end(item) or _starts_processes(module)
+            or getattr(getattr(item, "obj", None), "is_hypothesis_test", False)):
         item.add_marker(pytest.mark.slow)
 
 

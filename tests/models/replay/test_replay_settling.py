@@ -26,6 +26,8 @@ from harness.fakes_upstream import FakeUpstream
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}  # the fake reports 18 tokens
 WAIT_S = 30.0  # only ever reached when the behaviour is broken
+# How long a caller held back must stay held to count as waiting: a broken proxy lets it through at once.
+HELD_S = 0.3
 
 
 class _HeldPrices(Mapping[str, Price]):
@@ -111,7 +113,7 @@ def test_the_client_has_the_whole_answer_while_the_call_is_still_being_counted(t
             # A report asked for now waits for the count (the eval's process may have ended already).
             reporter = _Reporter(proxy, "held")
             reporter.start()
-            reporter.join(1.0)
+            reporter.join(HELD_S)
             assert reporter.is_alive(), "the report did not wait for the call still being counted"
             prices.release.set()
             reporter.join(WAIT_S)
@@ -151,7 +153,7 @@ def test_a_call_made_after_an_answer_arrived_is_refused_by_that_answers_tokens(t
         # The first call's tokens are not added yet; the next call must not slip under the cap.
         second = _Caller(base, stream)
         second.start()
-        second.join(1.0)
+        second.join(HELD_S)
         assert second.is_alive(), "a call went ahead before the answered call's tokens were counted"
         prices.release.set()
         second.join(WAIT_S)
