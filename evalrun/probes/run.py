@@ -16,6 +16,7 @@ How each kind is checked lives in ``evalrun.probes.checks``; redaction in
 
 from __future__ import annotations
 
+import importlib
 import shlex
 import threading
 import time
@@ -33,6 +34,9 @@ from evalrun.secrets import passwords_in, redact_passwords, scrub, secret_like_v
 # the thread: libraries round timeouts (libpq waits at least 2 s) or apply them
 # per phase (httpx: connect, then read), and the user was promised the timeout.
 _GRACE_S = 0.5
+# The libraries a kind's checker imports: imported before any probe's deadline starts, since on a
+# loaded machine importing httpx alone can take longer than a probe's whole timeout.
+_LIBRARIES = {"http": "httpx", "postgres": "psycopg"}
 # How long an interrupted run waits, at most, for the probe threads to stop their processes
 # (each stops within its grace; this only bounds a machine too loaded to schedule them).
 _STOP_WAIT_S = 15.0
@@ -60,6 +64,7 @@ def run_probes(probes: Iterable[Probe], env: Mapping[str, str], root: Path) -> d
     for probe in probes:
         distinct.setdefault(probe.key, probe)
     frozen_env = dict(env)
+    _import_libraries(distinct.values())
     cancel = ProbeCancel()
     watches = [_Watch(probe, frozen_env, root, cancel) for probe in distinct.values()]
     try:
@@ -76,6 +81,14 @@ def run_probes(probes: Iterable[Probe], env: Mapping[str, str], root: Path) -> d
         for pgid in list(cancel.spawned):
             terminate_group(pgid, 0.2)
         raise
+
+
+def _import_libraries(probes: Iterable[Probe]) -> None:
+    for name in sorted({_LIBRARIES[p.kind] for p in probes if p.kind in _LIBRARIES}):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # the checker's own import names what is missing
 
 
 class ProbeCancel(threading.Event):
