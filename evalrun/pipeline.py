@@ -129,7 +129,7 @@ def _run_plan(
     try:
         # From here to the end, SIGTERM is Ctrl-C: 130 at any phase, and the results file says so.
         with _sigterm_as_interrupt():
-            collected = collect_in(context, plan, CollectOptions.of(request), console, baseline)
+            collected = collect(context, plan, CollectOptions.of(request), console, baseline)
             judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
             positional_warnings(judged, baseline, console)
             return deliver(judged, shown, outputs, console, context.environ, secrets=context.secrets.values,
@@ -252,14 +252,6 @@ def plan_outputs(manifest: Manifest, request: RunRequest) -> Outputs:
 
 
 def collect(
-    plan: Plan, request: RunRequest, console: Console, environ: Mapping[str, str], baseline: Baseline | None = None
-) -> RunResults:
-    """``collect_in`` for a caller that holds a plan and a request but no context yet (the context is built here)."""
-    context = RunContext.build(plan.manifest, request.tier, environ)
-    return collect_in(context, plan, CollectOptions.of(request), console, baseline)
-
-
-def collect_in(
     context: RunContext, plan: Plan, options: CollectOptions, console: Console, baseline: Baseline | None = None
 ) -> RunResults:
     """Guard, probe, start services and the model proxy, execute; results not yet compared or judged.

@@ -237,11 +237,6 @@ def known_secrets(env: Mapping[str, str], extra_key_vars: Iterable[str] = ()) ->
     return RunSecrets(keys=keys, values=keys | frozenset(secret_like_values(env)))
 
 
-def run_secrets(env: Mapping[str, str], extra_key_vars: Iterable[str] = ()) -> set[str]:
-    """Everything a run must never show (``known_secrets(...).values``) as a set."""
-    return set(known_secrets(env, extra_key_vars).values)
-
-
 def redact_passwords(text: str) -> str:
     """Hide passwords in URLs and DSNs: ``postgresql://u:***@h/db``, ``password=***``."""
     text = _URL_PASSWORD.sub(r"\g<head>:***@", text)

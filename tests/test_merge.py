@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.pipeline import RunRequest, collect
+from evalrun.context import RunContext
+from evalrun.pipeline import CollectOptions, collect
 from evalrun.reports_out.terminal import Console
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import load_manifest
@@ -48,8 +49,8 @@ def run_shard(root: Path, shard: Shard, tags: list[str] | None = None, tier: str
     """One shard through the real pipeline (real scorer subprocesses), written where CI would upload it."""
     manifest = load_manifest(root / "manifest.toml")
     plan = select_shard(make_plan(manifest, tier, [], tags or []), shard, None)
-    options = RunRequest(manifest_path=root / "manifest.toml", tier=tier, jobs=2)
-    results = collect(plan, options, Console(io.StringIO(), env={}), {})
+    context = RunContext.build(manifest, tier, {})
+    results = collect(context, plan, CollectOptions(jobs=2), Console(io.StringIO(), env={}))
     path = root / "shards" / f"{tier}-{shard.index}-of-{shard.total}.json"
     write_results(results, path)
     return path

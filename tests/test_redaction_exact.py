@@ -18,10 +18,10 @@ from evalrun.secrets import (
     PLACEHOLDER,
     REDACTED,
     key_values,
+    known_secrets,
     key_vars,
     passwords_in,
     redact_passwords,
-    run_secrets,
     scrub,
     secret_like_values,
 )
@@ -83,11 +83,11 @@ def test_secret_like_values_by_name_length_and_placeholder() -> None:
     ]
 
 
-def test_run_secrets_is_keys_and_secret_looking_values() -> None:
+def test_a_runs_secrets_are_its_keys_and_secret_looking_values() -> None:
     env = {"OPENAI_API_KEY": "sk-1", "MY_MODEL_VAR": "mm-2", "DB_PASSWORD": "hunter22", "HOME": "/home/x"}
-    assert run_secrets(env) == {"sk-1", "hunter22"}
-    assert run_secrets(env, ["MY_MODEL_VAR"]) == {"sk-1", "mm-2", "hunter22"}
-    assert run_secrets({"OPENAI_API_KEY": PLACEHOLDER}) == set()
+    assert set(known_secrets(env).values) == {"sk-1", "hunter22"}
+    assert set(known_secrets(env, ["MY_MODEL_VAR"]).values) == {"sk-1", "mm-2", "hunter22"}
+    assert set(known_secrets({"OPENAI_API_KEY": PLACEHOLDER}).values) == set()
 
 
 # --- scrub: exact output ---------------------------------------------------------------------------------

@@ -77,7 +77,6 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
     counted: dict[str, list[Any]] = {}
     originals: dict[str, Callable[..., Any]] = {
         "known_secrets": evalrun.secrets.known_secrets,
-        "run_secrets": evalrun.secrets.run_secrets,
         "key_values": evalrun.secrets.key_values,
         "secret_like_values": evalrun.secrets.secret_like_values,
         "scrub_environment": scorer_env.scrub_environment,

@@ -81,11 +81,11 @@ def test_a_key_in_check_names_messages_metrics_and_output_reaches_no_file_and_no
 
 
 def test_the_placeholder_a_scorer_sees_is_no_secret_of_an_evalrun_it_runs() -> None:
-    from evalrun.secrets import run_secrets
+    from evalrun.secrets import known_secrets
 
     env = {"OPENAI_API_KEY": PLACEHOLDER, "MY_TOKEN": PLACEHOLDER, "GITHUB_TOKEN": "ghp_realvalue123456"}
-    assert run_secrets(env) == {"ghp_realvalue123456"}
-    assert scrub("program not found: evalrun-no-such-scorer", run_secrets(env)) == "program not found: evalrun-no-such-scorer"
+    assert set(known_secrets(env).values) == {"ghp_realvalue123456"}
+    assert scrub("program not found: evalrun-no-such-scorer", set(known_secrets(env).values)) == "program not found: evalrun-no-such-scorer"
 
 
 # -- the error boundary ----------------------------------------------------------

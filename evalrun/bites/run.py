@@ -28,7 +28,7 @@ from evalrun.bites import (
 from evalrun.errors import EvalrunError, ExitCode, UsageError
 from evalrun.manifest import TIERS
 from evalrun.context import RunContext
-from evalrun.pipeline import CollectOptions, Outputs, collect_in, load, write
+from evalrun.pipeline import CollectOptions, Outputs, collect, load, write
 from evalrun.plan import Plan, make_plan
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, redact_result
@@ -159,7 +159,7 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[st
             plan = Plan(manifest=inner, tier=tier, evals=[planned])
             quiet = Console(stream=io.StringIO(), env={})
             context = RunContext.build(inner, tier, environ)  # each bite is a run of its own, in its own copy
-            collected = collect_in(context, plan, CollectOptions(jobs=1), quiet)
+            collected = collect(context, plan, CollectOptions(jobs=1), quiet)
     except EvalrunError as exc:  # a clean copy that cannot be made, a manifest the export breaks
         return judge_bite(run, None, str(exc))
     if collected.interrupted:

@@ -32,7 +32,7 @@ from evalrun.baseline.settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
 from evalrun.context import RunContext
-from evalrun.pipeline import CollectOptions, collect_in, default_results_path, keep_and_record, load, positional_warnings
+from evalrun.pipeline import CollectOptions, collect, default_results_path, keep_and_record, load, positional_warnings
 from evalrun.workspace import check_writable
 from evalrun.plan import make_plan
 from evalrun.reports_out.baseline_text import format_comparison
@@ -86,7 +86,7 @@ def update_baselines(
                 results = results.model_copy(update={"evals": [e for e in results.evals if e.name in keep]})
         else:
             context = RunContext.build(manifest, tier, os.environ)
-            results = collect_in(context, plan, CollectOptions(jobs=jobs, repeat=repeat), console, early)
+            results = collect(context, plan, CollectOptions(jobs=jobs, repeat=repeat), console, early)
             keep_and_record(results, context.workspace.results(tier), manifest, console, context.environ,
                             secrets=context.secrets.values, source="baseline")
             if results.interrupted:
