@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.process import resolve_program, spawn
-from evalrun.secrets import scrub, secret_like_values
+from evalrun.secrets import scrub
 from evalrun.services.spec import ServiceSpec
 from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
 from evalrun.services.postgres_cache import staged_bin_dir
@@ -89,7 +89,7 @@ class ServiceManager:
         ready_check: ReadyCheck,
         *,
         grace: float = DEFAULT_GRACE,
-        secrets: Iterable[str] | None = None,
+        secrets: Iterable[str],
     ) -> None:
         self._specs = dict(specs)
         self._logs_dir = Path(logs_dir)
@@ -98,7 +98,7 @@ class ServiceManager:
         self._ready_check = ready_check
         self._grace = grace
         # Scrubbed from every line about a service, before it is cut: a log may print a key.
-        self._secrets = list(secrets) if secrets is not None else secret_like_values(environ)  # a run's: its own
+        self._secrets = list(secrets)  # the run's (evalrun.context), worked out once
         self._states: dict[str, ServiceState] = {}
         self._running: dict[str, _Running] = {}
         self._died: dict[str, str] = {}

@@ -137,6 +137,7 @@ def _xdist_group_holds(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(scope="session")
 def postgres_url(tmp_path_factory: pytest.TempPathFactory):
     """One embedded PostgreSQL cluster for the whole session, started and stopped by evalrun's own ServiceManager."""
+    from evalrun.secrets import known_secrets
     from evalrun.services.manager import ServiceManager
     from evalrun.services.spec import ServiceSpec
 
@@ -145,7 +146,8 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory):
 
     root = tmp_path_factory.mktemp("session-postgres")
     spec = ServiceSpec("db", None, "embedded", None, 90.0, {}, root)
-    with ServiceManager({"db": spec}, root / "logs", root / "state", dict(os.environ), no_ready_check) as services:
+    with ServiceManager({"db": spec}, root / "logs", root / "state", dict(os.environ), no_ready_check,
+                        secrets=known_secrets(os.environ).values) as services:
         state = services.start("db")
         assert state.ok, state.failure
         SESSION_ROOTS.add(state.pid)  # shared by the session: no single test's leak

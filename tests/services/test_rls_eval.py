@@ -23,6 +23,7 @@ import pytest
 from evalrun.manifest import load_manifest
 from evalrun.services.manager import ServiceManager
 from evalrun.services.spec import ServiceSpec
+from evalrun.secrets import known_secrets
 
 from harness import REPO
 
@@ -56,7 +57,8 @@ def _no_ready_check(requirement: str, env: Mapping[str, str]) -> tuple[bool, str
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("rls-services")
     spec = ServiceSpec("db", None, "embedded", None, 60.0, {}, root)
-    with ServiceManager({"db": spec}, root / "logs", root / "state", dict(os.environ), _no_ready_check) as services:
+    with ServiceManager({"db": spec}, root / "logs", root / "state", dict(os.environ), _no_ready_check,
+                        secrets=known_secrets(os.environ).values) as services:
         state = services.start("db")
         assert state.ok, state.failure
         yield services.env_for(["db"])["DATABASE_URL"]

@@ -21,6 +21,7 @@ from evalrun.manifest import load_manifest
 from evalrun.leftovers import reap_leftovers, write_pidfile
 from evalrun.services.manager import ServiceManager
 from evalrun.services.spec import ServiceSpec
+from evalrun.secrets import known_secrets
 
 STUB = STUBS / "service_stub.py"
 
@@ -50,6 +51,7 @@ def manager(tmp_path: Path, *specs: ServiceSpec, environ: Mapping[str, str] | No
     return ServiceManager(
         {s.name: s for s in specs}, tmp_path / "logs", tmp_path / "state",
         dict(os.environ if environ is None else environ), tcp_ready, grace=grace,
+        secrets=known_secrets(os.environ if environ is None else environ).values,
     )
 
 
@@ -233,7 +235,8 @@ def test_a_ready_check_that_raises_is_a_reason_not_a_crash(tmp_path: Path) -> No
         raise RuntimeError("password=hunter2")
 
     spec = stub_spec("api", "serve", timeout=0.5)
-    with ServiceManager({"api": spec}, tmp_path / "logs", tmp_path / "state", dict(os.environ), broken) as services:
+    with ServiceManager({"api": spec}, tmp_path / "logs", tmp_path / "state", dict(os.environ), broken,
+                        secrets=known_secrets(os.environ).values) as services:
         failure = services.start("api").failure
     assert "(last check: ready check raised RuntimeError;" in failure and "hunter2" not in failure
 

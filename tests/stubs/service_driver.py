@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from evalrun.secrets import known_secrets
 from evalrun.services.manager import ServiceManager, ServiceSpec
 
 
@@ -31,7 +32,8 @@ def main() -> None:
                            {"PORT": sys.argv[5]}, Path.cwd())
     else:
         spec = ServiceSpec("db", None, "embedded", None, 30.0, {}, Path.cwd())
-    manager = ServiceManager({spec.name: spec}, logs_dir, state_dir, dict(os.environ), _tcp_ready)
+    manager = ServiceManager({spec.name: spec}, logs_dir, state_dir, dict(os.environ), _tcp_ready,
+                             secrets=known_secrets(os.environ).values)
     state = manager.start(spec.name)
     info = {"ok": state.ok, "failure": state.failure, "pid": state.pid, "pgid": state.pgid,
             "data_dir": str(state.data_dir) if state.data_dir else None}
