@@ -172,8 +172,9 @@ def _serve_proxy(which: str, upstream: str, fixtures: Path) -> None:
     if which == "old":
         use_old_scrub()
     from evalrun.models.replay.proxy import ReplayProxy
+    from evalrun.secrets import known_secrets
 
-    proxy = ReplayProxy("record", upstream=upstream, key_env=KEYS)
+    proxy = ReplayProxy("record", upstream=upstream, key_env=KEYS, redact_values=set(known_secrets(KEYS).keys))
     proxy.start()
     print(proxy.register_eval("bench", fixtures), flush=True)
     ready = time.process_time()

@@ -27,6 +27,7 @@ from evalrun.models.scorer_env import endpoint_env
 from evalrun.models.replay.fixtures import default_session
 from evalrun.models.replay.proxy import MODES, ReplayProxy
 from evalrun.models.replay.state import ProxyEvalReport
+from evalrun.secrets import known_secrets
 from evalrun.text import neutralise, plural
 
 
@@ -49,7 +50,8 @@ def serve(
     proxy = ReplayProxy(
         mode,  # type: ignore[arg-type]  # checked above
         upstream=upstream,
-        key_env=os.environ,  # its key values are redacted by the proxy itself
+        key_env=os.environ,
+        redact_values=set(known_secrets(os.environ).keys),  # its key values never reach a fixture or a line
         port=port,
         log=say,
     )

@@ -54,7 +54,6 @@ class ModelCalls:
                 budget=manifest.tier(tier).budget,
                 key_env=dict(environ),
                 redact_values=set(secrets),
-                keys_known=True,
                 match=manifest.models.replay_match,
                 prices=manifest.models.prices if self._reports_cost(tier) else None,
             )

@@ -15,7 +15,7 @@ from evalrun.models.scorer_env import (
     endpoint_env,
     scrub_environment,
 )
-from evalrun.secrets import KEY_VARS, PLACEHOLDER
+from evalrun.secrets import KEY_VARS, PLACEHOLDER, known_secrets
 from evalrun.secrets import key_values as secret_values
 from evalrun.models.replay.proxy import ReplayProxy
 
@@ -118,7 +118,7 @@ def test_a_t2_eval_cannot_make_a_live_call_on_a_machine_that_holds_real_keys(tmp
     fixtures.mkdir()
     with FakeUpstream() as provider:
         # Even a proxy told about an upstream and handed the real keys never relays in replay mode.
-        with ReplayProxy("replay", upstream=provider.url, key_env=real_env()) as proxy:
+        with ReplayProxy("replay", upstream=provider.url, key_env=real_env(), redact_values=set(known_secrets(real_env()).keys)) as proxy:
             base = proxy.register_eval("agent", fixtures)
             seen = run_client(scrub_environment(real_env(), "t2", base))
             report = proxy.eval_report("agent")

@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, unquote
 
-from evalrun.secrets import key_values, scrub
+from evalrun.secrets import scrub
 from evalrun.models.replay.budget import BudgetLimits, BudgetMeter, acquire_all, add_all, release_all, settling
 from evalrun.models.replay.fixtures import RecordedResponse, check_session, default_session, fixture_path
 from evalrun.models.replay.recorder import FixtureRecorder, FixtureToWrite
@@ -112,10 +112,9 @@ class ReplayProxy:
     """The proxy. ``start()``, ``register_eval()`` per eval, ``eval_report()`` after it, ``stop()``.
 
     ``key_env`` is the real environment, read only in record and live modes to
-    authenticate upstream; ``redact_values`` (plus the key values found in
-    ``key_env``) never reach a fixture, a log line or a message. ``keys_known``:
-    ``redact_values`` already holds ``key_env``'s key values (a run worked its
-    secrets out once, ``evalrun.context``), so they are not looked for again.
+    authenticate upstream; ``redact_values`` (a run's secrets, worked out once:
+    ``evalrun.secrets.known_secrets``; they include ``key_env``'s key values)
+    never reach a fixture, a log line or a message.
     ``budget`` caps the whole run; ``match`` is how replay pairs calls with recordings.
     """
 
@@ -131,7 +130,6 @@ class ReplayProxy:
         log: Callable[[str], None] | None = None,
         match: Match = "request",
         prices: Mapping[str, Any] | None = None,
-        keys_known: bool = False,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown proxy mode {mode!r}; use one of {', '.join(MODES)}")
@@ -144,8 +142,6 @@ class ReplayProxy:
         self.key_env: Mapping[str, str] = dict(key_env or {}) if mode != "replay" else {}
         self.token = os.urandom(16).hex()
         self.secrets = set(redact_values or ())
-        if not keys_known:
-            self.secrets |= key_values(key_env or {})
         self.meter = BudgetMeter(budget, "model budget")
         self._port = port
         self._log = log

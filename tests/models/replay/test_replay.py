@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from evalrun.secrets import PLACEHOLDER
+from evalrun.secrets import PLACEHOLDER, known_secrets
 from evalrun.models.replay.proxy import ReplayProxy
 
 from harness.fakes_upstream import ANTHROPIC_MODEL, OPENAI_MODEL, FakeUpstream
@@ -38,6 +38,8 @@ def client():
 
 
 def proxy_for(mode: str, upstream: FakeUpstream | None = None, **kwargs: Any) -> ReplayProxy:
+    # The run's secrets, as evalrun.context works them out: the key values of KEY_ENV and any others given.
+    kwargs["redact_values"] = set(known_secrets(KEY_ENV).keys) | set(kwargs.get("redact_values") or ())
     proxy = ReplayProxy(mode, upstream=upstream.url if upstream else None, key_env=KEY_ENV, **kwargs)  # type: ignore[arg-type]
     proxy.start()
     return proxy
@@ -368,7 +370,7 @@ def test_requests_the_proxy_cannot_place_are_refused_with_a_named_error(client, 
 
 
 def test_an_unreachable_upstream_answers_424_not_retried_and_is_reported(client, tmp_path):
-    proxy = ReplayProxy("record", upstream="http://127.0.0.1:9", key_env=KEY_ENV)
+    proxy = ReplayProxy("record", upstream="http://127.0.0.1:9", key_env=KEY_ENV, redact_values=set(known_secrets(KEY_ENV).keys))
     proxy.start()
     try:
         answer = call(client, proxy.register_eval("u", tmp_path), "/v1/chat/completions", CHAT)
