@@ -25,7 +25,7 @@ def test_a_python_of_this_venv_starts_without_an_import_hook_for_evalrun():
     started = json.loads(subprocess.run([sys.executable, "-c", STARTUP], capture_output=True, text=True,
                                         check=True).stdout)
     hooks = [name for name in started if name.startswith("__editable__")]
-    assert hooks == [], f"an editable install's import hook runs in every interpreter: {hooks}; see pyproject.toml"
+    assert hooks == [], f"an editable install's import hook runs in every interpreter: {hooks}; see pyproject.toml; reinstall: pip install -e .[dev]"
     assert "pathlib" not in started  # what the hook imported: nothing at startup needs it
 
 
