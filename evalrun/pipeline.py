@@ -217,12 +217,12 @@ def select(
     changed = None
     if request.changed_since:
         package_dir = Path(__file__).resolve().parent  # a change to evalrun itself selects everything
-        changed = select_changed(plan, request.changed_since, package_dir)
+        changed = select_changed(plan, manifest, request.changed_since, package_dir)
         plan = changed.plan
     if request.last_failed:
         from evalrun.selection.last_failed import select_last_failed
 
-        last = select_last_failed(plan, request.json_path or default_results_path(manifest, request.tier))
+        last = select_last_failed(plan, request.tier, request.json_path or default_results_path(manifest, request.tier))
         plan = last.plan
         if console is not None:
             console.note(last.note)
@@ -535,8 +535,6 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
         inner = load(exported)
         full = make_plan(inner, request.tier, [], [])
         narrowed = Plan(
-            manifest=inner,
-            tier=request.tier,
             evals=[p for p in full.evals if p.name in keep],
             filtered_out=plan.filtered_out,
             filters={**plan.filters, "clean_checkout": ["worktree" if request.worktree else "HEAD"]},

@@ -83,11 +83,9 @@ def tier_cells(manifest: Manifest, tier: str | None) -> list[str]:
 
 @dataclass(frozen=True)
 class Plan:
-    """What the selection chose. Its manifest and tier are the selection's own record (``evalrun.selection``
-    narrows a plan by them); the stages of a run take both from the run's context (``evalrun.context``)."""
+    """What the selection chose, and what it left out and why. The manifest and tier it chose from are the
+    run's (``evalrun.context``): ``evalrun.selection`` narrows a plan with them as arguments."""
 
-    manifest: Manifest
-    tier: str | None  # None: every tier (dry only)
     evals: list[PlannedEval]
     filtered_out: list[str] = field(default_factory=list)  # names of the tier's evals a filter left out
     filters: dict[str, list[str]] = field(default_factory=dict)
@@ -96,9 +94,6 @@ class Plan:
     @property
     def is_filtered(self) -> bool:
         return any(self.filters.values())
-
-    def tier_names(self) -> set[str]:
-        return set(tier_cells(self.manifest, self.tier))
 
 
 def make_plan(
@@ -143,4 +138,4 @@ def make_plan(
     filters = {"evals": list(evals), "tags": list(tags)}
     if experiments:
         filters["experiments"] = experiments
-    return Plan(manifest=manifest, tier=tier, evals=chosen, filtered_out=left_out, filters=filters, rule_skips=rule_skips)
+    return Plan(evals=chosen, filtered_out=left_out, filters=filters, rule_skips=rule_skips)

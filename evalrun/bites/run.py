@@ -156,7 +156,7 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[st
             bitten = spec.model_copy(update={"env": {**spec.env, **bite.env}})
             cell = next(p for p in make_plan(inner, tier, [run.planned.name], []).evals if p.name == run.planned.name)
             planned = replace(cell, spec=bitten)
-            plan = Plan(manifest=inner, tier=tier, evals=[planned])
+            plan = Plan(evals=[planned])
             quiet = Console(stream=io.StringIO(), env={})
             context = RunContext.build(inner, tier, environ)  # each bite is a run of its own, in its own copy
             collected = collect(context, plan, CollectOptions(jobs=1), quiet)

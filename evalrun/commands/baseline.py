@@ -34,7 +34,7 @@ from evalrun.manifest import TIERS
 from evalrun.context import RunContext
 from evalrun.pipeline import CollectOptions, collect, default_results_path, keep_and_record, load, positional_warnings
 from evalrun.workspace import check_writable
-from evalrun.plan import make_plan
+from evalrun.plan import make_plan, tier_cells
 from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
@@ -92,8 +92,9 @@ def update_baselines(
             if results.interrupted:
                 raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered
-        update_baseline(early, results, plan.tier_names(), filtered)  # raises BaselineRefused
-        pending.append((tier, path, results, plan.tier_names(), filtered))
+        names = set(tier_cells(manifest, tier))
+        update_baseline(early, results, names, filtered)  # raises BaselineRefused
+        pending.append((tier, path, results, names, filtered))
     # Write only after every tier was accepted: a refusal leaves every file as it was.
     # Each baseline is read again under its lock, so a concurrent update is merged, never lost.
     with ExitStack() as locks:

@@ -70,14 +70,13 @@ def _changed_files(top: Path, ref: str) -> list[Path]:
     return sorted(top / n for n in names)
 
 
-def select_changed(plan: Plan, ref: str, package_dir: Path | None) -> ChangedSelection:
+def select_changed(plan: Plan, manifest: Manifest, ref: str, package_dir: Path | None) -> ChangedSelection:
     """Keep the planned evals touched by the changes since ``ref``; say why for each one.
 
     ``package_dir`` is evalrun's own package folder: when it lies inside the
     repository (evalrun developing itself, or vendored), a change there selects
     everything. So does a change to the manifest file.
     """
-    manifest = plan.manifest
     top = repo_toplevel(manifest.path.resolve(), FLAG)
     changed = _changed_files(top, ref)
     changed_labels = [p.relative_to(top).as_posix() for p in changed]

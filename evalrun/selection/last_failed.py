@@ -38,10 +38,9 @@ def last_failed_names(path: Path) -> tuple[set[str] | None, str]:
     return wrong, file_label(path)
 
 
-def select_last_failed(plan: Plan, path: Path) -> LastFailedSelection:
-    """Keep the planned evals that went wrong last time; all of them when none did."""
+def select_last_failed(plan: Plan, tier: str, path: Path) -> LastFailedSelection:
+    """Keep the planned evals of ``tier`` that went wrong last time (``path``: its results); all of them when none did."""
     names, source = last_failed_names(path)
-    tier = plan.tier
     if names is None:
         return LastFailedSelection(plan, f"--last-failed: {source}; running every selected eval of {tier}")
     kept = [p for p in plan.evals if p.name in names]

@@ -73,7 +73,7 @@ def repo(request, tmp_path: Path) -> Path:
 
 def selected(root: Path, ref: str = "base", tier: str = "t1", package_dir: Path | None = None, evals=()):
     plan = make_plan(load_manifest(root / "manifest.toml"), tier, list(evals), [])
-    return select_changed(plan, ref, package_dir)
+    return select_changed(plan, load_manifest(root / "manifest.toml"), ref, package_dir)
 
 
 def names(selection) -> list[str]:
