@@ -44,7 +44,7 @@ from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
 )
 from evalrun.reports_out.describe import describe_filters
-from evalrun.reports_out.summary import report
+from evalrun.reports_out.summary import interrupted_report, report
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
 from evalrun.leftovers import reap_leftovers
@@ -186,9 +186,7 @@ def _interrupted_after_scorers(judged: RunResults, outputs: Outputs, console: Co
             write_results(stopped, outputs.results)
         except OSError as exc:
             console.warn(f"--json {outputs.results}: cannot write ({exc.strerror or exc})")
-    console.warn("interrupted after the scorers finished: every result was kept; the run is marked interrupted")
-    console.line(f"evalrun {judged.tier}: interrupted (exit {int(ExitCode.INTERRUPTED)})", "bold red")
-    console.line(f"results: {outputs.results}")
+    interrupted_report(judged.tier, outputs.results, console)
 
 
 # --------------------------------------------------------------------------- load, select

@@ -103,3 +103,10 @@ def repeat_lines(results: Sequence[EvalResult]) -> list[tuple[str, str | None]]:
         lines.append((f"flaky ({len(flaky)}):", "yellow"))
         lines.extend((f"  FLAKY {flaky_line(f)}", "yellow") for f in flaky)
     return lines
+
+
+def interrupted_report(tier: str, results_path: Path, console: Console) -> None:
+    """The closing lines of a run interrupted once every scorer was done (writing, the history, reports): exit 130."""
+    console.warn("interrupted after the scorers finished: every result was kept; the run is marked interrupted")
+    console.line(f"evalrun {tier}: interrupted (exit {int(ExitCode.INTERRUPTED)})", "bold red")
+    console.line(f"results: {results_path}")
