@@ -43,7 +43,7 @@ from evalrun.preconditions import Preconditions, check_tier_guard, probe_evals, 
 from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
 )
-from evalrun.reports_out.describe import describe_filters
+from evalrun.reports_out.describe import describe_filters, describe_repeated_as_recorded
 from evalrun.reports_out.summary import interrupted_report, report
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
@@ -329,8 +329,8 @@ def _start_and_execute(
     # Repeats: every planned eval becomes its runs; they are folded back into one result per eval below.
     settings, repeat_notes = repeat_as_recorded(plan_settings(manifest, planned, options.repeat), baseline,
                                                 options.repeat)
-    for line in repeat_notes:
-        console.note(line)
+    for name, count in repeat_notes.items():
+        console.note(describe_repeated_as_recorded(name, count))
     runs = expand(planned, settings)
     tracker = RepeatTracker(planned, settings, tier, on_eval_done=console.eval_finished)
     will_run = [p for p in runs if pre.for_eval(p.name).runs]

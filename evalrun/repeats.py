@@ -79,14 +79,16 @@ def plan_settings(manifest: Manifest, planned: Sequence[PlannedEval], repeat_ove
 
 def repeat_as_recorded(
     settings: Mapping[str, RepeatSettings], recorded: Mapping[str, Mapping[str, int]] | None, repeat_override: int | None,
-) -> tuple[dict[str, RepeatSettings], list[str]]:
+) -> tuple[dict[str, RepeatSettings], dict[str, int]]:
     """Settings where an eval the manifest runs once repeats as often as its baseline's pass rates were recorded.
 
     A baseline of ``{ passes = 4, runs = 5 }`` compares rates over five runs; one
     run would flip the gate on a check that fails a fifth of the time. ``--repeat N``
-    still decides. Second: one line per eval so repeated, for the run's output.
+    still decides. Second: each eval so repeated, with its count (the run says so:
+    ``evalrun.reports_out.describe.describe_repeated_as_recorded``).
     """
-    out, notes = dict(settings), []
+    out: dict[str, RepeatSettings] = dict(settings)
+    notes: dict[str, int] = {}
     if repeat_override is not None or not recorded:
         return out, notes
     for name, chosen in settings.items():
@@ -95,8 +97,7 @@ def repeat_as_recorded(
         if chosen.repeats or most <= 1:
             continue
         out[name] = replace(chosen, count=most)
-        notes.append(f"{name}: runs {most} times, as its baseline's pass rates were recorded "
-                     f"(set repeat = {most} in the manifest to say so there, or pass --repeat N)")
+        notes[name] = most
     return out, notes
 
 

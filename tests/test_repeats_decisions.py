@@ -31,6 +31,7 @@ from evalrun.repeats import (
     repeat_as_recorded,
     settings_for,
 )
+from evalrun.reports_out.describe import describe_repeated_as_recorded
 from evalrun.results import CheckResult, EvalResult, Status
 
 SPEC = EvalSpec(name="coin", tier="t3", dir="evals/coin", run=["python", "score.py"])
@@ -101,15 +102,13 @@ def test_an_eval_run_once_repeats_as_often_as_its_baseline_recorded() -> None:
     out, notes = repeat_as_recorded(settings, recorded, None)
     assert out == {"a": dataclasses.replace(once, count=7), "b": once, "c": thrice, "d": dataclasses.replace(once, count=2),
                    "e": once}
-    assert notes == [
+    assert notes == {"a": 7, "d": 2}
+    assert describe_repeated_as_recorded("a", 7) == (
         "a: runs 7 times, as its baseline's pass rates were recorded "
-        "(set repeat = 7 in the manifest to say so there, or pass --repeat N)",
-        "d: runs 2 times, as its baseline's pass rates were recorded "
-        "(set repeat = 2 in the manifest to say so there, or pass --repeat N)",
-    ]
-    assert repeat_as_recorded(settings, recorded, 1) == (settings, [])  # --repeat N decides
-    assert repeat_as_recorded(settings, None, None) == (settings, [])
-    assert repeat_as_recorded(settings, {}, None) == (settings, [])
+        "(set repeat = 7 in the manifest to say so there, or pass --repeat N)")
+    assert repeat_as_recorded(settings, recorded, 1) == (settings, {})  # --repeat N decides
+    assert repeat_as_recorded(settings, None, None) == (settings, {})
+    assert repeat_as_recorded(settings, {}, None) == (settings, {})
 
 
 def test_expand_makes_count_runs_of_each_in_rounds() -> None:

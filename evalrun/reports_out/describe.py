@@ -110,6 +110,12 @@ def describe_repeats(result: EvalResult) -> str:
     return text
 
 
+def describe_repeated_as_recorded(name: str, count: int) -> str:
+    """Why an eval the manifest runs once runs ``count`` times (``evalrun.repeats.repeat_as_recorded``)."""
+    return (f"{name}: runs {count} times, as its baseline's pass rates were recorded "
+            f"(set repeat = {count} in the manifest to say so there, or pass --repeat N)")
+
+
 def rate_line(check: CheckResult) -> str:
     """``"x": 9/10 passed (90%, 95% CI 60-98%), pass@3 1.00, pass^3 0.70`` for summaries."""
     rate = check.rate
