@@ -65,6 +65,7 @@ def test_z_95_is_the_normal_quantile() -> None:
     assert Z_95 == pytest.approx(NormalDist().inv_cdf(0.975), rel=1e-15)
 
 
+@pytest.mark.xdist_group("scipy")  # with tests/baseline/test_power.py's: one worker imports scipy
 @pytest.mark.parametrize(("c", "n"), [(0, 1), (1, 1), (0, 7), (1, 7), (3, 7), (6, 7), (7, 7), (81, 263), (2, 3)])
 def test_wilson_interval_is_scipys_to_the_last_digits(c: int, n: int) -> None:
     scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (the dev extra) gives the reference values")

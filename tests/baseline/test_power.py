@@ -33,7 +33,13 @@ from evalrun.verdict import decide_exit_code
 
 from harness import REPO
 
-scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (the dev extra) gives the reference values")
+
+def scipy_stats():
+    """``scipy.stats``, imported by the first test that asks: two seconds of CPU that collecting this module
+    would cost every xdist worker. The tests that ask share one worker (``SCIPY``), so one imports it."""
+    return pytest.importorskip("scipy.stats", reason="scipy (the dev extra) gives the reference values")
+
+SCIPY = pytest.mark.xdist_group("scipy")
 
 STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
 
@@ -41,20 +47,22 @@ STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_t
 # --- the statistics against scipy and textbooks ------------------------------------------
 
 
+@SCIPY
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30), st.integers(1, 30))
 def test_fisher_less_is_scipys_one_sided_fisher(a: int, b: int, c: int, d: int) -> None:
     # evalrun's table is (before passes, before fails; now passes, now fails); "now passes less" is
     # scipy's alternative "greater" on the same table (the odds ratio of the first row is larger).
-    expected = scipy_stats.fisher_exact([[a, b], [c, d]], alternative="greater").pvalue
+    expected = scipy_stats().fisher_exact([[a, b], [c, d]], alternative="greater").pvalue
     assert fisher_less(a, b, c, d) == pytest.approx(expected, rel=1e-9, abs=1e-12)
 
 
+@SCIPY
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 40), st.integers(0, 40))
 def test_sign_test_is_the_exact_one_sided_binomial_test(worse: int, better: int) -> None:
     n = worse + better
-    expected = 1.0 if n == 0 else scipy_stats.binomtest(worse, n, 0.5, alternative="greater").pvalue
+    expected = 1.0 if n == 0 else scipy_stats().binomtest(worse, n, 0.5, alternative="greater").pvalue
     assert sign_test_worse(worse, better) == pytest.approx(expected, rel=1e-9)
 
 
@@ -66,6 +74,7 @@ def test_sign_test_hand_values() -> None:
         sign_test_worse(-1, 2)
 
 
+@SCIPY
 @settings(max_examples=120, deadline=None)
 @given(st.integers(1, 25).flatmap(lambda bn: st.tuples(st.integers(0, bn), st.just(bn))), st.integers(0, 25),
        st.sampled_from([0.01, 0.05, 0.1, 0.2]))
@@ -73,7 +82,7 @@ def test_detectable_passes_is_the_edge_of_significance(base: tuple[int, int], ru
     bp, bn = base
     caught = detectable_passes(bp, bn, runs, alpha)
     for c in range(runs + 1):
-        p = scipy_stats.fisher_exact([[bp, bn - bp], [c, runs - c]], alternative="greater").pvalue
+        p = scipy_stats().fisher_exact([[bp, bn - bp], [c, runs - c]], alternative="greater").pvalue
         if abs(p - alpha) < 1e-9:
             continue  # at the edge itself, float rounding decides scipy's side; evalrun's is exact
         assert (p < alpha) == (caught is not None and c <= caught), (c, p, caught)
@@ -129,6 +138,7 @@ def test_kappa_is_undefined_when_chance_agreement_is_total() -> None:
     assert gwet_ac1(10, 0, 0, 0) == 1.0
 
 
+@SCIPY
 def test_corrected_rate_inverts_a_known_judge() -> None:
     # a judge with sensitivity 0.9 and specificity 0.8 reports 0.8 pass for a true 6/7:
     # 0.9 * 6/7 + 0.2 * 1/7 = 5.6/7 = 0.8
@@ -137,7 +147,7 @@ def test_corrected_rate_inverts_a_known_judge() -> None:
     assert 0.0 <= low < estimate < high <= 1.0
     # a judge without errors corrects nothing, and its interval is at least the observed rate's own
     perfect = corrected_rate(80, 100, (50, 50), (50, 50))
-    wilson = scipy_stats.binomtest(80, 100).proportion_ci(method="wilson")
+    wilson = scipy_stats().binomtest(80, 100).proportion_ci(method="wilson")
     assert perfect[0] == pytest.approx(0.8) and perfect[1] <= wilson.low + 1e-9 and perfect[2] >= wilson.high - 1e-9
     assert corrected_rate(80, 100, (25, 50), (25, 50)) is None  # a coin: nothing to correct with
     assert corrected_rate(0, 0, (1, 1), (1, 1)) is None
