@@ -17,6 +17,12 @@ those under ``if: ${{ !cancelled() }}``. The actions the file uses are simulated
   ``if-no-files-found: error``);
 - ``mikepenz/action-junit-report``: the report files must exist and parse as XML.
 
+The install step (``python -m pip install -r "$REQUIREMENTS"``, pip of the test
+venv) runs for real once per session for each requirements file content and pip
+setting: pip finds everything satisfied and changes nothing in the venv, so the
+same install again can only give the same outcome, which later jobs are handed
+(with a line saying so). It was three quarters of the CPU of every job.
+
 Jobs that need nothing of each other may run at once (``run_at_once``), in
 threads, each in its own folder, as a matrix's jobs do on the real runner.
 
@@ -33,6 +39,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,6 +48,11 @@ from typing import Any
 
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 VENV_BIN = Path(sys.executable).parent
+
+
+PIP_STEP = 'python -m pip install -r "$REQUIREMENTS"'
+_INSTALLS: dict[tuple[bytes, tuple[tuple[str, str], ...]], tuple[int, str]] = {}  # this session's, by what pip read
+_INSTALLS_LOCK = threading.Lock()
 
 
 class UnsupportedWorkflow(AssertionError):
@@ -183,6 +195,19 @@ class Runner:
         return outcome
 
     def _run(self, script: str, workspace: Path, env: dict[str, str], temp: Path, index: int) -> tuple[int, str]:
+        if script.strip() == PIP_STEP and env.get("REQUIREMENTS"):
+            requirements = workspace / env["REQUIREMENTS"]
+            if requirements.is_file():
+                key = (requirements.read_bytes(), tuple(sorted((k, v) for k, v in env.items() if k.startswith("PIP_"))))
+                with _INSTALLS_LOCK:  # jobs run at once: one of them installs, the others wait for its outcome
+                    if key not in _INSTALLS:
+                        _INSTALLS[key] = self._bash(script, workspace, env, temp, index)
+                        return _INSTALLS[key]
+                    code, output = _INSTALLS[key]
+                return code, output + "(this requirements file was installed into the venv earlier in the session: its outcome)\n"
+        return self._bash(script, workspace, env, temp, index)
+
+    def _bash(self, script: str, workspace: Path, env: dict[str, str], temp: Path, index: int) -> tuple[int, str]:
         path = temp / f"step-{index}.sh"
         path.write_text(script)
         proc = subprocess.run(["bash", "-e", str(path)], cwd=workspace, env=env, capture_output=True, text=True,
