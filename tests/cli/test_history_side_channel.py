@@ -258,6 +258,7 @@ def test_sigterm_while_the_history_waits_is_130_and_the_results_file_agrees(proj
     port = listener.getsockname()[1]
     accepted: list[socket.socket] = []
     env = {"EVALRUN_HISTORY_URL": f"postgresql://u:pw@127.0.0.1:{port}/h", "EVALRUN_HISTORY_TIMEOUT": "3600"}
+    # fresh, not forked: SIGTERM sent mid-run
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalrun", *args], cwd=proj.root, env=proj.env({"NO_COLOR": "1", **env}),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -49,6 +49,7 @@ def test_a_timed_out_scorer_keeps_its_finished_checks_marked_partial(project) ->
 
 def test_an_interrupted_scorer_keeps_its_finished_checks_marked_partial(project) -> None:
     proj = project({"manifest.toml": MANIFEST.format(timeout=600), "e/score.py": SCORER})
+    # fresh, not forked: Ctrl-C sent mid-run
     run = subprocess.Popen([sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=proj.env(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            preexec_fn=default_sigint)  # Ctrl-C must work even when the suite runs in the background
