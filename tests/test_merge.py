@@ -5,8 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from evalrun.pipeline import judge
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, Status, load_results, write_results
 from evalrun.selection.shards import Shard, select_shard
+from harness import warm_evalrun
 from harness.git import write
 
 NAMES = ["alpha", "beta", "gamma", "delta", "eps"]
@@ -67,8 +66,7 @@ def test_two_shards_merge_to_the_exact_union_and_judge_like_one_run(suite: Path)
     assert merged.selection["filtered_out"] == [] and len(merged.selection["shards"]) == 2
     # The same suite unsharded, through the real CLI, decides the same.
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUN_")}
-    whole = subprocess.run([sys.executable, "-m", "evalrun", "t1"], cwd=suite, env=env,
-                           capture_output=True, text=True, timeout=120)
+    whole = warm_evalrun(suite, "t1", env=env, timeout=120)
     assert whole.returncode == merged.exit_code, whole.stdout + whole.stderr
     assert json.loads((suite / ".evalrun/results/t1.json").read_text())["baseline"]["regressions"] == [
         c.model_dump() for c in merged.baseline.regressions

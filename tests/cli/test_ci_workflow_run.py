@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from harness import REPO, eval_entry, json_scorer, wait_until
+from harness import REPO, eval_entry, json_scorer, wait_until, warm_evalrun
 from harness.workflow_runner import Runner, job_runs, load_workflow
 
 WORKFLOW = REPO / "examples" / "github-actions" / "evals.yml"
@@ -52,8 +52,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _evalrun(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evalrun", *args], cwd=root, env=_env(**env),
-                          capture_output=True, text=True, timeout=300)
+    return warm_evalrun(root, *args, env=_env(**env), timeout=300)
 
 
 def _commit(root: Path) -> None:

@@ -253,6 +253,7 @@ def test_piped_output_is_plain(project) -> None:
 def _run_in_pty(proj: Project, *args: str, env: dict[str, str]) -> str:
     import pty
 
+    # fresh, not forked: a pty is its stdout
     pid, fd = pty.fork()
     if pid == 0:  # the child: a terminal is its stdout
         os.chdir(proj.root)
@@ -284,6 +285,7 @@ def test_terminal_gets_colour_unless_no_color(project) -> None:
 def test_ctrl_c_stops_scorers_saves_partial_results_and_exits_130(project) -> None:
     proj = stub_project(project, {"done": "pass.py", "slow": "hang_grandchild.py"})
     env = proj.env({"PIDFILE": str(proj.root / "gc.pid"), "STARTED": str(proj.root / "started")})
+    # fresh, not forked: Ctrl-C mid-run, its output read while it runs
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalrun", "t1", "-j", "2"], cwd=proj.root, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -194,6 +194,7 @@ def test_an_open_file_name_as_an_output_is_written_into_and_a_link_to_a_file_sta
     # /dev/fd/1 rather than /dev/stdout: were the rule broken, the rename would fail
     # in /proc's fd folder instead of making /dev/stdout a regular file, as root.
     proj = project({"manifest.toml": eval_entry("a"), "evals/a/score.py": _one_check()})
+    # fresh, not forked: /dev/fd/1 must be a pipe (a fork's stdout is a file)
     piped = subprocess.run(
         [sys.executable, "-m", "evalrun", "t1", "--json", "/dev/fd/1"], cwd=proj.root, env=proj.env({"NO_COLOR": "1"}),
         capture_output=True, text=True, timeout=120,

@@ -51,6 +51,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _fresh(root: Path, args: tuple[str, ...], env: dict[str, str]) -> tuple[int, bytes, bytes]:
+    # the fresh process a fork is held to
     proc = subprocess.run([sys.executable, "-m", "evalrun", *args], cwd=root, env=env, capture_output=True, timeout=120)
     return proc.returncode, proc.stdout, proc.stderr
 

@@ -29,7 +29,12 @@ from harness import eval_entry, json_scorer
 
 MANIFEST = "[tiers.t1]\n" + eval_entry("a")
 SCORER = json_scorer([{"name": "one", "assertions": 1, "passed": True}])
-FAST = {"EVALRUN_HISTORY_TIMEOUT": "2"}
+# The whole history step's limit: each wait within it (SQLite's busy timeout, PostgreSQL's statement timeout) is
+# half, a PostgreSQL lock wait 0.4 of it. A lock held for the whole test fails that wait whatever its length; the
+# rest of the limit is the margin for the step's other work: opening a SQLite file (SQLite is imported before the
+# fork) in 0.5 s; importing psycopg, connecting and migrating in 0.9 s, under load too.
+FAST = {"EVALRUN_HISTORY_TIMEOUT": "1"}
+PG_FAST = {"EVALRUN_HISTORY_TIMEOUT": "1.5"}
 
 
 def make(project):
@@ -182,7 +187,7 @@ def test_a_postgres_table_locked_by_another_session_is_one_warning(project, post
 
     proj = make(project)
     password = "pw-" + os.urandom(4).hex()
-    env = {"EVALRUN_HISTORY_URL": _with_password(postgres_database, password), **FAST}
+    env = {"EVALRUN_HISTORY_URL": _with_password(postgres_database, password), **PG_FAST}
     assert proj.run("t1", env=env).code == 0  # the schema exists, one run recorded
     with psycopg.connect(postgres_database) as holder:
         holder.execute("LOCK TABLE evalrun_runs IN ACCESS EXCLUSIVE MODE")  # held until the block ends
@@ -208,7 +213,8 @@ def test_a_postgres_backend_that_never_answers_or_dies_mid_write_is_a_bounded_wa
     import psycopg
 
     proj = make(project)
-    env = {"EVALRUN_HISTORY_URL": postgres_database, "EVALRUN_HISTORY_TIMEOUT": "3"}
+    # The test must see the backend wait on the lock (it polls every 20 ms) before that wait gives up, at 0.8 s.
+    env = {"EVALRUN_HISTORY_URL": postgres_database, "EVALRUN_HISTORY_TIMEOUT": "2"}
     assert proj.run("t1", env=env).code == 0
     database = postgres_database.rsplit("/", 1)[1]
     outcome: list = []
@@ -258,6 +264,7 @@ def test_sigterm_while_the_history_waits_is_130_and_the_results_file_agrees(proj
     port = listener.getsockname()[1]
     accepted: list[socket.socket] = []
     env = {"EVALRUN_HISTORY_URL": f"postgresql://u:pw@127.0.0.1:{port}/h", "EVALRUN_HISTORY_TIMEOUT": "3600"}
+    # fresh, not forked: SIGTERM sent mid-run
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalrun", *args], cwd=proj.root, env=proj.env({"NO_COLOR": "1", **env}),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -37,6 +37,7 @@ def _wait_for(condition, what: str, deadline_s: float = 60.0) -> None:
 
 def _sigterm_when_ready(proj, args: tuple[str, ...], ready, env: dict[str, str] | None = None, timeout: float = 60):
     """Start ``evalrun ARGS`` fresh, call ``ready(proc)`` until it is, SIGTERM it; (exit code, stdout, stderr)."""
+    # fresh, not forked: SIGTERM sent mid-run, its output read while it runs
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalrun", *args], cwd=proj.root, env=proj.env({"NO_COLOR": "1", **(env or {})}),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -105,6 +106,7 @@ def test_a_closed_stdout_does_not_change_the_verdict(project, tmp_path: Path) ->
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before evalrun prints a line: `evalrun t1 | head -0`
     try:
+        # fresh, not forked: its stdout is a pipe with no reader
         proc = subprocess.run(
             [sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=proj.env({"NO_COLOR": "1"}),
             stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
@@ -123,6 +125,7 @@ def test_ctrl_c_at_start_up_is_exit_130_without_a_traceback(project) -> None:
     proj = project({"manifest.toml": eval_entry("a"), "evals/a/score.py": json_scorer([])})
     interrupted = 0
     for delay in (0.0, 0.05, 0.15):
+        # fresh, not forked: Ctrl-C while the interpreter imports evalrun
         proc = subprocess.Popen(
             [sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=proj.env({"NO_COLOR": "1"}),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,

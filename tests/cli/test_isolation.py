@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import REPO, STUBS
+from harness import REPO, STUBS, warm_evalrun
 
 DROP = STUBS / "drop_privilege.py"
 
@@ -178,8 +178,7 @@ def test_the_own_t2_passes_isolated_embedded_postgres_and_the_replay_proxy_insid
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "OPENAI_", "ANTHROPIC_"))}
     env["NO_COLOR"] = "1"
     out = tmp_path / "t2.json"
-    proc = subprocess.run([sys.executable, "-m", "evalrun", "t2", "-j", "2", "--json", str(out)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = warm_evalrun(REPO, "t2", "-j", "2", "--json", str(out), env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[0] == "network: isolated (loopback only)"
     results = json.loads(out.read_text())
@@ -242,6 +241,7 @@ def nobody_site() -> Iterator[Path]:
         probe = folder / "probe"
         _write(probe, {"manifest.toml": '[[evals]]\nname = "p"\ntier = "t1"\ndir = "e"\nrun = ["python", "s.py"]\n',
                        "e/s.py": "from evalrun import scorer\nwith scorer.check('c') as c:\n    c.true(True)\n"})
+        # fresh, not forked: what a run imports is the question
         run = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalrun", "t1"], cwd=probe, capture_output=True,
                              text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
         names = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in run.stderr.splitlines() if "|" in line}
@@ -273,6 +273,7 @@ def _as_nobody(root: Path, site_dir: Path, no_user_namespaces: bool, *args: str)
     env["PYTHONPATH"] = str(site_dir)
     env.pop("CI", None)
     flag = ["--no-user-namespaces"] if no_user_namespaces else []
+    # fresh, not forked: another user, another interpreter, evalrun from a copied site
     return subprocess.run([sys.executable, str(DROP), *flag, "--", str(NOBODY_PYTHON), "-m", "evalrun", *args],
                           cwd=root, env=env, capture_output=True, text=True, timeout=120)
 

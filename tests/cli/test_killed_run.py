@@ -68,6 +68,7 @@ def test_a_sigkilled_run_leaves_no_scorer_group_and_no_scratch_after_the_next_ru
         }
     )
     env = proj.env({"TMPDIR": str(tmp)})
+    # fresh, not forked: SIGKILLed mid-run
     first = subprocess.Popen([sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pid_file = proj.root / "e" / "sleeper.pid"

@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -89,15 +90,10 @@ def test_two_concurrent_filtered_updates_both_land(project, tmp_path: Path) -> N
         f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py", "{meet}"]\n\n' for n in "ab"
     )
     proj = project({"manifest.toml": evals, "e/score.py": BARRIER_SCORER})
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "evalrun", "baseline", "--update", "t1", "--eval", name],
-            cwd=proj.root, env=proj.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        for name in "ab"
-    ]
-    outputs = [p.communicate(timeout=300)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outputs
+    with ThreadPoolExecutor(2) as pool:  # both at once: each scorer waits for the other's
+        runs = list(pool.map(lambda name: proj.run("baseline", "--update", "t1", "--eval", name, timeout=300), "ab"))
+    outputs = [r.output for r in runs]
+    assert [r.code for r in runs] == [0, 0], outputs
     assert all("wrote " in out for out in outputs), outputs
     baseline = tomllib.loads((proj.root / "baselines" / "t1.toml").read_text())
     settings = baseline.pop("/settings")  # each eval's gate settings (docs/gate-settings.md) land too

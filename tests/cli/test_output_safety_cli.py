@@ -155,6 +155,7 @@ def test_on_a_terminal_a_scorer_cannot_clear_the_screen(project) -> None:
     import pty
 
     proj = _escapes(project)
+    # fresh, not forked: a pty is its stdout and stderr
     pid, fd = pty.fork()
     if pid == 0:  # the child: a terminal is its stdout and stderr
         os.chdir(proj.root)
@@ -194,6 +195,7 @@ def test_replay_serve_shows_a_hostile_fixtures_model_name_inert(tmp_path) -> Non
     fixture["response"]["body"]["model"] = "gpt\x1b[2J" + FORGED
     (tmp_path / "demo").mkdir()
     (tmp_path / "demo" / "0001.json").write_text(json.dumps(fixture), encoding="utf-8")
+    # fresh, not forked: a server whose banner is read while it runs, stopped by Ctrl-C
     child = subprocess.Popen(
         [sys.executable, "-m", "evalrun", "replay", "serve", "--fixtures", str(tmp_path), "--mode", "replay",
          "--eval", "demo"],

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from harness import REPO
+from harness import REPO, warm_evalrun
 
 pytestmark = pytest.mark.xdist_group("postgres")
 
@@ -44,8 +43,7 @@ def test_own_bites_t2_are_all_caught_on_a_fresh_clone(tmp_path: Path) -> None:
     clone = _fresh_clone(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "OPENAI_", "ANTHROPIC_"))}
     env["NO_COLOR"] = "1"
-    proc = subprocess.run([sys.executable, "-m", "evalrun", "bites", "t2", "-j", "2"], cwd=clone, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = warm_evalrun(clone, "bites", "t2", "-j", "2", env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads((clone / ".evalrun/results/bites-t2.json").read_text())
     outcomes = {e["name"]: e["metrics"]["outcome"] for e in results["evals"]}

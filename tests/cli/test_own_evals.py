@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from harness import REPO
+from harness import REPO, warm_evalrun
 
 GATE_BITES = REPO / "evals" / "gate-bites"
 MANIFEST_ERRORS = REPO / "evals" / "manifest-errors"
@@ -78,14 +78,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 
 def _evalrun(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evalrun", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return warm_evalrun(REPO, *args, env=env, timeout=300)
 
 
 def _run_scorer(folder: Path, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
@@ -175,14 +168,9 @@ def test_one_broken_case_fails_the_gate_bites_eval_under_evalrun(tmp_path: Path)
         '[[evals]]\nname = "gate-bites"\ntier = "t1"\ndir = "evals/gate-bites"\nrun = ["python", "score.py"]\n'
     )
     out = tmp_path / "t1.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "evalrun", "t1", "-j", "2", "--json", str(out)],
-        cwd=tmp_path,
-        env=_clean_env(GATE_BITES_CASES="passing,nothing-selected", GATE_BITES_BREAK="exit:passing"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = warm_evalrun(tmp_path, "t1", "-j", "2", "--json", str(out),
+                        env=_clean_env(GATE_BITES_CASES="passing,nothing-selected", GATE_BITES_BREAK="exit:passing"),
+                        timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (gate,) = json.loads(out.read_text())["evals"]
     assert gate["status"] == "failed"

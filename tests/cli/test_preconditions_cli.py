@@ -223,6 +223,7 @@ def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(proje
         "import os, time\nparent = os.getppid()\nwhile os.getppid() == parent:\n    time.sleep(0.05)\n"
     )
     env = proj.env({"PORT": str(port)})
+    # fresh, not forked: SIGKILLed mid-run
     first = subprocess.Popen(
         [sys.executable, "-m", "evalrun", "t2", "--eval", "uses-api"],
         cwd=proj.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

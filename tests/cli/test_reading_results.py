@@ -222,6 +222,7 @@ def test_on_a_terminal_the_progress_line_shows_the_running_eval_and_its_calls_an
     proj = slow_project(tmp_path)
     leader, follower = pty.openpty()
     env = proj.env({"TERM": "xterm", "COLUMNS": "160", "PYTHONDONTWRITEBYTECODE": "1"})
+    # fresh, not forked: a pty is its terminal, read while it runs
     proc = subprocess.Popen([sys.executable, "-m", "evalrun", "t2"], cwd=tmp_path, env=env,
                             stdin=follower, stdout=follower, stderr=follower, close_fds=True)
     os.close(follower)
@@ -247,6 +248,7 @@ def test_on_a_terminal_the_progress_line_shows_the_running_eval_and_its_calls_an
 def test_in_ci_progress_is_an_occasional_plain_line_naming_the_running_eval_and_its_calls(tmp_path):
     proj = slow_project(tmp_path)
     env = proj.env({"CI": "true", "EVALRUN_PROGRESS_INTERVAL": "0.2", "PYTHONDONTWRITEBYTECODE": "1"})
+    # fresh, not forked: its output read while it runs
     proc = subprocess.Popen([sys.executable, "-m", "evalrun", "t2"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     seen = bytearray()

@@ -288,6 +288,7 @@ def test_flaky_junit_follows_the_published_junit_10_schema(project) -> None:
 def test_ctrl_c_mid_repeats_keeps_the_finished_runs_rates_marked_partial(project, tmp_path: Path) -> None:
     proj = flaky_project(project, "repeat = 4")
     log = tmp_path / "runs.log"
+    # fresh, not forked: Ctrl-C sent mid-run
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalrun", "t1", "-j", "1"], cwd=proj.root,
         env=proj.env({"FLAKY_HANG": "2", "FLAKY_LOG": str(log)}),

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer.main
 
 from evalrun import __version__
 from evalrun.cli import main
+from harness import warm_evalrun
 
 
 def test_version_alone_is_answered_without_building_the_command_line(monkeypatch, capsys) -> None:
@@ -24,7 +27,7 @@ def test_version_alone_is_answered_without_building_the_command_line(monkeypatch
 @pytest.mark.parametrize("argv", [["--version", "t1"], ["t1", "--version"]])
 def test_version_with_other_words_goes_through_typer_as_before(argv: list[str]) -> None:
     # With other words --version is typer's eager option (first) or a usage error (after a command).
-    proc = subprocess.run([sys.executable, "-m", "evalrun", *argv], capture_output=True, text=True, timeout=60)
+    proc = warm_evalrun(Path.cwd(), *argv, env=dict(os.environ), timeout=60)
     if argv[0] == "--version":
         assert (proc.returncode, proc.stdout) == (0, f"evalrun {__version__}\n")
     else:
@@ -32,5 +35,6 @@ def test_version_with_other_words_goes_through_typer_as_before(argv: list[str]) 
 
 
 def test_the_command_prints_the_version_and_exits_zero() -> None:
+    # Fresh, not forked: nothing importing evalrun prints may reach the empty stderr.
     proc = subprocess.run([sys.executable, "-m", "evalrun", "--version"], capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"evalrun {__version__}\n", "")

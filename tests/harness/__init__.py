@@ -17,10 +17,11 @@ from a submodule, never from another test module:
 
 from harness.paths import ASSETS, HARNESS_PYTHONPATH, PRODUCERS, REPO, SCORERS, STUBS, TESTS
 from harness.processes import STRANGER, as_a_user_with_no_home, default_sigint, needs_root
-from harness.project import Project, RunOutcome, eval_entry, json_scorer
+from harness.project import Project, RunOutcome, eval_entry, json_scorer, warm_evalrun
 from harness.waiting import finishes, wait_until
 
 __all__ = [
     "ASSETS", "HARNESS_PYTHONPATH", "PRODUCERS", "REPO", "SCORERS", "STUBS", "TESTS", "Project", "RunOutcome", "STRANGER",
     "as_a_user_with_no_home", "default_sigint", "eval_entry", "finishes", "json_scorer", "needs_root", "wait_until",
+    "warm_evalrun",
 ]

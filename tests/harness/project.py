@@ -8,8 +8,12 @@ process is forked from a warm one that imported evalrun once per worker
 (``evals/lib/evalrun_forks.py``, which sets each child up as ``python -m
 evalrun`` would be; tests/cli/test_evalrun_forks.py holds it to a fresh
 process's output): hundreds of runs would otherwise spend most of the suite's
-CPU importing typer and pydantic. Tests of signals and process start-up start
-evalrun themselves, fresh.
+CPU importing typer and pydantic. ``warm_evalrun(cwd, *args, env=...)`` is the
+same fork for a folder that is no ``Project`` or an environment built whole.
+Tests that need what a fork does not give start evalrun themselves, fresh, and
+say why: a terminal or a pipe of their own as its output, a signal or a kill
+sent mid-run, its output read while it runs, another interpreter or user, or
+what importing evalrun does or costs.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import textwrap
 import threading
@@ -67,18 +72,35 @@ class Project:
 
     def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> RunOutcome:
         """``python -m evalrun ARGS`` here, as ``subprocess.run(..., capture_output=True, text=True, timeout=timeout)``."""
-        with tempfile.TemporaryDirectory(prefix="evalrun-run-") as scratch:
-            out, err = Path(scratch) / "stdout", Path(scratch) / "stderr"
-            code = evalrun_zygote().run(args, self.root, self.env(env), out, err, timeout)
-            if code is None:
-                raise subprocess.TimeoutExpired(["python", "-m", "evalrun", *args], timeout)
-            return RunOutcome(code, _as_text(out), _as_text(err))
+        return RunOutcome(*_forked_run(args, self.root, self.env(env), timeout))
 
     def results(self, tier: str = "t1") -> dict[str, Any]:
         return json.loads((self.root / ".evalrun" / "results" / f"{tier}.json").read_text())
 
     def eval_result(self, name: str, tier: str = "t1") -> dict[str, Any]:
         return next(e for e in self.results(tier)["evals"] if e["name"] == name)
+
+
+def warm_evalrun(cwd: Path, *args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run([sys.executable, "-m", "evalrun", *args], cwd=cwd, env=env, capture_output=True,
+    text=True, timeout=timeout)``, forked from the warm zygote as ``Project.run`` is.
+
+    For a test that runs evalrun in a folder that is no ``Project`` (the checkout, a clone, an export) or
+    with exactly the environment it built (``Project.run`` takes this one and drops the outer run's
+    ``EVALRUN_*``, ``GITHUB_*``, ``CI`` and ``NO_COLOR``).
+    """
+    code, out, err = _forked_run(args, cwd, env, timeout)
+    return subprocess.CompletedProcess([sys.executable, "-m", "evalrun", *args], code, out, err)
+
+
+def _forked_run(args: tuple[str, ...], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of ``python -m evalrun ARGS`` in ``cwd``, forked from this worker's zygote."""
+    with tempfile.TemporaryDirectory(prefix="evalrun-run-") as scratch:
+        out, err = Path(scratch) / "stdout", Path(scratch) / "stderr"
+        code = evalrun_zygote().run(args, cwd, env, out, err, timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(["python", "-m", "evalrun", *args], timeout)
+        return code, _as_text(out), _as_text(err)
 
 
 def _as_text(path: Path) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from evalrun.selection.checkout import clean_checkout
 from evalrun.errors import UsageError
+from harness import warm_evalrun
 from harness.git import git, write
 
 # Passes only when data.csv sits beside it: the untracked file of the author's machine.
@@ -42,8 +42,7 @@ def repo(tmp_path: Path) -> Path:
 def run_evalrun(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
     env.pop("CI", None)
-    return subprocess.run([sys.executable, "-m", "evalrun", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return warm_evalrun(cwd, *args, env=env, timeout=120)
 
 
 def test_an_eval_reading_an_untracked_file_passes_here_and_fails_in_the_clean_checkout(repo: Path) -> None:

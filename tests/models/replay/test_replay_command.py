@@ -26,6 +26,7 @@ def start_serve(fixtures: Path, mode: str, upstream: str) -> tuple[subprocess.Po
     env = {**os.environ, "OPENAI_API_KEY": REAL_KEY}
     argv = [sys.executable, "-m", "evalrun", "replay", "serve", "--fixtures", str(fixtures), "--mode", mode,
             "--eval", "demo"] + (["--upstream", upstream] if upstream else [])
+    # fresh, not forked: a server whose banner is read while it runs, stopped by a signal
     child = subprocess.Popen(  # the real CLI: evalrun replay serve ...
         argv,
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
