@@ -202,7 +202,6 @@ def select(
 ) -> tuple[Plan, ChangedSelection | None]:
     """The tier, the filters, then ``--changed-since``, ``--last-failed``, then ``--shard``: every shard drops the same evals."""
     # Only runs that ask for them pay for git and the shard split.
-    from evalrun.selection.changed import select_changed
     from evalrun.selection.shards import durations_from, parse_shard, select_shard
 
     shard = parse_shard(request.shard) if request.shard else None  # a bad --shard is exit 2 before anything
@@ -214,6 +213,8 @@ def select(
     plan = make_plan(manifest, request.tier, request.evals, request.tags, request.experiments)
     changed = None
     if request.changed_since:
+        from evalrun.selection.changed import select_changed
+
         package_dir = Path(__file__).resolve().parent  # a change to evalrun itself selects everything
         changed = select_changed(plan, manifest, request.changed_since, package_dir)
         plan = changed.plan
@@ -438,21 +439,25 @@ def judge(
 
 def write(results: RunResults, outputs: Outputs, console: Console, environ: Mapping[str, str]) -> None:
     """The results file, then JUnit XML, a Markdown summary and GitHub's step summary and annotations."""
-    from evalrun.reports_out.github import append_github_step_summary, github_annotations
-    from evalrun.reports_out.junit import write_junit
-    from evalrun.reports_out.markdown import write_markdown
-
     _write_output(lambda: write_results(results, outputs.results), "--json", outputs.results)
     if outputs.junit is not None:
+        from evalrun.reports_out.junit import write_junit
+
         _write_output(lambda: write_junit(results, outputs.junit), "--junit", outputs.junit)
     if outputs.markdown is not None:
+        from evalrun.reports_out.markdown import write_markdown
+
         _write_output(lambda: write_markdown(results, outputs.markdown), "--markdown", outputs.markdown)
     if environ.get("GITHUB_STEP_SUMMARY"):
+        from evalrun.reports_out.github import append_github_step_summary
+
         try:
             append_github_step_summary(results, environ)
         except ReportError as exc:  # a summary we cannot write must not change the verdict
             console.warn(f"GITHUB_STEP_SUMMARY: {exc}")
     if environ.get("GITHUB_ACTIONS") == "true":
+        from evalrun.reports_out.github import github_annotations
+
         for line in github_annotations(results):
             console.command(line)
 

@@ -73,12 +73,21 @@ def cells(manifest: Manifest, spec: EvalSpec) -> list[tuple[PlannedEval, str | N
 def tier_cells(manifest: Manifest, tier: str | None) -> list[str]:
     """The names of every planned run of ``tier`` (all tiers when None) that a skip rule does not leave out."""
     return [
-        p.name
+        name
         for spec in manifest.evals
         if tier is None or spec.tier == tier
-        for p, skip in cells(manifest, spec)
+        for name, skip in _cell_names(manifest, spec)
         if skip is None
     ]
+
+
+def _cell_names(manifest: Manifest, spec: EvalSpec) -> list[tuple[str, str | None]]:
+    """``cells`` by name only: the same names and skip reasons, without resolving the eval's folder on disk
+    (the baseline comparison asks for every tier's names, and a folder's ``resolve()`` is a stat per part)."""
+    columns = manifest.columns(spec)
+    if not columns:
+        return [(spec.name, None)]
+    return [(cell_name(spec.name, name), manifest.experiments[name].skip_reason(name, spec)) for name in columns]
 
 
 @dataclass(frozen=True)

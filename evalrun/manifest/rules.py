@@ -101,13 +101,13 @@ def _check_sessions_apart(label: str, manifest: Manifest) -> None:
     ``chat-v1`` are both ``chat-v1``), in its fixtures folder; ``fixtures_for``
     shares another eval's on purpose.
     """
-    from evalrun.models.replay.fixtures import default_session  # the proxy's own folding, imported when needed
-
     owners: dict[tuple[Path, str], tuple[int, str]] = {}
     by_name = {spec.name: spec for spec in manifest.evals}
     for index, spec in enumerate(manifest.evals):
         if spec.tier == "t1" or not manifest.uses_model(spec):
             continue
+        from evalrun.models.replay.fixtures import default_session  # the proxy's own folding: only for evals that call models
+
         owner = by_name.get(spec.fixtures_for or spec.name, spec)
         key = (manifest.eval_dir(owner).resolve(), default_session(owner.name))
         first = owners.setdefault(key, (index, owner.name))

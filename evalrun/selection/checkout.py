@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,6 +96,8 @@ def clean_checkout(path: Path, worktree: bool) -> Iterator[Path]:
 
 
 def _export_head(top: Path, export: Path, flag: str) -> None:
+    import tarfile  # only a --clean-checkout run unpacks: every run's git calls come through this module
+
     archive = export / ".evalrun-head.tar"
     with archive.open("wb") as fh:
         proc = run_git(top, ["archive", "--format=tar", "HEAD"], flag, stdout=fh.fileno())
