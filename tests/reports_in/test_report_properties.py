@@ -14,10 +14,11 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from evalrun.errors import ReportError
+from evalrun.secrets import scrub
 from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.junit import parse_junit
 from evalrun.reports_in.parsed import ParsedReport
@@ -192,17 +193,22 @@ def test_what_the_fast_shape_accepts_the_published_schema_accepts(value: object)
     assert _validator().is_valid(value)
 
 
+NOWHERE = "\x00never-in-any-report\x00"
+
+
 @SETTINGS
 @given(st.lists(st.fixed_dictionaries(
     {"name": st.text(min_size=1, max_size=20), "assertions": st.integers(0, 5), "passed": st.booleans()},
     optional={"message": st.none() | st.text(max_size=700), "evidence": st.none() | st.text(max_size=3000)},
 ), max_size=6, unique_by=lambda c: c["name"]))
 def test_checks_taken_as_they_are_equal_checks_built_field_by_field(checks: list) -> None:
-    # A secret that occurs nowhere sends every check down the field-by-field path.
+    # A secret that occurs nowhere sends every check down the field-by-field path. "Nowhere" counts its
+    # pieces too: a name holding 8 characters of it in a row ("y-report") is redacted, as it must be.
+    assume(all(scrub(str(v), [NOWHERE]) == str(v) for check in checks for v in check.values()))
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "report.json"
         path.write_text(json.dumps({"checks": checks}), encoding="utf-8")
-        assert read_json_report(path).checks == read_json_report(path, ["\x00never-in-any-report\x00"]).checks
+        assert read_json_report(path).checks == read_json_report(path, [NOWHERE]).checks
 
 
 def test_a_check_named_or_explained_over_lines_fails_its_eval_in_one_line(tmp_path: Path) -> None:
