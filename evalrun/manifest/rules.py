@@ -101,15 +101,16 @@ def _check_sessions_apart(label: str, manifest: Manifest) -> None:
     ``chat-v1`` are both ``chat-v1``), in its fixtures folder; ``fixtures_for``
     shares another eval's on purpose.
     """
+    recording = [(i, spec) for i, spec in enumerate(manifest.evals) if spec.tier != "t1" and manifest.uses_model(spec)]
+    if not recording:
+        return
+    from evalrun.models.replay.fixtures import default_session  # the proxy's own folding: only for evals that call models
+
     owners: dict[tuple[Path, str], tuple[int, str]] = {}
     by_name = {spec.name: spec for spec in manifest.evals}
-    for index, spec in enumerate(manifest.evals):
-        if spec.tier == "t1" or not manifest.uses_model(spec):
-            continue
-        from evalrun.models.replay.fixtures import default_session  # the proxy's own folding: only for evals that call models
-
+    for index, spec in recording:
         owner = by_name.get(spec.fixtures_for or spec.name, spec)
-        key = (manifest.eval_dir(owner).resolve(), default_session(owner.name))
+        key = (manifest.eval_dir(owner), default_session(owner.name))  # eval_dir is resolved already
         first = owners.setdefault(key, (index, owner.name))
         if first[1] != owner.name:
             other = manifest.evals[first[0]].name
