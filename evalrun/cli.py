@@ -501,7 +501,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         code = int(ExitCode.INTERRUPTED)
     except Exception as exc:
         if _is_usage_exception(exc):  # bad arguments, found by typer: its own message, exit 2
-            exc.show()  # type: ignore[attr-defined]
+            _say_usage(exc)
             code = int(exc.exit_code)  # type: ignore[attr-defined]
         else:  # the one place an unexpected error is caught
             log = _write_crash_log()
@@ -528,6 +528,32 @@ def _say(line: str) -> None:
 
     try:
         print(neutralise(line), file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def _say_usage(exc: Exception) -> None:
+    """Typer's usage text (usage line, hint, ``Error: ...``), the arguments it echoes redacted and made inert.
+
+    Typer escapes some controls in some messages, by version; here every line is neutralised as evalrun's own:
+    no ESC, no CR or U+2028 inside a line, no line that starts a workflow command.
+    """
+    import io
+    import re
+
+    from evalrun.text import neutralise
+
+    shown = io.StringIO()
+    exc.show(file=shown)  # type: ignore[attr-defined]
+    text = shown.getvalue()
+    # The head (usage, hint) keeps its lines; the error, from the first line that starts "Error: " (the usage
+    # names only commands), stays one line whatever line breaks the arguments it echoes hold.
+    found = re.search(r"^Error: ", text, re.MULTILINE)
+    head, error = (text[: found.start()], text[found.start() :].rstrip("\n")) if found else (text, "")
+    out = neutralise(_redacted(head), lines=True) + (neutralise(_redacted(error)) + "\n" if error else "")
+    try:
+        sys.stderr.write(out)
+        sys.stderr.flush()
     except OSError:
         pass
 

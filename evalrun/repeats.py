@@ -9,7 +9,9 @@ can no longer change (``stop = "decided"``), and it folds an eval's runs into
 one ``EvalResult`` whose checks carry their pass rate (``CheckResult.rate``),
 judged against the floor ``min_pass_rate``: below it the check fails, at or
 above it but not passed every time the check is *flaky* (the eval passes, and
-says so). The statistics are ``evalrun.stats``.
+says so). The statistics are ``evalrun.stats``. The tests the scorer's reports
+skipped (``EvalResult.skipped_tests``) are kept, each once, saying where the
+runs disagree (``fold_skipped_tests``).
 
 An eval that does not repeat (N = 1) passes through unchanged.
 """
@@ -25,9 +27,9 @@ from typing import Any
 
 from evalrun.manifest import EvalSpec, Manifest
 from evalrun.plan import PlannedEval
-from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, RepeatRun, Status
+from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, RepeatRun, SkippedTest, Status
 from evalrun.stats import pass_at_k, pass_hat_k, wilson_interval
-from evalrun.text import truncate
+from evalrun.text import MESSAGE_LIMIT, plural, shorten, truncate
 
 DEFAULT_FLOOR = 1.0
 DEFAULT_ALPHA = 0.05
@@ -35,6 +37,8 @@ EARLY_STOP_MESSAGE = 'not run: the verdict was already decided (stop = "decided"
 K_VALUES = (1, 3, 5, 10)  # pass@k and pass^k are reported for these k (those <= runs)
 _EVIDENCE_RUNS = 10  # failing runs' messages kept in a check's evidence
 _EVIDENCE_CHARS = 4000
+_SKIP_REASONS_SHOWN = 3  # distinct reasons named for one skipped test; the rest are counted
+_SKIP_REASON_CHARS = 200  # as a single run's skip reason
 
 
 @dataclass(frozen=True)
@@ -237,6 +241,7 @@ def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: S
     unfinished = [(k, r) for k, r in made if r.status in (Status.INTERRUPTED, Status.BUDGET)]
     broken = [(k, r) for k, r in made if _broken(r)]
     skipped = [(k, r) for k, r in made if r.status is Status.SKIPPED]
+    base["skipped_tests"] = fold_skipped_tests([r for _, r in reported] or [r for _, r in skipped])
     if broken:  # a crash, a timeout or a runner rule is never noise: the eval takes that run's verdict
         k, r = broken[0]
         return EvalResult(
@@ -257,6 +262,9 @@ def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: S
         notes.append("flaky: " + "; ".join(_floor_words(c, settings.floor, n) for c in checks if c.name in flaky))
     if stopped_early:
         notes.append(f"stopped early after {len(made)} of {n} runs: the verdict was decided")
+    if base["skipped_tests"]:  # as a single run's "skipped in TAP: ..." note: what was not checked, loudly
+        notes.append(shorten("tests skipped: " + "; ".join(
+            f"{t.name} ({t.reason})" if t.reason else t.name for t in base["skipped_tests"]), MESSAGE_LIMIT))
     status = Status.FAILED if below else Status.PASSED
     failing = next((r for _, r in reported if r.status is Status.FAILED), None)
     return EvalResult(
@@ -267,6 +275,38 @@ def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: S
         repeats=summary,
         **base,
     )
+
+
+def fold_skipped_tests(runs: Sequence[EvalResult]) -> list[SkippedTest]:
+    """The tests the runs' reports skipped, each once, in the order first seen (run by run).
+
+    A test skipped in every run for one reason keeps that reason, as in a single
+    run. Where the runs disagree (skipped in some runs only, or for different
+    reasons) the reason says how often each one was given:
+    ``no gpu in 2 of 3 runs, driver too old in 1 of 3 runs``; ``too slow in 1 of
+    3 runs`` (it ran in the other two, as a check).
+    """
+    total = len(runs)
+    counts: dict[str, dict[str, int]] = {}
+    for run in runs:
+        seen: set[tuple[str, str]] = set()  # a name listed twice in one report counts once for that run
+        for test in run.skipped_tests:
+            if (test.name, test.reason) in seen:
+                continue
+            seen.add((test.name, test.reason))
+            reasons = counts.setdefault(test.name, {})
+            reasons[test.reason] = reasons.get(test.reason, 0) + 1
+    out: list[SkippedTest] = []
+    for name, reasons in counts.items():
+        if len(reasons) == 1 and next(iter(reasons.values())) >= total:
+            out.append(SkippedTest(name=name, reason=next(iter(reasons))))
+            continue
+        shown = list(reasons.items())[:_SKIP_REASONS_SHOWN]
+        words = [f"{reason or 'skipped'} in {count} of {total} runs" for reason, count in shown]
+        if len(reasons) > len(shown):
+            words.append(plural(len(reasons) - len(shown), "other reason"))
+        out.append(SkippedTest(name=name, reason=shorten(", ".join(words), _SKIP_REASON_CHARS)))
+    return out
 
 
 def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSettings, judged_over: int) -> list[CheckResult]:

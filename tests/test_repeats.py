@@ -10,8 +10,8 @@ from evalrun.baseline import load_baseline, write_baseline
 from evalrun.baseline.rates import RatedCount
 from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
-from evalrun.repeats import EARLY_STOP_MESSAGE, RepeatSettings, aggregate, expand, is_decided
-from evalrun.results import CheckResult, EvalResult, Status
+from evalrun.repeats import EARLY_STOP_MESSAGE, RepeatSettings, aggregate, expand, fold_skipped_tests, is_decided
+from evalrun.results import CheckResult, EvalResult, SkippedTest, Status
 
 SPEC = EvalSpec(name="coin", tier="t3", dir="evals/coin", run=["python", "score.py"])
 PLANNED = PlannedEval(spec=SPEC, dir=Path("/nowhere"))
@@ -113,3 +113,32 @@ def test_early_stop_never_changes_a_verdict(floor: float) -> None:
             early = aggregate(PLANNED, "t3", settings, runs + [skipped] * (count - made))
             assert early.status in finals, (prefix, early.status, finals)
     assert stops > 0
+
+
+def skipping(*tests: tuple[str, str], passed: bool = True) -> EvalResult:
+    return run(passed).model_copy(update={"skipped_tests": [SkippedTest(name=n, reason=w) for n, w in tests]})
+
+
+def test_skipped_tests_fold_each_once_with_how_often_each_reason_was_given() -> None:
+    runs = [
+        skipping(("a", "x"), ("b", ""), ("a", "x")),  # "a" twice in one report: once for that run
+        skipping(("a", "x"), ("b", ""), ("c", "r1")),
+        skipping(("a", "x"), ("c", "r2")),
+        skipping(("a", "x"), ("c", "r3"), ("c", "r4"), ("b", "")),
+    ]
+    assert fold_skipped_tests(runs) == [
+        SkippedTest(name="a", reason="x"),
+        SkippedTest(name="b", reason="skipped in 3 of 4 runs"),
+        SkippedTest(name="c", reason="r1 in 1 of 4 runs, r2 in 1 of 4 runs, r3 in 1 of 4 runs, 1 other reason"),
+    ]
+    assert fold_skipped_tests([run(True)] * 3) == []
+
+
+def test_a_folded_eval_keeps_its_skips_whatever_its_verdict() -> None:
+    settings = RepeatSettings(count=2)
+    failed = aggregate(PLANNED, "t3", settings, [skipping(("a", "x")), skipping(("a", "x"), passed=False)])
+    assert failed.status is Status.FAILED and failed.skipped_tests == [SkippedTest(name="a", reason="x")]
+    assert failed.message is not None and failed.message.endswith("; tests skipped: a (x)")
+    crashed = aggregate(PLANNED, "t3", settings, [skipping(("a", "x")), run(True, status=Status.ERROR, message="boom")])
+    assert crashed.status is Status.ERROR and crashed.message == "run 2 of 2: boom"
+    assert crashed.skipped_tests == [SkippedTest(name="a", reason="x")]

@@ -4,7 +4,9 @@ This module owns what a TAP stream means to evalrun:
 
 - each top-level test point is a check with one assertion; a point with
   subtests (TAP 14 indented blocks, Perl's ``subtest``, node's test runner)
-  asserts as many times as it has leaf points below it, recursively;
+  asserts as many times as it has leaf points below it, recursively, and
+  fails if any of them failed (a TODO one aside), even under a parent that
+  says ``ok``;
 - a ``# TODO`` point is an expected failure: a passing check whatever its
   status, its message says whether it failed as expected or passes now
   (``parsed.expected_failure_note``, as for pytest's xfail in JUnit);
@@ -438,7 +440,8 @@ def _to_check(point: _Point, name: str, weight: int, secrets: tuple[str, ...]) -
         note = expected_failure_note("TODO", scrub(point.reason, secrets), failed=not point.ok)
         return CheckResult(name=name, assertions=weight, passed=True, message=one_line(note))
     failures = [scrub(failure, secrets) for failure in sub.failures] if sub is not None else []
-    passed = point.ok and not (sub is not None and sub.problem)
+    # A parent that says ``ok`` over a failed subtest (a hand-written or buggy producer) fails all the same.
+    passed = point.ok and not failures and not (sub is not None and sub.problem)
     if passed:
         return CheckResult(name=name, assertions=weight, passed=True)
     if failures:

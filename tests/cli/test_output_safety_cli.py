@@ -15,6 +15,8 @@ import os
 import re
 import sys
 
+import pytest
+
 from harness import Project, eval_entry
 
 GITHUB = {"CI": "true", "GITHUB_ACTIONS": "true"}
@@ -217,3 +219,72 @@ def test_replay_serve_shows_a_hostile_fixtures_model_name_inert(tmp_path) -> Non
     assert_no_forgery(shown)
     assert command_lines(shown) == []
     assert r"models gpt\x1b[2J\r::add-mask::abc\r::error file=forged.py,line=1::forged" in out, out
+
+
+# Arguments typer (click) refuses, echoed in its usage error: each with a forged command after LF, CR,
+# U+2028 or a bidi override, and escapes. Which of them typer escapes itself depends on its version (>= 0.12).
+HOSTILE_USAGE = [
+    ["t1", "--no-such-option", "\n::error::x"],
+    ["t1", "--no-such-option" + FORGED],
+    ["t1", "--x\x1b[2J\u2029::warning::y"],
+    ["t1", "extra\u2028::error file=forged.py::ls\x1b]0;title\x07"],
+    ["t1", "extra" + FORGED, "\u202e::error::rlo"],
+    ["t1", "--jobs", "\x1b[31m\u2028::error::j"],
+    ["nosuch\u2028::error::c\x85::error::nel"],
+    ["replay", "serve", "--mode", "\u2028::error::m\x9b2J"],
+    ["baseline", "diff", "t1", "--x\r\n::error::crlf"],
+]
+
+
+@pytest.mark.parametrize("args", HOSTILE_USAGE, ids=range(len(HOSTILE_USAGE)))
+def test_a_usage_error_shows_hostile_arguments_inert(project, args: list[str]) -> None:
+    proj = project({"manifest.toml": eval_entry("a")})
+    r = proj.run(*args, env=GITHUB)
+
+    assert r.code == 2, r.output
+    assert r.out == ""
+    assert_no_forgery(r.err)
+    assert command_lines(r.err) == []
+    assert "\x1b" not in r.err
+    lines = r.err.split("\n")
+    assert lines[-1] == "" and lines[-2].startswith("Error: ") and lines[0].startswith("Usage: evalrun")
+    assert len([line for line in lines if line.startswith("Error: ")]) == 1  # its one line, still one line
+
+
+def test_a_usage_error_is_worded_as_typer_words_it(project) -> None:
+    proj = project({"manifest.toml": eval_entry("a")})
+    r = proj.run("t1", "--nope")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == ("Usage: evalrun t1 [OPTIONS]\nTry 'evalrun t1 --help' for help.\n\n"
+                     "Error: No such option: --nope (Possible options: --no-skips)\n")
+
+
+def test_a_usage_error_shows_no_key_the_user_mistyped_into_an_argument(project) -> None:
+    key = "sk-test-usage-0f1e2d3c4b5a69788796"
+    proj = project({"manifest.toml": eval_entry("a")})
+    r = proj.run("t1", "--" + key, env={"OPENAI_API_KEY": key})
+    assert r.code == 2, r.output
+    assert key not in r.output and "Error: No such option: --" in r.err
+
+
+def test_a_usage_error_that_echoes_raw_line_breaks_stays_one_inert_line(monkeypatch, capsys) -> None:
+    """An older typer (click) echoes arguments raw: its usage error, as main gets it, is still one line, inert."""
+    import typer
+
+    import evalrun.commands.run
+    from evalrun.cli import main
+
+    def refuse(*args: object, **kwargs: object) -> int:
+        raise typer.BadParameter("'x" + FORGED + "\n::error::lf\r\n::error::crlf\x1bc\u2028::error::ls' is no tier")
+
+    monkeypatch.setattr(evalrun.commands.run, "run_tier", refuse)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code = main(["t1"])
+    captured = capsys.readouterr()
+
+    assert code == 2 and captured.out == ""
+    assert_no_forgery(captured.err)
+    assert command_lines(captured.err) == [] and "\x1b" not in captured.err
+    assert captured.err == ("Usage: evalrun t1 [OPTIONS]\nTry 'evalrun t1 --help' for help.\n\n"
+                            r"Error: Invalid value: 'x\r::add-mask::abc\r::error file=forged.py,line=1::forged"
+                            r"\n::error::lf\r\n::error::crlf\x1bc\u2028::error::ls' is no tier" "\n")

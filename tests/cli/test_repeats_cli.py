@@ -329,3 +329,55 @@ def test_flaky_checks_are_a_github_warning_and_in_the_step_summary(project) -> N
     warning = next(line for line in r.out.splitlines() if line.startswith("::warning") and "flaky" in line)
     assert "file=evals/coin" in warning and 'passed 9 of 10 (floor 0.8)' in warning
     assert "### Flaky checks (1)" in summary.read_text()
+
+
+TAP_SKIPS = """\
+import os
+k = int(os.environ["EVALRUN_REPEAT"])
+print("1..4")
+print("ok 1 - adds")
+print("ok 2 - network # SKIP no network")                     # every run, one reason
+print("ok 3 - gpu # SKIP " + ("driver too old" if k == 2 else "no gpu"))  # every run, two reasons
+print("ok 4 - slow # SKIP too slow" if k == 1 else "ok 4 - slow")       # one run of three
+"""
+
+
+def test_a_repeated_evals_skipped_tests_are_kept_each_once_saying_where_runs_disagree(project) -> None:
+    proj = project({
+        "manifest.toml": '[tiers.t1]\n[[evals]]\nname = "skips"\ntier = "t1"\ndir = "evals/skips"\nformat = "tap"\n'
+                         'run = ["python", "t.py"]\nrepeat = 3\nmin_pass_rate = 0.6\n',
+        "evals/skips/t.py": TAP_SKIPS,
+    })
+    r = proj.run("t1", "-j", "2", "--junit", "j.xml")
+    assert r.code == 0, r.output
+    expected = [
+        {"name": "network", "reason": "no network"},
+        {"name": "gpu", "reason": "no gpu in 2 of 3 runs, driver too old in 1 of 3 runs"},
+        {"name": "slow", "reason": "too slow in 1 of 3 runs"},
+    ]
+    result = proj.eval_result("skips")
+    assert result["skipped_tests"] == expected
+    note = ("tests skipped: network (no network); gpu (no gpu in 2 of 3 runs, driver too old in 1 of 3 runs); "
+            "slow (too slow in 1 of 3 runs)")
+    assert result["message"].endswith(note), result["message"]
+    assert note in r.out
+    assert "1 passed, 0 failed, 0 skipped (3 tests skipped inside evals)" in r.out.splitlines()
+    skipped = {c.get("name"): c.find("skipped").get("message")
+               for c in ET.parse(proj.root / "j.xml").getroot().iter("testcase") if c.find("skipped") is not None}
+    assert skipped == {e["name"]: e["reason"] for e in expected}
+
+
+def test_a_test_skipped_alike_in_every_run_reads_as_in_a_single_run(project) -> None:
+    proj = project({
+        "manifest.toml": '[tiers.t1]\n[[evals]]\nname = "skips"\ntier = "t1"\ndir = "evals/skips"\nformat = "tap"\n'
+                         'run = ["python", "t.py"]\nrepeat = 2\n',
+        "evals/skips/t.py": 'print("1..2")\nprint("ok 1 - adds")\nprint("ok 2 - network # SKIP no network")\n',
+    })
+    repeated = proj.run("t1")
+    assert repeated.code == 0, repeated.output
+    assert proj.eval_result("skips")["skipped_tests"] == [{"name": "network", "reason": "no network"}]
+    assert proj.eval_result("skips")["message"] == "tests skipped: network (no network)"
+    assert "(1 test skipped inside evals)" in repeated.out
+    once = proj.run("t1", "--repeat", "1")
+    assert once.code == 0, once.output
+    assert proj.eval_result("skips")["skipped_tests"] == [{"name": "network", "reason": "no network"}]

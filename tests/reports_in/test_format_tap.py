@@ -221,6 +221,44 @@ def test_failing_leaf_names_its_path_in_the_parent_message() -> None:
     assert partial.message == "subtest 'partial' planned 3, ran 2"
 
 
+def test_a_parent_that_says_ok_over_a_failed_subtest_fails(tmp_path: Path) -> None:
+    """Real producers print the parent ``not ok`` then; a hand-written or buggy one may print ``ok``:
+    the failed subtest fails its parent all the same, named in its message. A TODO subtest does not."""
+    stream = tmp_path / "ok_over_failure.tap"
+    stream.write_text(
+        "1..3\n"
+        "# Subtest: liar\n"
+        "    1..2\n"
+        "    ok 1 - fine\n"
+        "    not ok 2 - broken\n"
+        "      ---\n"
+        "      message: wanted 1, got 2\n"
+        "      ...\n"
+        "ok 1 - liar\n"
+        "# Subtest: deep liar\n"
+        "    1..1\n"
+        "    # Subtest: mid\n"
+        "        1..1\n"
+        "        not ok 1 - leaf\n"
+        "    ok 1 - mid\n"
+        "ok 2 - deep liar\n"
+        "# Subtest: todo only\n"
+        "    1..2\n"
+        "    ok 1 - fine\n"
+        "    not ok 2 - later # TODO not written\n"
+        "ok 3 - todo only\n"
+    )
+
+    report = parse_tap(stream)
+
+    assert report.problem is None
+    assert [(c.name, c.assertions, c.passed, c.message, c.evidence) for c in report.checks] == [
+        ("liar", 2, False, "broken: wanted 1, got 2", "failed: broken: wanted 1, got 2"),
+        ("deep liar", 1, False, "mid > leaf", "failed: mid > leaf"),
+        ("todo only", 2, True, None, None),
+    ]
+
+
 def test_skip_all_note() -> None:
     report = parse_tap(ASSETS / "skip_all.tap")
 

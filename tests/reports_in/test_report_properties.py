@@ -121,6 +121,76 @@ def test_tap_any_stream_with_stderr(stream: str, stderr: str) -> None:
     _through(lambda p: parse_tap(p, stderr=stderr, secrets={"sk-test-secret"}), stream.encode(), raises=False)
 
 
+@st.composite
+def _tap_tree(draw: st.DrawFn, depth: int = 0) -> tuple:
+    """A test point: ``(ok, directive, children)``; a group holds at least one leaf that is not skipped."""
+    ok = draw(st.booleans())
+    if depth < 3 and draw(st.booleans()):
+        children = draw(st.lists(_tap_tree(depth + 1), min_size=0, max_size=3))
+        children.append((draw(st.booleans()), draw(st.sampled_from([None, "todo"])), []))
+        return ok, draw(st.sampled_from([None, None, "todo"])), draw(st.permutations(children))
+    return ok, draw(st.sampled_from([None, None, "todo", "skip"])), []
+
+
+def _tap_lines(points: list[tuple], indent: int, path: str) -> list[str]:
+    pad = " " * indent
+    lines = [f"{pad}1..{len(points)}"]
+    for number, (ok, directive, children) in enumerate(points, 1):
+        name = f"{path}{number}"
+        if children:
+            lines.append(f"{pad}# Subtest: {name}")
+            lines += _tap_lines(children, indent + 4, f"{name}.")
+        directive_text = f" # {directive.upper()} why" if directive else ""
+        lines.append(f"{pad}{'ok' if ok else 'not ok'} {number} - {name}{directive_text}")
+    return lines
+
+
+def _tap_leaves(point: tuple) -> int:
+    ok, directive, children = point
+    if directive == "skip":
+        return 0
+    return sum(_tap_leaves(child) for child in children) if children else 1
+
+
+def _tap_failures(children: list[tuple], path: str) -> list[str]:
+    """What a group's failed, non-TODO points below it are, as the parent's message names them."""
+    out: list[str] = []
+    for number, (ok, directive, grandchildren) in enumerate(children, 1):
+        name = f"{path}{number}"
+        if directive is not None:
+            continue
+        inner = _tap_failures(grandchildren, f"{name}.")
+        out += [f"{name} > {failure}" for failure in inner]
+        if not ok and not inner:
+            out.append(name)
+    return out
+
+
+@SETTINGS
+@given(st.lists(_tap_tree(), min_size=1, max_size=4))
+def test_tap_a_parent_passes_only_if_none_of_its_non_todo_points_failed(points: list[tuple]) -> None:
+    """Whatever a parent point says, ``ok`` or ``not ok``: it passes only if it and every point below it
+    passed, a TODO point (and what is under it) aside; its message names the first that failed."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "report"
+        path.write_text("\n".join(["TAP version 14", *_tap_lines(points, 0, "p")]) + "\n")
+        report = parse_tap(path)
+    assert report.problem is None
+    expected = []
+    for number, point in enumerate(points, 1):
+        ok, directive, children = point
+        if directive == "skip":
+            continue
+        failures = _tap_failures(children, f"p{number}.")
+        passed = directive == "todo" or (ok and not failures)
+        message = None
+        if directive is None and failures:
+            message = failures[0] + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else "")
+        expected.append((f"p{number}", _tap_leaves(point), passed, message))
+    got = [(c.name, c.assertions, c.passed, None if c.passed else c.message) for c in report.checks]
+    assert got == expected
+
+
 # --- JUnit ----------------------------------------------------------------------
 
 _attr_value = st.sampled_from(["", "x", "test", "pytest", "3", "3.0", "3.5", "-1", "9" * 5000, "a > b", "&amp;", "&lt;",
