@@ -245,3 +245,27 @@ def test_the_end_event_is_found_in_the_piece_that_completes_it_however_the_strea
 def test_a_stream_without_an_end_event_is_not_taken_as_ended():
     text = b'data: {"choices": []}\n\nevent: message_start\ndata: {}\n\nxdata: [DONE]\n\n'
     assert not answer_ended(text, len(text))
+
+
+def test_the_openai_sdk_calling_again_after_its_stream_ends_is_refused_by_that_streams_tokens():
+    """The real openai SDK stops reading at ``[DONE]`` and returns; its next call must not slip under the cap
+    while the upstream still holds that stream open. (The anthropic SDK reads a stream to its very end: it
+    cannot call again before the proxy has counted the tokens.)"""
+    import openai
+
+    with FakeUpstream(hold_end=True) as upstream, ReplayProxy("live", upstream=upstream.url,
+                                                              budget=Budget(tokens=1)) as proxy:
+        client = openai.OpenAI(base_url=proxy.register_eval("spend", None) + "/v1", api_key="sk-made-up",
+                               max_retries=0, timeout=WAIT_S)
+        streamed = client.chat.completions.create(model="gpt-4o-mini", messages=CHAT["messages"], stream=True)
+        assert [c.choices[0].delta.content for c in streamed if c.choices] != []
+        assert len(upstream.requests) == 1 and not upstream.release.is_set()  # the stream is still open upstream
+        releaser = threading.Timer(HELD_S, upstream.release.set)
+        releaser.start()
+        try:
+            with pytest.raises(openai.APIStatusError) as refused:
+                client.chat.completions.create(model="gpt-4o-mini", messages=CHAT["messages"])
+        finally:
+            releaser.join()
+        assert refused.value.status_code == 402 and "tokens used" in str(refused.value)
+        assert len(upstream.requests) == 1
