@@ -131,13 +131,22 @@ def release_all(meters: Sequence[BudgetMeter]) -> None:
 @contextmanager
 def settling(meters: Sequence[BudgetMeter]) -> Iterator[None]:
     """While a call is answered and then counted, it is unsettled in every meter it counts against."""
-    for meter in meters:
-        meter.begin_settle()
+    begin_settling(meters)
     try:
         yield
     finally:
-        for meter in reversed(meters):
-            meter.end_settle()
+        end_settling(meters)
+
+
+def begin_settling(meters: Sequence[BudgetMeter]) -> None:
+    """The call is unsettled in every meter until ``end_settling`` (``settling`` as two halves)."""
+    for meter in meters:
+        meter.begin_settle()
+
+
+def end_settling(meters: Sequence[BudgetMeter]) -> None:
+    for meter in reversed(meters):
+        meter.end_settle()
 
 
 def add_all(meters: Sequence[BudgetMeter], tokens: int, usd: float) -> None:

@@ -47,7 +47,9 @@ counted (usage, cost, notes, the fixture) just after: until then it is
 pending, and ``eval_report`` and a call under a tokens or usd cap wait for it
 (``_settling``), so neither can miss it. A relayed stream is pending for the
 report from its first byte: an SDK stops reading at ``[DONE]`` and its eval
-may end before the upstream ends the stream. A report whose wait runs out
+may end before the upstream ends the stream; for a tokens or usd cap a stream is
+unsettled from its end event (``[DONE]``, ``message_stop``, ``response.completed``),
+which the SDKs stop reading at before they call again. A report whose wait runs out
 (``WRITE_WAIT_S``) in record mode fails the eval, naming each unwritten call.
 
 Errors the proxy itself answers have the shape both SDK families parse,
@@ -78,7 +80,16 @@ from typing import Any, Literal
 from urllib.parse import quote, unquote
 
 from evalrun.secrets import scrub
-from evalrun.models.replay.budget import BudgetLimits, BudgetMeter, acquire_all, add_all, release_all, settling
+from evalrun.models.replay.budget import (
+    BudgetLimits,
+    BudgetMeter,
+    acquire_all,
+    add_all,
+    begin_settling,
+    end_settling,
+    release_all,
+    settling,
+)
 from evalrun.models.replay.fixtures import RecordedResponse, check_session, default_session, fixture_path
 from evalrun.models.replay.recorder import FixtureRecorder, FixtureToWrite
 from evalrun.models.replay.matching import normalise_body
@@ -487,17 +498,34 @@ class ReplayProxy:
         # A stream's client may have all it needs ([DONE]) and be gone long before the upstream ends
         # the stream: from its first byte on, the call is pending, so the eval's report waits for it.
         ticket = state.begin_pending(f"{state.name}/{session}: {method} {shown} (a stream not ended yet)") if streamed else None
+        # Once the client has the answer's end event it may call again before the upstream ends the stream:
+        # from that event on, the call is unsettled for every budget it counts against (``_settle_at_answer_end``).
+        ended_early: list[tuple[BudgetMeter, ...]] = []
         try:
             self._pass_on(handler, state, session, method, path, headers, body, target, conn, response,
-                          reply_headers, streamed)
+                          reply_headers, streamed, ended_early)
         finally:
+            for meters in ended_early:
+                end_settling(meters)
             if ticket is not None:
                 state.end_pending(ticket)
+
+    def _settle_at_answer_end(
+        self, state: EvalState, raw: bytearray, new: int, ended_early: list[tuple[BudgetMeter, ...]]
+    ) -> None:
+        """Before the piece that holds a stream's end event reaches the client, make the call unsettled
+        for its budgets: a call the client makes next waits for this one's tokens (a stream that never
+        says its end is unsettled from its last byte, as a plain answer is)."""
+        if not ended_early and answer_ended(raw, new):
+            meters = self._meters(state)
+            begin_settling(meters)
+            ended_early.append(meters)
 
     def _pass_on(
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
         headers: dict[str, str], body: bytes, target: Target, conn: http.client.HTTPConnection,
         response: http.client.HTTPResponse, reply_headers: dict[str, str], streamed: bool,
+        ended_early: list[tuple[BudgetMeter, ...]],
     ) -> None:
         """Relay the upstream's answer to the client, then count it and hand its fixture to the writer."""
         shown = path.split("?", 1)[0]
@@ -513,9 +541,11 @@ class ReplayProxy:
                 for chunk in body_pieces(response):  # all that has arrived, in one send to the client
                     chunk = decoder.decompress(chunk) if decoder is not None else chunk
                     raw += chunk
+                    self._settle_at_answer_end(state, raw, len(chunk), ended_early)
                     handler.write_chunk(chunk, watch=True)  # relayed as it arrives, not when the call ends
                 if decoder is not None and (tail := decoder.flush()):
                     raw += tail
+                    self._settle_at_answer_end(state, raw, len(tail), ended_early)
                     handler.write_chunk(tail, watch=True)
                 recorded = None  # split into events once the client has the stream's end
             else:
@@ -590,6 +620,19 @@ class ReplayProxy:
         """One line for the log callback (``evalrun replay serve`` prints them)."""
         if self._log is not None:
             self._log(self._redact(line))
+
+
+# The event that ends a streamed answer: OpenAI's chat ``[DONE]``, its Responses API's last event,
+# Anthropic's ``message_stop``. The SDKs stop reading there; the upstream may end the stream later.
+_ANSWER_END = re.compile(
+    rb"^(?:data: ?\[DONE\]|event: ?(?:message_stop|response\.(?:completed|incomplete|failed)))\r?$", re.MULTILINE
+)
+_ANSWER_END_SPAN = 64  # bytes before a new piece searched again: an end event split across two pieces is found
+
+
+def answer_ended(raw: bytes | bytearray, new: int) -> bool:
+    """Whether the stream so far (``raw``, of which the last ``new`` bytes just arrived) holds its end event."""
+    return _ANSWER_END.search(raw, max(0, len(raw) - new - _ANSWER_END_SPAN)) is not None
 
 
 def _events(text: str) -> list[str]:

@@ -18,9 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalrun.manifest import Budget, Price
-from evalrun.models.replay.proxy import ReplayProxy
+from evalrun.models.replay.proxy import ReplayProxy, answer_ended
 
 from harness.fakes_upstream import FakeUpstream
 
@@ -179,3 +181,91 @@ def test_a_calls_cap_alone_does_not_wait_for_counting(tmp_path):
         second.join(WAIT_S)
         assert second.answer is not None and second.answer[0] == 200
         assert proxy.eval_report("calls").calls == 2
+
+
+ANSWER_ENDS = {
+    "openai": ("/v1/chat/completions", {**CHAT, "stream": True}, "data: [DONE]"),
+    "anthropic": ("/v1/messages", {"model": "claude-3-5-haiku", "max_tokens": 16, "stream": True,
+                                   "messages": [{"role": "user", "content": "hi"}]}, "event: message_stop"),
+}
+
+
+@pytest.mark.parametrize("api", sorted(ANSWER_ENDS))
+def test_a_call_made_after_a_streams_end_event_waits_for_its_tokens_though_the_upstream_has_not_closed_it(api):
+    """An SDK stops reading at the answer's end event ([DONE], message_stop) and may call again at once,
+    while the upstream has not yet ended the stream: that next call is measured against the answer's tokens."""
+    route, body, end = ANSWER_ENDS[api]
+    with FakeUpstream(hold_end=True) as upstream, ReplayProxy("live", upstream=upstream.url,
+                                                              budget=Budget(tokens=1)) as proxy:
+        base = proxy.register_eval("spend", None)
+        with httpx.Client(timeout=WAIT_S, trust_env=False) as client:
+            with client.stream("POST", f"{base}{route}", json=body) as response:
+                assert response.status_code == 200
+                for line in response.iter_lines():
+                    if line == end:
+                        break  # the whole answer is in; the client goes on, as the SDKs do
+        # The upstream still holds the stream open: its tokens are not counted yet.
+        second = _Caller(base, stream=False)
+        second.start()
+        second.join(HELD_S)
+        assert second.is_alive(), "a call went ahead before the streamed answer's tokens were counted"
+        upstream.release.set()
+        second.join(WAIT_S)
+        assert second.answer is not None and second.answer[0] == 402, second.answer
+        assert "evalrun_budget_exhausted" in second.answer[1] and "tokens used" in second.answer[1]
+        assert len(upstream.requests) == 1
+
+
+_STREAM_TEXTS = [
+    'data: {"choices": [{"delta": {"content": "data: [DONE] is not an end here"}}]}\n\ndata: [DONE]\n\n',
+    'event: message_delta\ndata: {"type": "message_delta"}\n\nevent: message_stop\ndata: {"type": "message_stop"}\n\n',
+    'event: response.output_text.delta\ndata: {}\n\nevent: response.completed\r\ndata: {}\r\n\r\n',
+]
+
+
+@given(st.sampled_from(_STREAM_TEXTS), st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=40))
+def test_the_end_event_is_found_in_the_piece_that_completes_it_however_the_stream_is_cut(text, sizes):
+    data = text.encode()
+    marker_end = max(data.rfind(m) + len(m) for m in (b"data: [DONE]", b"event: message_stop", b"event: response.completed"))
+    raw, first = bytearray(), None
+    pieces, at = [], 0
+    for size in sizes * (len(data) // sum(sizes) + 1):
+        if at >= len(data):
+            break
+        pieces.append(data[at : at + size])
+        at += size
+    for index, piece in enumerate(pieces):
+        raw += piece
+        if first is None and answer_ended(raw, len(piece)):
+            first = index
+    completing = next(i for i in range(len(pieces)) if sum(map(len, pieces[: i + 1])) >= marker_end)
+    assert first == completing
+
+
+def test_a_stream_without_an_end_event_is_not_taken_as_ended():
+    text = b'data: {"choices": []}\n\nevent: message_start\ndata: {}\n\nxdata: [DONE]\n\n'
+    assert not answer_ended(text, len(text))
+
+
+def test_the_openai_sdk_calling_again_after_its_stream_ends_is_refused_by_that_streams_tokens():
+    """The real openai SDK stops reading at ``[DONE]`` and returns; its next call must not slip under the cap
+    while the upstream still holds that stream open. (The anthropic SDK reads a stream to its very end: it
+    cannot call again before the proxy has counted the tokens.)"""
+    import openai
+
+    with FakeUpstream(hold_end=True) as upstream, ReplayProxy("live", upstream=upstream.url,
+                                                              budget=Budget(tokens=1)) as proxy:
+        client = openai.OpenAI(base_url=proxy.register_eval("spend", None) + "/v1", api_key="sk-made-up",
+                               max_retries=0, timeout=WAIT_S)
+        streamed = client.chat.completions.create(model="gpt-4o-mini", messages=CHAT["messages"], stream=True)
+        assert [c.choices[0].delta.content for c in streamed if c.choices] != []
+        assert len(upstream.requests) == 1 and not upstream.release.is_set()  # the stream is still open upstream
+        releaser = threading.Timer(HELD_S, upstream.release.set)
+        releaser.start()
+        try:
+            with pytest.raises(openai.APIStatusError) as refused:
+                client.chat.completions.create(model="gpt-4o-mini", messages=CHAT["messages"])
+        finally:
+            releaser.join()
+        assert refused.value.status_code == 402 and "tokens used" in str(refused.value)
+        assert len(upstream.requests) == 1
