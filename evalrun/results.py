@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from enum import Enum
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
@@ -245,6 +245,8 @@ class RunResults(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int = RESULTS_VERSION
+    # "bites": written by ``evalrun bites`` (one record per bite, never compared with a baseline); "run": any other
+    kind: Literal["run", "bites"] = "run"
     evalrun_version: str
     tier: str
     manifest: str
