@@ -208,7 +208,8 @@ def _merge_bites(shards: list[tuple[Path, RunResults]], manifest: Manifest, tier
     if len(by_index) < total:
         missing = next(i for i in range(1, total + 1) if i not in by_index)
         names = [r.name for r in select_bite_shard(runs, (missing, total))]
-        held = f"its bites {_names(names)} are in no results file" if names else "it holds no bite"
+        held = ("it holds no bite" if not names else f"its bite {_names(names)} is in no results file" if len(names) == 1
+                else f"its bites {_names(names)} are in no results file")
         expected = Workspace(manifest.root).bites_results(tier, f"{missing}/{total}").name
         raise ResultsError(
             f"merge: bites shard {missing}/{total} ({expected}) is missing (have {_have(by_index, total)}): {held}; "

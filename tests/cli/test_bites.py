@@ -281,7 +281,7 @@ def test_a_bite_not_caught_in_one_shard_makes_the_merge_exit_3_naming_it(sharded
 def test_a_missing_bites_shard_is_exit_2_naming_its_bites(sharded: dict) -> None:
     line = _one_error_line(sharded["missing"])
     assert "bites shard 2/2 (bites-t1.shard-2-of-2.json) is missing (have 1/2)" in line, line
-    assert 'its bites "patched: bite leaky-patch" are in no results file' in line, line
+    assert 'its bite "patched: bite leaky-patch" is in no results file' in line, line
 
 
 def test_bites_and_run_shards_do_not_merge(sharded: dict) -> None:
