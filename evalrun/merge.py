@@ -23,6 +23,7 @@ from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan, tier_cells
 from evalrun.results import EvalResult, RunResults, load_results
+from evalrun.text import plural
 from evalrun.workspace import Workspace
 
 # Options that decide which evals a shard's plan held; every shard must agree on them.
@@ -208,8 +209,7 @@ def _merge_bites(shards: list[tuple[Path, RunResults]], manifest: Manifest, tier
     if len(by_index) < total:
         missing = next(i for i in range(1, total + 1) if i not in by_index)
         names = [r.name for r in select_bite_shard(runs, (missing, total))]
-        held = ("it holds no bite" if not names else f"its bite {_names(names)} is in no results file" if len(names) == 1
-                else f"its bites {_names(names)} are in no results file")
+        held = f"no results file holds its {plural(len(names), 'bite')}: {_names(names)}" if names else "it holds no bite"
         expected = Workspace(manifest.root).bites_results(tier, f"{missing}/{total}").name
         raise ResultsError(
             f"merge: bites shard {missing}/{total} ({expected}) is missing (have {_have(by_index, total)}): {held}; "
@@ -233,10 +233,9 @@ def _merge_bites(shards: list[tuple[Path, RunResults]], manifest: Manifest, tier
             found[result.name] = (path, result)
     missing_bites = [r.name for r in runs if r.name not in found]
     if missing_bites:
-        many = len(missing_bites) > 1
         raise ResultsError(
-            f"merge: bite{'s' if many else ''} {_names(missing_bites)} of {tier} {'are' if many else 'is'} in no "
-            f"shard's results; a shard left {'them' if many else 'it'} out or failed to upload"
+            f"merge: no shard's results hold {plural(len(missing_bites), 'bite')} of {tier}: {_names(missing_bites)}; "
+            f"a shard left them out or failed to upload"
         )
     merged = [found[r.name][1] for r in runs]
     finished = [r.finished_at for _, r in shards]

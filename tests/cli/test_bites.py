@@ -281,7 +281,7 @@ def test_a_bite_not_caught_in_one_shard_makes_the_merge_exit_3_naming_it(sharded
 def test_a_missing_bites_shard_is_exit_2_naming_its_bites(sharded: dict) -> None:
     line = _one_error_line(sharded["missing"])
     assert "bites shard 2/2 (bites-t1.shard-2-of-2.json) is missing (have 1/2)" in line, line
-    assert 'its bite "patched: bite leaky-patch" is in no results file' in line, line
+    assert 'no results file holds its 1 bite: "patched: bite leaky-patch"' in line, line
 
 
 def test_bites_and_run_shards_do_not_merge(sharded: dict) -> None:
@@ -308,7 +308,7 @@ def test_a_bite_in_two_shards_is_exit_2_naming_both_files(sharded: dict) -> None
 def test_a_bite_no_shard_ran_is_exit_2_naming_it(sharded: dict) -> None:
     dropped = _edited(sharded, "dropped.json", lambda two, one: two["evals"].clear())
     line = _one_error_line(sharded["proj"].run("merge", str(sharded["one"]), str(dropped)))
-    assert 'bite "patched: bite leaky-patch" of t1 is in no shard\'s results' in line, line
+    assert 'no shard\'s results hold 1 bite of t1: "patched: bite leaky-patch"' in line, line
 
 
 def test_bites_of_two_tiers_or_split_differently_do_not_merge(sharded: dict) -> None:
