@@ -16,7 +16,7 @@ from evalrun.models.cost import run_cost
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan, tier_cells
-from evalrun.results import EvalResult, RunResults, load_results
+from evalrun.results import EvalResult, RunResults, load_results, merged_run_id
 
 # Options that decide which evals a shard's plan held; every shard must agree on them.
 _SHARED_FILTERS = ("evals", "tags", "experiments", "changed_since", "unchanged")
@@ -45,11 +45,13 @@ def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None
     merged = _union(shards, expected, manifest, tier)
     tier_names = tier_cells(manifest, tier)
     finished = [r.finished_at for _, r in shards]
+    started = min(r.started_at for _, r in shards)
     return RunResults(
         evalrun_version=shards[0][1].evalrun_version,
         tier=tier,
         manifest=str(manifest.path),
-        started_at=min(r.started_at for _, r in shards),
+        started_at=started,
+        run_id=merged_run_id(tier, started, [r.run_id for _, r in shards]),  # the same shards: the same merged run
         finished_at=None if None in finished else max(f for f in finished if f is not None),
         interrupted=any(r.interrupted for _, r in shards),
         selection={
