@@ -22,7 +22,7 @@ from evalrun.models.cost import run_cost
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan, tier_cells
-from evalrun.results import EvalResult, RunResults, load_results
+from evalrun.results import EvalResult, RunResults, load_results, merged_run_id
 from evalrun.text import plural
 from evalrun.workspace import Workspace
 
@@ -62,11 +62,13 @@ def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None
     merged = _union(shards, expected, manifest, tier)
     tier_names = tier_cells(manifest, tier)
     finished = [r.finished_at for _, r in shards]
+    started = min(r.started_at for _, r in shards)
     return RunResults(
         evalrun_version=shards[0][1].evalrun_version,
         tier=tier,
         manifest=str(manifest.path),
-        started_at=min(r.started_at for _, r in shards),
+        started_at=started,
+        run_id=merged_run_id(tier, started, [r.run_id for _, r in shards]),  # the same shards: the same merged run
         finished_at=None if None in finished else max(f for f in finished if f is not None),
         interrupted=any(r.interrupted for _, r in shards),
         selection={
@@ -239,12 +241,14 @@ def _merge_bites(shards: list[tuple[Path, RunResults]], manifest: Manifest, tier
         )
     merged = [found[r.name][1] for r in runs]
     finished = [r.finished_at for _, r in shards]
+    started = min(r.started_at for _, r in shards)
     return RunResults(
         kind="bites",
         evalrun_version=shards[0][1].evalrun_version,
         tier=tier,
         manifest=str(manifest.path),
-        started_at=min(r.started_at for _, r in shards),
+        started_at=started,
+        run_id=merged_run_id(tier, started, [r.run_id for _, r in shards]),
         finished_at=None if None in finished else max(f for f in finished if f is not None),
         interrupted=any(r.interrupted for _, r in shards),
         selection={

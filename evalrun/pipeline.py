@@ -46,7 +46,7 @@ from evalrun.repeats import (
 from evalrun.reports_out.describe import describe_filters, describe_repeated_as_recorded
 from evalrun.reports_out.summary import interrupted_report, report
 from evalrun.reports_out.terminal import Console
-from evalrun.results import EvalResult, RunResults, Status, redact_result, write_results
+from evalrun.results import EvalResult, RunResults, Status, new_run_id, redact_result, write_results
 from evalrun.leftovers import reap_leftovers
 from evalrun.workspace import Workspace, check_writable
 from evalrun.services.manager import ServiceManager
@@ -305,6 +305,7 @@ def _collect(
         tier=tier,
         manifest=str(manifest.path),
         started_at=started,
+        run_id=new_run_id(tier, started),
         finished_at=_now(),
         interrupted=interrupted,
         selection={

@@ -8,6 +8,7 @@ results file written by one run can be read back by ``baseline --from-results``,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from evalrun.secrets import FRAGMENT, scrub
 
 RESULTS_VERSION = 2  # 2: repeats and pass rates (``rate`` on checks, ``repeats`` on evals)
 _READABLE_VERSIONS = (1, 2)  # version 1 files lack only the optional repeat fields
+RUN_ID_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z._-]{0,99}$"  # what ``new_run_id`` makes, with room: no space, no markup
 RESULTS_LIMIT = 1024**3  # bytes read of a results file: 1,000,000 checks take a tenth of it
 
 
@@ -245,12 +247,16 @@ class RunResults(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int = RESULTS_VERSION
-    # "bites": written by ``evalrun bites`` (one record per bite, never compared with a baseline); "run": any other
+    # "bites": written by ``evalrun bites`` (one record per bite, never compared with a baseline); "run" (not
+    # written: the default, so an older evalrun's file, written again, is the same bytes): any other
     kind: Literal["run", "bites"] = "run"
     evalrun_version: str
     tier: str
     manifest: str
     started_at: str
+    # The run's id in the history, made when the run is (``new_run_id``): two runs are two ids, whatever their
+    # results; none in a file of an older evalrun (the history derives one from the content, ``history.records``).
+    run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
     finished_at: str | None = None
     interrupted: bool = False
     selection: dict[str, Any] = Field(default_factory=dict)  # filters: evals, tags, shard, ...
@@ -259,6 +265,27 @@ class RunResults(BaseModel):
     exit_code: int | None = None
     cost: dict[str, Any] | None = None  # the run's model cost: usd, unpriced_calls, unpriced_models (evalrun.models.cost)
     judges: list[JudgeCalibration] = Field(default_factory=list)  # judges measured on their anchors (evalrun.calibration)
+
+
+def run_stamp(started_at: str) -> str:
+    """``20261201T025030``: the start of a run to the second, as its id begins."""
+    return "".join(ch for ch in started_at[:19] if ch.isdigit() or ch == "T")
+
+
+def new_run_id(tier: str, started_at: str) -> str:
+    """``20261201T025030-t1-3f9a2c1b``: sortable, readable, and this run's alone (32 random bits a second and tier)."""
+    return f"{run_stamp(started_at)}-{tier}-{os.urandom(4).hex()}"
+
+
+def merged_run_id(tier: str, started_at: str, shard_ids: list[str | None]) -> str | None:
+    """The id of the merge of shards: derived from theirs, so merging the same shards again is the same run.
+
+    None when a shard has no id (an older evalrun's file): the history then derives one from the content.
+    """
+    if not shard_ids or any(i is None for i in shard_ids):
+        return None
+    digest = hashlib.sha256("\n".join(sorted(i for i in shard_ids if i)).encode("utf-8")).hexdigest()[:8]
+    return f"{run_stamp(started_at)}-{tier}-{digest}"
 
 
 def write_results(results: RunResults, path: Path) -> None:
@@ -275,7 +302,10 @@ def write_results(results: RunResults, path: Path) -> None:
 
 def results_json_pieces(results: RunResults) -> Iterator[str]:
     """The results file's JSON, one eval at a time: 500 evals of 2,000 checks never sit in memory as one text."""
-    head = json.loads(results.model_dump_json(exclude={"evals"}))
+    # No "run_id": null and no "kind": "run": a file of an older evalrun, written again, is byte for byte what it
+    # wrote (its history id is a hash of these bytes, evalrun.history.records.run_id_for).
+    exclude = {"evals"} | (set() if results.run_id else {"run_id"}) | ({"kind"} if results.kind == "run" else set())
+    head = json.loads(results.model_dump_json(exclude=exclude))
     yield "{\n"
     for key, value in head.items():
         yield f"  {json.dumps(key)}: {_indented(json.dumps(value, indent=2, ensure_ascii=False))},\n"

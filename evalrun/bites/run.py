@@ -31,7 +31,7 @@ from evalrun.pipeline import CollectOptions, Outputs, collect, load, write
 from evalrun.plan import Plan, make_plan
 from evalrun.reports_out.bites import report_bites, show_bite
 from evalrun.reports_out.terminal import Console
-from evalrun.results import EvalResult, RunResults, redact_result
+from evalrun.results import EvalResult, RunResults, new_run_id, redact_result
 from evalrun.secrets import known_secrets
 from evalrun.text import plural
 from evalrun.workspace import Workspace, check_writable
@@ -123,7 +123,8 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
     ordered = [results[r.name] for r in runs]
     code = bites_exit_code(ordered, interrupted)
     judged = RunResults(
-        kind="bites", evalrun_version=__version__, tier=tier, manifest=str(manifest.path), started_at=started, finished_at=_now(),
+        kind="bites", evalrun_version=__version__, tier=tier, manifest=str(manifest.path), started_at=started,
+        run_id=new_run_id(tier, started), finished_at=_now(),
         interrupted=interrupted,
         selection={**plan.filters, "filtered_out": plan.filtered_out, "bites": [r.name for r in runs],
                    **({"shard": [request.shard], "shard_split": [split]} if request.shard else {})},

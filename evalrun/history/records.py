@@ -258,17 +258,18 @@ def _cleaner(hidden: list[str]) -> Callable[[str | None, int], str | None]:
 
 
 def run_id_for(results: RunResults) -> str:
-    """``20261201T025030-t1-3f9a2c1b``: sortable, readable, and the same for the same results file.
+    """``20261201T025030-t1-3f9a2c1b``: the id the run wrote into its results file (``RunResults.run_id``).
 
-    Being derived from the content makes ``history import`` of a file the run
-    already recorded a no-op rather than a duplicate.
+    A file of an older evalrun has none: its id is then derived from its content (its start to the second, its
+    tier and a hash of the file's JSON). Either way ``history import`` of a file the history already holds is a
+    no-op rather than a duplicate, and two runs made by this evalrun are two runs, whatever their results.
     """
-    from evalrun.results import results_json_pieces
+    from evalrun.results import results_json_pieces, run_stamp
 
+    if results.run_id:
+        return results.run_id
     hasher = hashlib.sha256()
     for piece in results_json_pieces(results):  # a piece at a time: a million checks never make one string
         hasher.update(piece.encode("utf-8"))
     digest = hasher.hexdigest()[:8]
-    stamp = "".join(ch for ch in results.started_at[:19] if ch.isdigit() or ch == "T")
-    return f"{stamp}-{results.tier}-{digest}"
-
+    return f"{run_stamp(results.started_at)}-{results.tier}-{digest}"

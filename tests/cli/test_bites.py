@@ -286,6 +286,7 @@ def test_a_missing_bites_shard_is_exit_2_naming_its_bites(sharded: dict) -> None
 
 def test_bites_and_run_shards_do_not_merge(sharded: dict) -> None:
     assert sharded["run_shard"].code == 0, sharded["run_shard"].output
+    assert "kind" not in json.loads((sharded["proj"].root / "run-1.json").read_text())  # only bites say their kind
     line = _one_error_line(sharded["mixed"])
     assert f"{sharded['one']} holds bites (evalrun bites) but run-1.json a run's evals" in line, line
 

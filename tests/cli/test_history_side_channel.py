@@ -32,7 +32,8 @@ SCORER = json_scorer([{"name": "one", "assertions": 1, "passed": True}])
 # The whole history step's limit: each wait within it (SQLite's busy timeout, PostgreSQL's statement timeout) is
 # half, a PostgreSQL lock wait 0.4 of it. A lock held for the whole test fails that wait whatever its length; the
 # rest of the limit is the margin for the step's other work: opening a SQLite file (SQLite is imported before the
-# fork) in 0.5 s; importing psycopg, connecting and migrating in 0.9 s, under load too.
+# fork) in 0.5 s; connecting and migrating in 0.9 s, under load too (psycopg is imported before the step's clock starts,
+# evalrun.history.backends; tests/history/test_history_driver_load.py).
 FAST = {"EVALRUN_HISTORY_TIMEOUT": "1"}
 PG_FAST = {"EVALRUN_HISTORY_TIMEOUT": "1.5"}
 

@@ -99,10 +99,7 @@ def test_history_check_without_a_tier_shows_only_the_runs_of_the_checks_tier(pro
         "evals/a/score.py": json_scorer([{"name": "ca", "assertions": 1, "passed": True}]),
         "evals/b/score.py": json_scorer([{"name": "cb", "assertions": 1, "passed": True}]),
     })
-    for n, tier in enumerate(("t1", "t2", "t1", "t2")):
-        # Each t2 run reports its own count: two runs of one tier with the same results in the same second
-        # have the same run id (content and started_at to the second), and the history keeps one of them.
-        proj.write({"evals/b/score.py": json_scorer([{"name": "cb", "assertions": n, "passed": True}])})
+    for tier in ("t1", "t2", "t1", "t2"):  # two runs of a tier, the same results, most likely the same second
         assert proj.run(tier).code in (0, 4)
     out = proj.run("history", "--check", "ca").out
     points = [ln for ln in out.splitlines() if ln.startswith("  20")]
