@@ -6,17 +6,25 @@ the shards ran with the same options, no eval appears twice, and together they
 hold exactly the evals the manifest plans for that tier. A missing shard or
 eval is an error (exit 2), never a green run. The merged results are then
 judged by the pipeline's ``judge`` step, as one run would be.
+
+The shards of ``evalrun bites TIER --shard I/N`` (results of kind "bites")
+merge alike: one N, each shard once, the same split, and together every bite
+the manifest gives the tier, each once; they are judged as bites (never
+compared with a baseline). Bites and run shards never merge together.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from evalrun.bites import plan_bites, select_bite_shard
 from evalrun.models.cost import run_cost
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan, tier_cells
 from evalrun.results import EvalResult, RunResults, load_results, merged_run_id
+from evalrun.text import plural
+from evalrun.workspace import Workspace
 
 # Options that decide which evals a shard's plan held; every shard must agree on them.
 _SHARED_FILTERS = ("evals", "tags", "experiments", "changed_since", "unchanged")
@@ -32,14 +40,23 @@ def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None
         raise UsageError("merge: no results files given; pass every shard's results file")
     _refuse_repeated_paths(paths)
     shards = [(path, load_results(path)) for path in paths]
+    _refuse_mixed_kinds(shards)
     tier = tier or shards[0][1].tier
+    bites = shards[0][1].kind == "bites"
     for path, results in shards:
         if results.tier != tier:
-            raise ResultsError(
-                f"merge: {path}: results of tier {results.tier}, not {tier}; merge the files of one tier"
-            )
-    _check_shard_records(shards)
-    _check_same_split(shards)
+            what, fix = ("bites", "the bites of one tier") if bites else ("results of tier", "the files of one tier")
+            raise ResultsError(f"merge: {path}: {what} {results.tier}, not {tier}; merge {fix}")
+    if bites:
+        return _merge_bites(shards, manifest, tier)
+    total, by_index = _shard_records(shards)
+    if len(by_index) < total:
+        missing = next(i for i in range(1, total + 1) if i not in by_index)
+        raise ResultsError(
+            f"merge: shard {missing}/{total} is missing (have {_have(by_index, total)}); a shard failed or its "
+            f"results were not uploaded"
+        )
+    _check_same_split(shards, "evals")
     filters = _agreed_filters(shards)
     expected = _expected_evals(manifest, tier, filters)
     merged = _union(shards, expected, manifest, tier)
@@ -73,7 +90,18 @@ def _refuse_repeated_paths(paths: list[Path]) -> None:
         seen.add(key)
 
 
-def _check_shard_records(shards: list[tuple[Path, RunResults]]) -> None:
+def _refuse_mixed_kinds(shards: list[tuple[Path, RunResults]]) -> None:
+    bites = next((path for path, r in shards if r.kind == "bites"), None)
+    run = next((path for path, r in shards if r.kind != "bites"), None)
+    if bites is not None and run is not None:
+        raise ResultsError(
+            f"merge: {bites} holds bites (evalrun bites) but {run} a run's evals; merge the bites shards and "
+            f"the run shards separately"
+        )
+
+
+def _shard_records(shards: list[tuple[Path, RunResults]]) -> tuple[int, dict[int, Path]]:
+    """Every file's ``I/N``: one N for all, each I once. Returns N and the file of each I present."""
     parsed: list[tuple[Path, int, int]] = []
     for path, results in shards:
         record = results.selection.get("shard") or []
@@ -96,23 +124,22 @@ def _check_shard_records(shards: list[tuple[Path, RunResults]]) -> None:
                 f"merge: {by_index[index]} and {path} are both shard {index}/{total}; pass each shard's results once"
             )
         by_index[index] = path
-    missing = [i for i in range(1, total + 1) if i not in by_index]
-    if missing:
-        have = ", ".join(f"{i}/{total}" for i in sorted(by_index))
-        raise ResultsError(
-            f"merge: shard {missing[0]}/{total} is missing (have {have}); a shard failed or its results "
-            f"were not uploaded"
-        )
+    return total, by_index
 
 
-def _check_same_split(shards: list[tuple[Path, RunResults]]) -> None:
+def _have(by_index: dict[int, Path], total: int) -> str:
+    return ", ".join(f"{i}/{total}" for i in sorted(by_index))
+
+
+def _check_same_split(shards: list[tuple[Path, RunResults]], what: str) -> None:
     first_path, first = shards[0]
     split = first.selection.get("shard_split")
+    why, fix = (("another manifest or filters", "from the same commit with the same options") if what == "bites" else
+                ("another manifest, filters or durations file", "from the same commit with the same durations file"))
     for path, results in shards[1:]:
         if results.selection.get("shard_split") != split:
             raise ResultsError(
-                f"merge: {first_path} and {path} split the evals differently (another manifest, filters or "
-                f"durations file); run every shard from the same commit with the same durations file"
+                f"merge: {first_path} and {path} split the {what} differently ({why}); run every shard {fix}"
             )
 
 
@@ -173,6 +200,71 @@ def _union(
             f"failed to upload"
         )
     return [found[name][1] for name in expected]
+
+
+def _merge_bites(shards: list[tuple[Path, RunResults]], manifest: Manifest, tier: str) -> RunResults:
+    """Bites shards (``evalrun bites TIER --shard I/N``): together every bite of the tier, each once."""
+    total, by_index = _shard_records(shards)
+    filters = _agreed_filters(shards)
+    plan = make_plan(manifest, tier, filters["evals"], filters["tags"])
+    runs = plan_bites(plan.evals)
+    if len(by_index) < total:
+        missing = next(i for i in range(1, total + 1) if i not in by_index)
+        names = [r.name for r in select_bite_shard(runs, (missing, total))]
+        held = f"no results file holds its {plural(len(names), 'bite')}: {_names(names)}" if names else "it holds no bite"
+        expected = Workspace(manifest.root).bites_results(tier, f"{missing}/{total}").name
+        raise ResultsError(
+            f"merge: bites shard {missing}/{total} ({expected}) is missing (have {_have(by_index, total)}): {held}; "
+            f"a shard failed or its results were not uploaded"
+        )
+    _check_same_split(shards, "bites")
+    found: dict[str, tuple[Path, EvalResult]] = {}
+    wanted = {r.name for r in runs}
+    for path, results in shards:
+        for result in results.evals:
+            if result.name in found:
+                raise ResultsError(
+                    f'merge: "{result.name}" is in both {found[result.name][0]} and {path}; bites shards must not '
+                    f"overlap, so run every shard from the same commit with the same options"
+                )
+            if result.name not in wanted:
+                raise ResultsError(
+                    f'merge: "{result.name}" in {path} is not a bite of {tier} in {manifest.path}; merge with the '
+                    f"manifest the shards ran from"
+                )
+            found[result.name] = (path, result)
+    missing_bites = [r.name for r in runs if r.name not in found]
+    if missing_bites:
+        raise ResultsError(
+            f"merge: no shard's results hold {plural(len(missing_bites), 'bite')} of {tier}: {_names(missing_bites)}; "
+            f"a shard left them out or failed to upload"
+        )
+    merged = [found[r.name][1] for r in runs]
+    finished = [r.finished_at for _, r in shards]
+    started = min(r.started_at for _, r in shards)
+    return RunResults(
+        kind="bites",
+        evalrun_version=shards[0][1].evalrun_version,
+        tier=tier,
+        manifest=str(manifest.path),
+        started_at=started,
+        run_id=merged_run_id(tier, started, [r.run_id for _, r in shards]),
+        finished_at=None if None in finished else max(f for f in finished if f is not None),
+        interrupted=any(r.interrupted for _, r in shards),
+        selection={
+            **filters,
+            "filtered_out": plan.filtered_out,
+            "bites": [r.name for r in runs],
+            "shards": [f"{r.selection['shard'][0]}: {path}" for path, r in shards],
+        },
+        evals=merged,
+    )
+
+
+def _names(names: list[str]) -> str:
+    """``"a: bite x"``, ``"a: bite x", "b: bite y"`` or ``"a: bite x", "b: bite y" and 3 more``."""
+    shown = ", ".join(f'"{n}"' for n in names[:2])
+    return shown + (f" and {len(names) - 2} more" if len(names) > 2 else "")
 
 
 def _show(value: list[str]) -> str:

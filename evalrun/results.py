@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from enum import Enum
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
@@ -247,6 +247,9 @@ class RunResults(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int = RESULTS_VERSION
+    # "bites": written by ``evalrun bites`` (one record per bite, never compared with a baseline); "run" (not
+    # written: the default, so an older evalrun's file, written again, is the same bytes): any other
+    kind: Literal["run", "bites"] = "run"
     evalrun_version: str
     tier: str
     manifest: str
@@ -299,9 +302,10 @@ def write_results(results: RunResults, path: Path) -> None:
 
 def results_json_pieces(results: RunResults) -> Iterator[str]:
     """The results file's JSON, one eval at a time: 500 evals of 2,000 checks never sit in memory as one text."""
-    # No "run_id": null: a file of an older evalrun, written again, is byte for byte what it wrote (its history id
-    # is a hash of these bytes, evalrun.history.records.run_id_for).
-    head = json.loads(results.model_dump_json(exclude={"evals"} if results.run_id else {"evals", "run_id"}))
+    # No "run_id": null and no "kind": "run": a file of an older evalrun, written again, is byte for byte what it
+    # wrote (its history id is a hash of these bytes, evalrun.history.records.run_id_for).
+    exclude = {"evals"} | (set() if results.run_id else {"run_id"}) | ({"kind"} if results.kind == "run" else set())
+    head = json.loads(results.model_dump_json(exclude=exclude))
     yield "{\n"
     for key, value in head.items():
         yield f"  {json.dumps(key)}: {_indented(json.dumps(value, indent=2, ensure_ascii=False))},\n"

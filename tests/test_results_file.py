@@ -18,14 +18,16 @@ evals = st.builds(EvalResult, name=text, tier=st.just("t1"), dir=text, status=st
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(evals, max_size=4), st.none() | st.integers(0, 130), st.none() | st.just("20261201T000000-t1-0a1b2c3d"))
-def test_the_file_written_in_pieces_is_the_record_as_json(tmp_path_factory, found, code, run_id) -> None:
+@given(st.lists(evals, max_size=4), st.none() | st.integers(0, 130), st.none() | st.just("20261201T000000-t1-0a1b2c3d"),
+       st.sampled_from(["run", "bites"]))
+def test_the_file_written_in_pieces_is_the_record_as_json(tmp_path_factory, found, code, run_id, kind) -> None:
     results = RunResults(evalrun_version="t", tier="t1", manifest="m.toml", started_at="now", evals=found, exit_code=code,
-                         run_id=run_id)
+                         run_id=run_id, kind=kind)
     path = Path(tmp_path_factory.mktemp("r")) / "t1.json"
     write_results(results, path)
-    # Without a run id (a file of an older evalrun, written again) the file has no "run_id" key, as that evalrun wrote it.
-    expected = json.loads(results.model_dump_json(exclude=set() if run_id else {"run_id"}))
+    # Without a run id (a file of an older evalrun, written again) the file has no "run_id" key, as that evalrun wrote it;
+    # a run's file has no "kind" (only bites say theirs), for the same reason.
+    expected = json.loads(results.model_dump_json(exclude=(set() if run_id else {"run_id"}) | ({"kind"} if kind == "run" else set())))
     assert json.loads(path.read_text(encoding="utf-8")) == expected
     assert load_results(path) == results
 

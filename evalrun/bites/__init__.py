@@ -67,6 +67,15 @@ def select_bite_shard(runs: Sequence[BiteRun], shard: tuple[int, int]) -> list[B
     return [r for k, r in enumerate(ordered) if k % total == index - 1]
 
 
+def bite_shard_split(runs: Sequence[BiteRun], total: int) -> str:
+    """A fingerprint of the whole split of ``runs`` into ``total`` shards: merge tells "split differently" by it."""
+    import hashlib
+    import json
+
+    split = [[r.name for r in select_bite_shard(runs, (index, total))] for index in range(1, total + 1)]
+    return hashlib.sha256(json.dumps(split).encode()).hexdigest()[:12]
+
+
 def describe_bite(bite: Bite) -> str:
     """What the bite breaks, in a few words: ``patch bites/x.patch; env X; schema.sql replaced by y.sql``."""
     parts = [f"patch {bite.patch}"] if bite.patch else []

@@ -22,19 +22,18 @@ from pathlib import Path
 
 from evalrun import __version__
 from evalrun.bites import (
-    BROKEN, CAUGHT, NOT_CAUGHT, BiteNotApplied, BiteRun, apply_bite, bites_exit_code, judge_bite,
-    outcome_of, plan_bites, select_bite_shard,
+    BiteNotApplied, BiteRun, apply_bite, bite_shard_split, bites_exit_code, judge_bite, plan_bites, select_bite_shard,
 )
 from evalrun.errors import EvalrunError, ExitCode, UsageError
 from evalrun.manifest import TIERS
 from evalrun.context import RunContext
 from evalrun.pipeline import CollectOptions, Outputs, collect, load, write
 from evalrun.plan import Plan, make_plan
+from evalrun.reports_out.bites import report_bites, show_bite
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, new_run_id, redact_result
 from evalrun.secrets import known_secrets
 from evalrun.text import plural
-from evalrun.verdict import VERDICT_WORDS
 from evalrun.workspace import Workspace, check_writable
 
 
@@ -68,11 +67,14 @@ def run_bites(request: BitesRequest, console: Console, environ: Mapping[str, str
 
         parsed = parse_shard(request.shard)
         shard = (parsed.index, parsed.total)
+        request = replace(request, shard=str(parsed))  # recorded as "I/N", however it was typed
     codes = []
     for tier in tiers:
         plan = make_plan(manifest, tier, request.evals, request.tags)
         runs = plan_bites(plan.evals)
+        split = None
         if shard is not None:
+            split = bite_shard_split(runs, shard[1])  # the whole split's fingerprint, as run shards record it
             runs = select_bite_shard(runs, shard)
         outputs = Outputs(
             results=check_writable(request.json_path or Workspace(manifest.root).bites_results(tier, request.shard), "--json"),
@@ -80,12 +82,12 @@ def run_bites(request: BitesRequest, console: Console, environ: Mapping[str, str
             markdown=check_writable(request.markdown_path, "--markdown") if request.markdown_path else None,
             html=check_writable(request.html_path, "--html") if request.html_path else None,
         )
-        codes.append(_run_tier_bites(manifest, plan, runs, tier, request, outputs, console, environ))
+        codes.append(_run_tier_bites(manifest, plan, runs, tier, request, outputs, console, environ, split))
     return int(_worst(codes))
 
 
 def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, request: BitesRequest,  # noqa: ANN001
-                    outputs: Outputs, console: Console, environ: Mapping[str, str]) -> int:
+                    outputs: Outputs, console: Console, environ: Mapping[str, str], split: str | None = None) -> int:
     started = _now()
     source = "HEAD plus uncommitted changes" if request.worktree else "HEAD"
     if tier == "t3":
@@ -98,7 +100,7 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
 
     def one(run: BiteRun) -> EvalResult:
         result = redact_result(_run_one(run, tier, request, environ), secrets)
-        _show(console, result)
+        show_bite(console, result)
         return result
 
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="bite")
@@ -121,15 +123,15 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
     ordered = [results[r.name] for r in runs]
     code = bites_exit_code(ordered, interrupted)
     judged = RunResults(
-        evalrun_version=__version__, tier=tier, manifest=str(manifest.path), started_at=started, run_id=new_run_id(tier, started),
-        finished_at=_now(),
+        kind="bites", evalrun_version=__version__, tier=tier, manifest=str(manifest.path), started_at=started,
+        run_id=new_run_id(tier, started), finished_at=_now(),
         interrupted=interrupted,
         selection={**plan.filters, "filtered_out": plan.filtered_out, "bites": [r.name for r in runs],
-                   **({"shard": [request.shard]} if request.shard else {})},
+                   **({"shard": [request.shard], "shard_split": [split]} if request.shard else {})},
         evals=ordered, exit_code=int(code),
     )
     write(judged, outputs, console, environ)
-    _report(judged, tier, console, outputs)
+    report_bites(judged, console, outputs.results, outputs.junit, outputs.markdown)
     if outputs.html is not None:
         _write_html(judged, outputs.html, console, secrets)
     return int(code)
@@ -179,38 +181,6 @@ def _top_of(exported_manifest: Path, manifest_path: Path) -> Path:
     for _ in range(depth):
         folder = folder.parent
     return folder
-
-
-_WORDS = {CAUGHT: ("CAUGHT", "green"), NOT_CAUGHT: ("NOT CAUGHT", "bold red"), BROKEN: ("BROKEN", "red")}
-
-
-def _show(console: Console, result: EvalResult) -> None:
-    outcome = outcome_of(result)
-    word, style = _WORDS.get(outcome, (outcome.upper(), "yellow"))
-    console.line(f"{word:<11} {result.name}  {result.message or ''}", style)
-
-
-def _report(results: RunResults, tier: str, console: Console, outputs: Outputs) -> None:
-    console.line("")
-    counts = {k: sum(outcome_of(r) == k for r in results.evals) for k in (CAUGHT, NOT_CAUGHT, BROKEN)}
-    other = len(results.evals) - sum(counts.values())
-    for r in results.evals:
-        if outcome_of(r) == NOT_CAUGHT:
-            for check in r.checks:
-                if not check.passed:
-                    console.line(f"not caught: {r.metrics.get('eval')}: check \"{check.name}\" passed with "
-                                 f"{r.metrics.get('breaks')}: it cannot fail this way", "red")
-    console.line(f"{counts[CAUGHT]} caught, {counts[NOT_CAUGHT]} not caught, {counts[BROKEN]} broken"
-                 + (f", {other} not run" if other else ""))
-    code = results.exit_code or 0
-    words = "every bite caught" if code == 0 else VERDICT_WORDS.get(ExitCode(code), "")
-    if code == ExitCode.REGRESSED:
-        words = "a check cannot fail"
-    console.line(f"evalrun bites {tier}: {words} (exit {code})", "green" if code == 0 else "bold red")
-    console.line(f"results: {outputs.results}")
-    for label, path in (("junit", outputs.junit), ("markdown", outputs.markdown)):
-        if path is not None:
-            console.line(f"{label}: {path}")
 
 
 def _write_html(results: RunResults, path: Path, console: Console, secrets: frozenset[str]) -> None:

@@ -1,4 +1,4 @@
-"""``evalrun merge``: combine shard results and decide as one run would."""
+"""``evalrun merge``: combine shard results and decide as one run would (bites shards: as one bites run)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import os
 from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
+from evalrun.bites import bites_exit_code
 from evalrun.merge import merge_results
-from evalrun.pipeline import Outputs, default_results_path, deliver, judge, load
+from evalrun.pipeline import Outputs, default_results_path, deliver, judge, load, write
+from evalrun.results import RunResults
 from evalrun.secrets import known_secrets
-from evalrun.workspace import check_writable
+from evalrun.workspace import Workspace, check_writable
+from evalrun.reports_out.bites import merged_header, report_bites, show_bite
 from evalrun.reports_out.terminal import Console
 
 
@@ -28,6 +31,8 @@ def merge_shards(
     junit = check_writable(junit, "--junit") if junit else None
     markdown = check_writable(markdown, "--markdown") if markdown else None
     merged = merge_results(paths, manifest, tier)
+    if merged.kind == "bites":
+        return _merge_bites(merged, manifest.root, len(paths), json_path, junit, markdown, console)
     outputs = Outputs(
         results=check_writable(json_path or default_results_path(manifest, merged.tier), "--json"),
         junit=junit,
@@ -40,3 +45,20 @@ def merge_shards(
     code = deliver(judged, manifest, outputs, console, os.environ, secrets=secrets, source="merge")
     console.line(f"merged {len(paths)} shard results")
     return code
+
+
+def _merge_bites(merged: RunResults, root: Path, shards: int, json_path: Path | None, junit: Path | None,
+                 markdown: Path | None, console: Console) -> int:
+    """Bites shards: the bites verdict, never compared with the baseline nor written to the history."""
+    outputs = Outputs(
+        results=check_writable(json_path or Workspace(root).bites_results(merged.tier), "--json"),
+        junit=junit,
+        markdown=markdown,
+    )
+    judged = merged.model_copy(update={"exit_code": int(bites_exit_code(merged.evals, merged.interrupted))})
+    console.line(merged_header(judged.tier, len(judged.evals), shards))
+    for result in judged.evals:
+        show_bite(console, result)
+    write(judged, outputs, console, os.environ)
+    report_bites(judged, console, outputs.results, outputs.junit, outputs.markdown)
+    return int(judged.exit_code or 0)

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from harness import Project
 
 SCORER = """
 import json, os, sys
@@ -64,9 +65,9 @@ def _git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout
 
 
-@pytest.fixture
-def repo(project):
-    proj = project({
+def _guarded_repo(proj: Project) -> Project:
+    """The guarded product, its scorer and its bites, committed in a fresh git repository at ``proj``."""
+    proj.write({
         "manifest.toml": MANIFEST,
         "evals/guard/score.py": SCORER,
         "evals/guard/product.txt": "safe\n",
@@ -79,6 +80,11 @@ def repo(project):
     _git(proj.root, "add", "-A")
     _git(proj.root, "commit", "-qm", "guarded product")
     return proj
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Project:
+    return _guarded_repo(Project(tmp_path))
 
 
 def _results(proj, tier: str = "t1") -> dict:
@@ -189,3 +195,127 @@ def test_a_bad_bite_is_one_line_exit_2(project, bite: str, says: str) -> None:
     r = proj.run("bites", "t1")
     assert r.code == 2, r.output
     assert says in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+# -- evalrun merge of bites shards -------------------------------------------------
+#
+# One repository, sharded bites run once (module fixture): three caught bites in
+# two shards (sorted: by-env, patched, replaced -> 1/2 holds by-env and replaced,
+# 2/2 holds patched), and a caught and a toothless bite in two more shards.
+
+GREEN = ("--eval", "replaced", "--eval", "by-env", "--eval", "patched")
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    proj = _guarded_repo(Project(tmp_path_factory.mktemp("bites-merge")))
+    shard = proj.root / ".evalrun" / "results"
+    out: dict = {"proj": proj, "shards": {}}
+    for index in (1, 2):
+        out["shards"][index] = proj.run("bites", "t1", *GREEN, "--shard", f"{index}/2")
+    one, two = shard / "bites-t1.shard-1-of-2.json", shard / "bites-t1.shard-2-of-2.json"
+    out["one"], out["two"] = one, two
+    out["merge"] = proj.run("merge", str(one), str(two), "--junit", "merged.xml", "--markdown", "merged.md")
+    out["merged"] = shard / "bites-t1.json"
+    out["history_after_merge"] = (proj.root / ".evalrun" / "history.sqlite").exists()
+    out["missing"] = proj.run("merge", str(one))
+    for index in (1, 2):
+        proj.run("bites", "t1", "--eval", "replaced", "--eval", "toothless", "--shard", f"{index}/2",
+                 "--json", f"toothless-{index}.json")
+    out["toothless"] = proj.run("merge", "toothless-1.json", "toothless-2.json", "--json", "toothless.json")
+    out["run_shard"] = proj.run("t1", "--eval", "replaced", "--shard", "1/2", "--json", "run-1.json")
+    out["mixed"] = proj.run("merge", str(one), "run-1.json")
+    return out
+
+
+def _one_error_line(r) -> str:  # noqa: ANN001
+    assert r.code == 2, r.output
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1, r.err
+    return lines[0]
+
+
+def test_two_bites_shards_merge_into_one_green_bites_verdict(sharded: dict) -> None:
+    assert [r.code for r in sharded["shards"].values()] == [0, 0], [r.output for r in sharded["shards"].values()]
+    r = sharded["merge"]
+    assert r.code == 0, r.output
+    lines = r.out.splitlines()
+    assert lines[0] == "bites of t1: 3 bites merged from 2 shards"
+    for name in ("by-env: bite leaky-env", "patched: bite leaky-patch", "replaced: bite leaky-file"):
+        assert any(line.startswith("CAUGHT") and name in line for line in lines), r.out
+    assert "3 caught, 0 not caught, 0 broken" in lines
+    assert "evalrun bites t1: every bite caught (exit 0)" in lines
+    merged = json.loads(sharded["merged"].read_text())
+    assert merged["kind"] == "bites" and merged["exit_code"] == 0
+    assert sorted(e["name"] for e in merged["evals"]) == [
+        "by-env: bite leaky-env", "patched: bite leaky-patch", "replaced: bite leaky-file"]
+    assert {e["metrics"]["outcome"] for e in merged["evals"]} == {"caught"}
+
+
+def test_merged_bites_are_not_compared_with_the_baseline_nor_written_to_the_history(sharded: dict) -> None:
+    assert sharded["merge"].code == 0, sharded["merge"].output
+    assert json.loads(sharded["merged"].read_text())["baseline"] is None
+    assert "baseline" not in sharded["merge"].out
+    assert sharded["history_after_merge"] is False
+
+
+def test_merged_bites_write_junit_and_markdown(sharded: dict) -> None:
+    root = sharded["proj"].root
+    suites = {suite.get("name") for suite in ET.parse(root / "merged.xml").iter("testsuite")}
+    assert {"by-env: bite leaky-env", "patched: bite leaky-patch", "replaced: bite leaky-file"} <= suites, suites
+    assert "patched: bite leaky-patch" in (root / "merged.md").read_text()
+    assert "junit: merged.xml" in sharded["merge"].out and "markdown: merged.md" in sharded["merge"].out
+
+
+def test_a_bite_not_caught_in_one_shard_makes_the_merge_exit_3_naming_it(sharded: dict) -> None:
+    r = sharded["toothless"]
+    assert r.code == 3, r.output
+    assert ('not caught: toothless: check "toothless" passed with product.txt replaced by leaky.txt: '
+            "it cannot fail this way") in r.out
+    assert "1 caught, 1 not caught, 0 broken" in r.out
+    assert "evalrun bites t1: a check cannot fail (exit 3)" in r.out
+    merged = json.loads((sharded["proj"].root / "toothless.json").read_text())
+    assert merged["exit_code"] == 3
+
+
+def test_a_missing_bites_shard_is_exit_2_naming_its_bites(sharded: dict) -> None:
+    line = _one_error_line(sharded["missing"])
+    assert "bites shard 2/2 (bites-t1.shard-2-of-2.json) is missing (have 1/2)" in line, line
+    assert 'no results file holds its 1 bite: "patched: bite leaky-patch"' in line, line
+
+
+def test_bites_and_run_shards_do_not_merge(sharded: dict) -> None:
+    assert sharded["run_shard"].code == 0, sharded["run_shard"].output
+    assert "kind" not in json.loads((sharded["proj"].root / "run-1.json").read_text())  # only bites say their kind
+    line = _one_error_line(sharded["mixed"])
+    assert f"{sharded['one']} holds bites (evalrun bites) but run-1.json a run's evals" in line, line
+
+
+def _edited(sharded: dict, name: str, edit) -> Path:  # noqa: ANN001
+    """A copy of shard 2/2's file, changed by ``edit``, beside the others."""
+    data = json.loads(sharded["two"].read_text())
+    edit(data, json.loads(sharded["one"].read_text()))
+    path = sharded["proj"].root / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_bite_in_two_shards_is_exit_2_naming_both_files(sharded: dict) -> None:
+    twice = _edited(sharded, "twice.json", lambda two, one: two["evals"].append(one["evals"][0]))
+    line = _one_error_line(sharded["proj"].run("merge", str(sharded["one"]), str(twice)))
+    assert f'"{json.loads(sharded["one"].read_text())["evals"][0]["name"]}" is in both {sharded["one"]} and {twice}' in line
+
+
+def test_a_bite_no_shard_ran_is_exit_2_naming_it(sharded: dict) -> None:
+    dropped = _edited(sharded, "dropped.json", lambda two, one: two["evals"].clear())
+    line = _one_error_line(sharded["proj"].run("merge", str(sharded["one"]), str(dropped)))
+    assert 'no shard\'s results hold 1 bite of t1: "patched: bite leaky-patch"' in line, line
+
+
+def test_bites_of_two_tiers_or_split_differently_do_not_merge(sharded: dict) -> None:
+    other_tier = _edited(sharded, "t2.json", lambda two, one: two.update(tier="t2"))
+    line = _one_error_line(sharded["proj"].run("merge", str(sharded["one"]), str(other_tier)))
+    assert f"{other_tier}: bites t2, not t1; merge the bites of one tier" in line, line
+    split = _edited(sharded, "split.json", lambda two, one: two["selection"].update(shard_split=["0" * 12]))
+    line = _one_error_line(sharded["proj"].run("merge", str(sharded["one"]), str(split)))
+    assert "split the bites differently" in line, line
