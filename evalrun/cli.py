@@ -236,7 +236,7 @@ def merge(
     junit: JunitOpt = None,
     markdown: MarkdownOpt = None,
 ) -> int:
-    """Combine shard results, check they cover the tier, compare the baseline, decide the exit code."""
+    """Combine shard results, check they cover the tier, compare the baseline (bites shards: one bites verdict), decide the exit code."""
     from evalrun.commands.merge import merge_shards
 
     return merge_shards(

@@ -331,6 +331,13 @@ def load_results(path: Path) -> RunResults:
         raise ResultsError(f"{path}: nested too deeply to be a results file; rerun the tier to rewrite it") from None
 
 
+def refuse_bites(path: Path, results: RunResults, use: str) -> None:
+    """A bites file (``evalrun bites``) is no run of the tier: its records are bites, its checks "failed as they
+    must". Read as a run's results it would write a baseline of bites or put them in the history as a run."""
+    if results.kind == "bites":
+        raise ResultsError(f"{path}: holds bites (evalrun bites), not a run's results; {use}")
+
+
 def _load_results(path: Path) -> RunResults:
     data = _read_results_data(path)
     try:

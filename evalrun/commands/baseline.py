@@ -38,7 +38,7 @@ from evalrun.plan import make_plan, tier_cells
 from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
-from evalrun.results import RunResults, load_results, load_results_counted
+from evalrun.results import RunResults, load_results, load_results_counted, refuse_bites
 
 
 def update_baselines(
@@ -77,6 +77,7 @@ def update_baselines(
         earlier[tier] = early
         if from_results is not None:
             results = load_results(from_results)
+            refuse_bites(from_results, results, f"pass the results of a run (.evalrun/results/{results.tier}.json)")
             if results.tier != tier:
                 raise ResultsError(f"{from_results}: holds tier {results.tier}, not {tier}; pass --update {results.tier}")
             chosen = ("evals", "tags", "experiments")
