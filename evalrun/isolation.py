@@ -3,24 +3,28 @@
 "t1 needs no network" was a comment until something enforced it. Where the
 system allows it (root, or unprivileged user namespaces), the run phase of t1
 and t2 (probes, the services evalrun starts, the replay proxy, the scorers) runs
-in a forked child that entered a new network namespace and brought its own
-``lo`` up: they all share that loopback, and nothing else is reachable. A
-listener on the host, even on the host's 127.0.0.1, is not. The parent stays
-on the host network: it compares, writes the results and reports, and appends
-to the history (a PostgreSQL history on another machine stays reachable).
+inside a new network namespace with its own ``lo`` up: they all share that
+loopback, and nothing else is reachable. A listener on the host, even on the
+host's 127.0.0.1, is not. The rest of evalrun stays on the host network: it
+compares, writes the results and reports, and appends to the history (a
+PostgreSQL history on another machine stays reachable).
 
 Per tier (``[tiers.t1]``): ``network = "loopback"`` (the default for t1 and t2:
 isolated where possible, else a warning ``network: not isolated: <why>``) or
 ``"host"`` (never isolated), and ``require_isolation = true`` to make "cannot
 isolate" a one-line exit 2. t3 is live and never isolated.
 
-How: ``fork``; the child calls ``unshare(CLONE_NEWNET)`` as root, else
-``unshare(CLONE_NEWUSER | CLONE_NEWNET)`` with its own uid and gid mapped to
-themselves (so files it writes stay the user's, and PostgreSQL does not see
-root), raises ``lo`` with ``SIOCSIFFLAGS``, reports success on a pipe, then
-runs the body and pickles what it returned (or raised) to a file the parent
-reads. The parent forwards SIGINT and SIGTERM to the child, which is in a
-process group of its own, so a Ctrl-C reaches it once.
+How, as root: a network namespace belongs to a thread, and what a thread starts
+inherits it. The thread that runs the phase calls ``unshare(CLONE_NEWNET)``,
+raises ``lo`` with ``SIOCSIFFLAGS``, runs the body, and goes back with
+``setns`` to the namespace it came from; nothing is forked (``_run_here``).
+Otherwise ``fork``: the child calls ``unshare(CLONE_NEWUSER | CLONE_NEWNET)``
+(which a threaded process cannot) with its own uid and gid mapped to themselves
+(so files it writes stay the user's, and PostgreSQL does not see root), raises
+``lo``, reports success on a pipe, then runs the body and pickles what it
+returned (or raised) to the parent. The parent forwards SIGINT and SIGTERM to
+the child, which is in a process group of its own, so a Ctrl-C reaches it once
+(``_run_forked``).
 """
 
 from __future__ import annotations
@@ -89,7 +93,8 @@ def refuse(policy: NetworkPolicy, why_not: str) -> UsageError:
 
 
 def enter_loopback_namespace() -> str | None:
-    """Move this (single-threaded) process into a new network namespace with ``lo`` up; None, or why not."""
+    """Move this thread (as root) or this single-threaded process into a new network namespace with ``lo`` up;
+    None, or why not."""
     if not sys.platform.startswith("linux"):
         return "network namespaces are Linux only"
     try:
@@ -128,6 +133,52 @@ def enter_loopback_namespace() -> str | None:
 
 
 def run_isolated(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple[bool, T | None, str | None]:
+    """Run ``body`` inside a loopback-only network namespace: ``(True, what body returned, None)``; what it
+    raised is raised here. When the namespace cannot be made: ``(False, None, why)``, and nothing ran.
+
+    As root (``CAP_SYS_ADMIN``) the calling thread itself enters the namespace, runs ``body`` and goes back
+    to the host's (``setns``): a network namespace belongs to a thread, and the threads and processes it
+    starts inherit it, so everything ``body`` starts is inside while the rest of evalrun is not. Otherwise
+    (a user namespace is needed, which only a single-threaded process can enter) ``body`` runs in a forked
+    child (``_run_forked``).
+    """
+    if os.geteuid() == 0 and sys.platform.startswith("linux"):
+        host = _open_own_namespace()
+        if host is not None:
+            return _run_here(body, on_entered, host)
+    return _run_forked(body, on_entered)
+
+
+def _open_own_namespace() -> int | None:
+    """A descriptor of the calling thread's network namespace, to go back to; None where there is none."""
+    try:
+        return os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _run_here(body: Callable[[], T], on_entered: Callable[[], None], host: int) -> tuple[bool, T | None, str | None]:
+    try:
+        why = enter_loopback_namespace()
+        if why is not None:
+            return False, None, why
+        try:
+            on_entered()
+            return True, body(), None
+        finally:
+            _go_back(host)
+    finally:
+        os.close(host)
+
+
+def _go_back(host: int) -> None:
+    """Return the calling thread to the namespace ``host`` names: never leave evalrun's own work isolated."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(host, CLONE_NEWNET) != 0:
+        raise RuntimeError(f"cannot return to the host's network namespace: setns: {os.strerror(ctypes.get_errno())}")
+
+
+def _run_forked(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple[bool, T | None, str | None]:
     """Run ``body`` in a forked child inside a loopback-only namespace.
 
     Returns ``(True, what body returned, None)``; what it raised is raised here.
