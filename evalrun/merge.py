@@ -15,6 +15,7 @@ compared with a baseline). Bites and run shards never merge together.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from evalrun.bites import plan_bites, select_bite_shard
@@ -177,21 +178,13 @@ def _expected_evals(manifest: Manifest, tier: str, filters: dict[str, list[str]]
 def _union(
     shards: list[tuple[Path, RunResults]], expected: list[str], manifest: Manifest, tier: str
 ) -> list[EvalResult]:
-    found: dict[str, tuple[Path, EvalResult]] = {}
-    wanted = set(expected)
-    for path, results in shards:
-        for result in results.evals:
-            if result.name in found:
-                raise ResultsError(
-                    f'merge: eval "{result.name}" is in both {found[result.name][0]} and {path}; shards must not '
-                    f"overlap, so give every shard the same manifest and durations file"
-                )
-            if result.name not in wanted:
-                raise ResultsError(
-                    f'merge: eval "{result.name}" in {path} is not planned for {tier} by {manifest.path}; '
-                    f"merge with the manifest the shards ran from"
-                )
-            found[result.name] = (path, result)
+    found = _each_once(
+        shards, set(expected),
+        lambda name, first, then: f'merge: eval "{name}" is in both {first} and {then}; shards must not overlap, '
+                                  f"so give every shard the same manifest and durations file",
+        lambda name, path: f'merge: eval "{name}" in {path} is not planned for {tier} by {manifest.path}; '
+                           f"merge with the manifest the shards ran from",
+    )
     missing = [name for name in expected if name not in found]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -200,6 +193,25 @@ def _union(
             f"failed to upload"
         )
     return [found[name][1] for name in expected]
+
+
+def _each_once(
+    shards: list[tuple[Path, RunResults]],
+    wanted: set[str],
+    overlap: Callable[[str, Path, Path], str],
+    unknown: Callable[[str, Path], str],
+) -> dict[str, tuple[Path, EvalResult]]:
+    """Every record of the shards by name, with the file it came from: a name in two files, or one not
+    ``wanted``, is the one-line error ``overlap`` or ``unknown`` words."""
+    found: dict[str, tuple[Path, EvalResult]] = {}
+    for path, results in shards:
+        for result in results.evals:
+            if result.name in found:
+                raise ResultsError(overlap(result.name, found[result.name][0], path))
+            if result.name not in wanted:
+                raise ResultsError(unknown(result.name, path))
+            found[result.name] = (path, result)
+    return found
 
 
 def _merge_bites(shards: list[tuple[Path, RunResults]], manifest: Manifest, tier: str) -> RunResults:
@@ -218,21 +230,13 @@ def _merge_bites(shards: list[tuple[Path, RunResults]], manifest: Manifest, tier
             f"a shard failed or its results were not uploaded"
         )
     _check_same_split(shards, "bites")
-    found: dict[str, tuple[Path, EvalResult]] = {}
-    wanted = {r.name for r in runs}
-    for path, results in shards:
-        for result in results.evals:
-            if result.name in found:
-                raise ResultsError(
-                    f'merge: "{result.name}" is in both {found[result.name][0]} and {path}; bites shards must not '
-                    f"overlap, so run every shard from the same commit with the same options"
-                )
-            if result.name not in wanted:
-                raise ResultsError(
-                    f'merge: "{result.name}" in {path} is not a bite of {tier} in {manifest.path}; merge with the '
-                    f"manifest the shards ran from"
-                )
-            found[result.name] = (path, result)
+    found = _each_once(
+        shards, {r.name for r in runs},
+        lambda name, first, then: f'merge: "{name}" is in both {first} and {then}; bites shards must not overlap, '
+                                  f"so run every shard from the same commit with the same options",
+        lambda name, path: f'merge: "{name}" in {path} is not a bite of {tier} in {manifest.path}; merge with the '
+                           f"manifest the shards ran from",
+    )
     missing_bites = [r.name for r in runs if r.name not in found]
     if missing_bites:
         raise ResultsError(
