@@ -101,6 +101,29 @@ def test_a_t1_scorer_cannot_reach_a_host_listener_and_the_header_says_isolated(p
     assert 'set network = "host" in [tiers.t1]' in result["message"]
 
 
+THREADS_SCORER = textwrap.dedent("""\
+    import json, os
+    inside = os.readlink("/proc/self/ns/net")
+    evalrun = os.getppid()  # the process that runs the phase and started this scorer
+    tasks = {t: os.readlink(f"/proc/{evalrun}/task/{t}/ns/net") for t in os.listdir(f"/proc/{evalrun}/task")}
+    outside = sorted(t for t, ns in tasks.items() if ns != inside)
+    json.dump({"checks": [{"name": "every thread of evalrun is inside", "assertions": 1, "passed": not outside,
+                           "message": f"{len(tasks)} threads, outside: {outside}"}]}, open(os.environ["EVALRUN_REPORT"], "w"))
+""")
+
+
+@needs_isolation
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root the phase runs in evalrun's own threads; otherwise in a forked child")
+def test_as_root_every_thread_of_evalrun_is_inside_while_the_phase_runs(project) -> None:
+    """The phase's thread entered the namespace, not the process: a thread started before it would stay on the
+    host network, and work handed to it would run outside. None is, for a run of two scorers at once."""
+    entry = '[[evals]]\nname = "{0}"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n'
+    proj = project({"manifest.toml": entry.format("a") + entry.format("b"), "e/score.py": THREADS_SCORER})
+    r = proj.run("t1", "-j", "2")
+    assert r.code == 0, r.output + json.dumps([proj.eval_result(n)["checks"] for n in "ab"])
+    assert r.out.splitlines()[0] == "network: isolated (loopback only)"
+
+
 @needs_isolation
 def test_network_host_opts_a_tier_out_and_the_header_says_why(project, host_listener: int) -> None:
     proj = project({"manifest.toml": _t1_manifest(host_listener, '[tiers.t1]\nnetwork = "host"\n\n'),
