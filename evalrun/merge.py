@@ -62,6 +62,17 @@ def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None
     expected = _expected_evals(manifest, tier, filters)
     merged = _union(shards, expected, manifest, tier)
     tier_names = tier_cells(manifest, tier)
+    return _merged(
+        shards, manifest, tier, merged,
+        selection={**filters, "shards": _shard_files(shards), "filtered_out": [n for n in tier_names if n not in expected]},
+        cost=run_cost(r.models for r in merged),
+    )
+
+
+def _merged(
+    shards: list[tuple[Path, RunResults]], manifest: Manifest, tier: str, evals: list[EvalResult], **fields: object
+) -> RunResults:
+    """The one run the shards make: from the first start to the last finish, interrupted if any shard was."""
     finished = [r.finished_at for _, r in shards]
     started = min(r.started_at for _, r in shards)
     return RunResults(
@@ -72,14 +83,13 @@ def merge_results(paths: list[Path], manifest: Manifest, tier: str | None = None
         run_id=merged_run_id(tier, started, [r.run_id for _, r in shards]),  # the same shards: the same merged run
         finished_at=None if None in finished else max(f for f in finished if f is not None),
         interrupted=any(r.interrupted for _, r in shards),
-        selection={
-            **filters,
-            "shards": [f"{r.selection['shard'][0]}: {path}" for path, r in shards],
-            "filtered_out": [n for n in tier_names if n not in expected],
-        },
-        evals=merged,
-        cost=run_cost(r.models for r in merged),
+        evals=evals,
+        **fields,  # type: ignore[arg-type]
     )
+
+
+def _shard_files(shards: list[tuple[Path, RunResults]]) -> list[str]:
+    return [f"{r.selection['shard'][0]}: {path}" for path, r in shards]
 
 
 def _refuse_repeated_paths(paths: list[Path]) -> None:
@@ -243,25 +253,10 @@ def _merge_bites(shards: list[tuple[Path, RunResults]], manifest: Manifest, tier
             f"merge: no shard's results hold {plural(len(missing_bites), 'bite')} of {tier}: {_names(missing_bites)}; "
             f"a shard left them out or failed to upload"
         )
-    merged = [found[r.name][1] for r in runs]
-    finished = [r.finished_at for _, r in shards]
-    started = min(r.started_at for _, r in shards)
-    return RunResults(
-        kind="bites",
-        evalrun_version=shards[0][1].evalrun_version,
-        tier=tier,
-        manifest=str(manifest.path),
-        started_at=started,
-        run_id=merged_run_id(tier, started, [r.run_id for _, r in shards]),
-        finished_at=None if None in finished else max(f for f in finished if f is not None),
-        interrupted=any(r.interrupted for _, r in shards),
-        selection={
-            **filters,
-            "filtered_out": plan.filtered_out,
-            "bites": [r.name for r in runs],
-            "shards": [f"{r.selection['shard'][0]}: {path}" for path, r in shards],
-        },
-        evals=merged,
+    return _merged(
+        shards, manifest, tier, [found[r.name][1] for r in runs], kind="bites",
+        selection={**filters, "filtered_out": plan.filtered_out, "bites": [r.name for r in runs],
+                   "shards": _shard_files(shards)},
     )
 
 

@@ -331,11 +331,15 @@ def load_results(path: Path) -> RunResults:
         raise ResultsError(f"{path}: nested too deeply to be a results file; rerun the tier to rewrite it") from None
 
 
-def refuse_bites(path: Path, results: RunResults, use: str) -> None:
-    """A bites file (``evalrun bites``) is no run of the tier: its records are bites, its checks "failed as they
-    must". Read as a run's results it would write a baseline of bites or put them in the history as a run."""
+def load_run_results(path: Path, use: str) -> RunResults:
+    """``load_results`` of a run's file; a bites file (``evalrun bites``) is refused in one line ending in ``use``.
+
+    A bites file is no run of the tier: its records are bites, its checks "failed as they must". Read as a
+    run's results it would write a baseline of bites or put them in the history as a run."""
+    results = load_results(path)
     if results.kind == "bites":
         raise ResultsError(f"{path}: holds bites (evalrun bites), not a run's results; {use}")
+    return results
 
 
 def _load_results(path: Path) -> RunResults:

@@ -68,12 +68,10 @@ def select_bite_shard(runs: Sequence[BiteRun], shard: tuple[int, int]) -> list[B
 
 
 def bite_shard_split(runs: Sequence[BiteRun], total: int) -> str:
-    """A fingerprint of the whole split of ``runs`` into ``total`` shards: merge tells "split differently" by it."""
-    import hashlib
-    import json
+    """The fingerprint of the whole split of ``runs`` into ``total`` shards, as run shards record theirs."""
+    from evalrun.selection.shards import split_fingerprint
 
-    split = [[r.name for r in select_bite_shard(runs, (index, total))] for index in range(1, total + 1)]
-    return hashlib.sha256(json.dumps(split).encode()).hexdigest()[:12]
+    return split_fingerprint([[r.name for r in select_bite_shard(runs, (index, total))] for index in range(1, total + 1)])
 
 
 def describe_bite(bite: Bite) -> str:

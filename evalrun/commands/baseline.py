@@ -38,7 +38,7 @@ from evalrun.plan import make_plan, tier_cells
 from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
-from evalrun.results import RunResults, load_results, load_results_counted, refuse_bites
+from evalrun.results import RunResults, load_results_counted, load_run_results
 
 
 def update_baselines(
@@ -76,8 +76,7 @@ def update_baselines(
         snapshots[path] = baseline_fingerprint(path)  # what the file was before any scorer could touch it
         earlier[tier] = early
         if from_results is not None:
-            results = load_results(from_results)
-            refuse_bites(from_results, results, f"pass the results of a run (.evalrun/results/{results.tier}.json)")
+            results = load_run_results(from_results, f"pass the results of a run (.evalrun/results/{tier}.json)")
             if results.tier != tier:
                 raise ResultsError(f"{from_results}: holds tier {results.tier}, not {tier}; pass --update {results.tier}")
             chosen = ("evals", "tags", "experiments")

@@ -16,7 +16,7 @@ from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
 from evalrun.manifest import TIERS, Manifest, load_manifest
-from evalrun.results import RunResults, load_results, refuse_bites
+from evalrun.results import load_run_results
 from evalrun.secrets import known_secrets
 
 T = TypeVar("T")
@@ -72,17 +72,12 @@ def import_results(*, manifest_path: Path, paths: list[Path], console: Console) 
         raise UsageError("history import: name at least one results file")
     manifest = load_manifest(manifest_path)
     secrets = set(known_secrets(os.environ, manifest.models.key_vars).values)
-    records = [(path, make_record(_run_results(path), GitInfo(), "import", secrets)) for path in paths]
+    use = "bites runs are not kept in the history; import the results of runs"
+    records = [(path, make_record(load_run_results(path, use), GitInfo(), "import", secrets)) for path in paths]
     added = _using(manifest, lambda store: [store.append(record) for _, record in records])
     for (path, record), new in zip(records, added):
         console.line(f"{'imported' if new else 'already in the history:'} {path} ({record.run_id})")
     return 0
-
-
-def _run_results(path: Path) -> RunResults:
-    results = load_results(path)
-    refuse_bites(path, results, "bites runs are not kept in the history; import the results of runs")
-    return results
 
 
 def _print_runs(runs: list[StoredRun], console: Console) -> None:

@@ -72,14 +72,18 @@ def select_shard(plan: Plan, shard: Shard, durations: dict[str, float] | None) -
     split = assign_shards([p.name for p in plan.evals], shard.total, durations)
     mine = set(split[shard.index - 1])
     others = [p.name for p in plan.evals if p.name not in mine]
-    # A fingerprint of the whole split lets merge tell "split differently" from "a shard is missing".
-    digest = hashlib.sha256(json.dumps(split).encode()).hexdigest()[:12]
     return replace(
         plan,
         evals=[p for p in plan.evals if p.name in mine],
         filtered_out=[*plan.filtered_out, *others],
-        filters={**plan.filters, "shard": [str(shard)], "shard_split": [digest]},
+        filters={**plan.filters, "shard": [str(shard)], "shard_split": [split_fingerprint(split)]},
     )
+
+
+def split_fingerprint(split: list[list[str]]) -> str:
+    """A fingerprint of a whole split (each shard's names): merge tells "split differently" from "a shard is
+    missing" by it, for run shards and bites shards alike."""
+    return hashlib.sha256(json.dumps(split).encode()).hexdigest()[:12]
 
 
 def durations_from(results_path: Path) -> dict[str, float] | None:
