@@ -9,6 +9,8 @@ import pytest
 from evalrun.manifest import load_manifest
 from evalrun.plan import cells, tier_cells
 
+from harness import eval_entry
+
 MANIFEST = """\
 [experiments.mini]
 env = { MODEL = "mini" }
@@ -18,34 +20,12 @@ skip = { tags = ["big"], reason = "too big for mini" }
 env = { MODEL = "large" }
 evals = ["agent", "t1-only"]
 
-[[evals]]
-name = "agent"
-tier = "t1"
-dir = "evals/agent"
-run = ["python", "score.py"]
-tags = ["big"]
-experiments = ["mini", "large"]
-
-[[evals]]
-name = "t1-only"
-tier = "t1"
-dir = "evals/t1-only"
-run = ["python", "score.py"]
-experiments = ["mini"]
-
-[[evals]]
-name = "plain"
-tier = "t1"
-dir = "evals/plain"
-run = ["python", "score.py"]
-
-[[evals]]
-name = "live"
-tier = "t3"
-dir = "evals/live"
-run = ["python", "score.py"]
-experiments = ["mini", "large"]
-"""
+""" + "".join([
+    eval_entry("agent", extra='tags = ["big"]\nexperiments = ["mini", "large"]'),
+    eval_entry("t1-only", extra='experiments = ["mini"]'),
+    eval_entry("plain"),
+    eval_entry("live", tier="t3", extra='experiments = ["mini", "large"]'),
+])
 
 
 @pytest.mark.parametrize("tier", ["t1", "t2", "t3", None])
