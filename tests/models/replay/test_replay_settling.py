@@ -144,6 +144,18 @@ def _first_call_answered_not_counted(
         yield upstream, proxy, base, prices
 
 
+def _held_until_counted_then_refused(base: str, stream: bool, count: threading.Event, reason: str) -> None:
+    """A call made now waits while the answered call is not counted; once ``count`` lets it be, it is refused."""
+    second = _Caller(base, stream)
+    second.start()
+    second.join(HELD_S)
+    assert second.is_alive(), "a call went ahead before the answered call's tokens were counted"
+    count.set()
+    second.join(WAIT_S)
+    assert second.answer is not None and second.answer[0] == 402, second.answer
+    assert "evalrun_budget_exhausted" in second.answer[1] and reason in second.answer[1]
+
+
 @pytest.mark.parametrize(
     ("budget", "reason"),
     [(Budget(tokens=18), "18 of 18 tokens used"), (Budget(usd=0.0000001), "used")],
@@ -153,14 +165,7 @@ def _first_call_answered_not_counted(
 def test_a_call_made_after_an_answer_arrived_is_refused_by_that_answers_tokens(tmp_path, budget, reason, stream):
     with _first_call_answered_not_counted(budget, "spend", stream) as (upstream, proxy, base, prices):
         # The first call's tokens are not added yet; the next call must not slip under the cap.
-        second = _Caller(base, stream)
-        second.start()
-        second.join(HELD_S)
-        assert second.is_alive(), "a call went ahead before the answered call's tokens were counted"
-        prices.release.set()
-        second.join(WAIT_S)
-        assert second.answer is not None and second.answer[0] == 402, second.answer
-        assert "evalrun_budget_exhausted" in second.answer[1] and reason in second.answer[1]
+        _held_until_counted_then_refused(base, stream, prices.release, reason)
         assert len(upstream.requests) == 1
         assert proxy.budget_exhausted()
         assert proxy.eval_report("spend").calls == 1
@@ -205,14 +210,7 @@ def test_a_call_made_after_a_streams_end_event_waits_for_its_tokens_though_the_u
                     if line == end:
                         break  # the whole answer is in; the client goes on, as the SDKs do
         # The upstream still holds the stream open: its tokens are not counted yet.
-        second = _Caller(base, stream=False)
-        second.start()
-        second.join(HELD_S)
-        assert second.is_alive(), "a call went ahead before the streamed answer's tokens were counted"
-        upstream.release.set()
-        second.join(WAIT_S)
-        assert second.answer is not None and second.answer[0] == 402, second.answer
-        assert "evalrun_budget_exhausted" in second.answer[1] and "tokens used" in second.answer[1]
+        _held_until_counted_then_refused(base, False, upstream.release, "tokens used")
         assert len(upstream.requests) == 1
 
 
