@@ -7,6 +7,7 @@ from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
 from evalrun.bites import bites_exit_code
+from evalrun.errors import UsageError
 from evalrun.merge import merge_results
 from evalrun.pipeline import Outputs, default_results_path, deliver, judge, load, write
 from evalrun.results import RunResults
@@ -32,6 +33,11 @@ def merge_shards(
     markdown = check_writable(markdown, "--markdown") if markdown else None
     merged = merge_results(paths, manifest, tier)
     if merged.kind == "bites":
+        if strict:
+            raise UsageError(
+                "merge: --strict-baseline does not apply to bites shards (bites are never compared with the baseline);"
+                " drop it"
+            )
         return _merge_bites(merged, manifest.root, len(paths), json_path, junit, markdown, console)
     outputs = Outputs(
         results=check_writable(json_path or default_results_path(manifest, merged.tier), "--json"),

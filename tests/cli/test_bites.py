@@ -225,6 +225,7 @@ def sharded(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out["toothless"] = proj.run("merge", "toothless-1.json", "toothless-2.json", "--json", "toothless.json")
     out["run_shard"] = proj.run("t1", "--eval", "replaced", "--shard", "1/2", "--json", "run-1.json")
     out["mixed"] = proj.run("merge", str(one), "run-1.json")
+    out["strict"] = proj.run("merge", str(one), str(two), "--strict-baseline", "--json", "strict.json")
     return out
 
 
@@ -282,6 +283,13 @@ def test_a_missing_bites_shard_is_exit_2_naming_its_bites(sharded: dict) -> None
     line = _one_error_line(sharded["missing"])
     assert "bites shard 2/2 (bites-t1.shard-2-of-2.json) is missing (have 1/2)" in line, line
     assert 'no results file holds its 1 bite: "patched: bite leaky-patch"' in line, line
+
+
+def test_strict_baseline_on_bites_shards_is_refused_in_one_line_and_writes_nothing(sharded: dict) -> None:
+    line = _one_error_line(sharded["strict"])
+    assert line == ("evalrun: error: merge: --strict-baseline does not apply to bites shards (bites are never compared"
+                    " with the baseline); drop it"), line
+    assert not (sharded["proj"].root / "strict.json").exists()
 
 
 def test_bites_and_run_shards_do_not_merge(sharded: dict) -> None:
