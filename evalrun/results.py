@@ -26,8 +26,10 @@ from evalrun.errors import ResultsError
 from evalrun.files import FileReadError, read_bounded
 from evalrun.secrets import FRAGMENT, scrub
 
-RESULTS_VERSION = 2  # 2: repeats and pass rates (``rate`` on checks, ``repeats`` on evals)
-_READABLE_VERSIONS = (1, 2)  # version 1 files lack only the optional repeat fields
+# 2: repeats and pass rates (``rate`` on checks, ``repeats`` on evals); 3: ``run_id`` on runs, ``kind`` on bites
+# files, so that an evalrun that knows only 2 refuses a newer file by its version, not by a field it has not heard of.
+RESULTS_VERSION = 3
+_READABLE_VERSIONS = (1, 2, 3)  # version 1 files lack only the optional repeat fields; 2 may hold run_id and kind
 RUN_ID_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z._-]{0,99}$"  # what ``new_run_id`` makes, with room: no space, no markup
 RESULTS_LIMIT = 1024**3  # bytes read of a results file: 1,000,000 checks take a tenth of it
 
@@ -373,9 +375,14 @@ def _read_results_data(path: Path) -> dict[str, Any]:
         raise ResultsError(f"{path}: top level: must be a JSON object; rerun the tier to rewrite it")
     if data.get("version") not in _READABLE_VERSIONS:
         version = data.get("version")
+        if type(version) is int and version > RESULTS_VERSION:
+            raise ResultsError(
+                f"{path}: results version {version} is newer than this evalrun reads ({RESULTS_VERSION});"
+                " upgrade evalrun to read it, or rerun the tier with this one"
+            )
         shown = repr(version) if isinstance(version, (int, str, type(None))) and len(repr(version)) < 40 else "(unreadable)"
         raise ResultsError(
-            f"{path}: results version {shown} is not {RESULTS_VERSION}; rerun the tier with this evalrun"
+            f"{path}: results version {shown} is not one this evalrun reads (1 to {RESULTS_VERSION}); rerun the tier with this evalrun"
         )
     return data
 

@@ -20,6 +20,7 @@ import pytest
 from evalrun.history.backends import open_store
 from evalrun.history.location import HistoryLocation, parse_history_url
 from evalrun.history.records import GitInfo, make_record, run_id_for
+from evalrun.results import RunResults
 
 from harness import eval_entry, json_scorer
 from harness.history_data import big_results, results
@@ -138,6 +139,9 @@ def test_the_same_results_in_the_same_second_under_two_run_ids_are_two_runs(stor
 def test_results_without_run_id_keep_the_id_the_previous_evalrun_gave_them() -> None:
     """Pinned: what evalrun computed before results carried a run id. A file recorded then and imported now is
     the same run; if this fails, a field added to the results file changed how an old file is written back."""
-    assert run_id_for(results(1)) == "20261201T030001-t1-a70846c5"
-    assert run_id_for(results(7, passed=False, tier="t2")) == "20261201T030007-t2-5ca9df47"
-    assert run_id_for(big_results()) == "20261201T030000-t1-e21c50b8"
+    def old(made: RunResults) -> RunResults:  # that evalrun wrote results version 2
+        return made.model_copy(update={"version": 2})
+
+    assert run_id_for(old(results(1))) == "20261201T030001-t1-a70846c5"
+    assert run_id_for(old(results(7, passed=False, tier="t2"))) == "20261201T030007-t2-5ca9df47"
+    assert run_id_for(old(big_results())) == "20261201T030000-t1-e21c50b8"
