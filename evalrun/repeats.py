@@ -29,7 +29,7 @@ from evalrun.manifest import EvalSpec, Manifest
 from evalrun.plan import PlannedEval
 from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, RepeatRun, SkippedTest, Status
 from evalrun.stats import pass_at_k, pass_hat_k, wilson_interval
-from evalrun.text import MESSAGE_LIMIT, plural, shorten, truncate
+from evalrun.text import MESSAGE_LIMIT, plural, seen_words, shorten, truncate
 
 DEFAULT_FLOOR = 1.0
 DEFAULT_ALPHA = 0.05
@@ -317,8 +317,11 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
     remaining = judged_over - runs
     out: list[CheckResult] = []
     by_name = [(k, {c.name: c for c in r.checks}) for k, r in reported]  # one lookup per check and run
+    # A run without the check whose report skipped its test by name: still not passed there (a skip is never a
+    # pass), but said as what it was, a skip and its reason, not a check that went missing.
+    skips = {k: {t.name: t.reason for t in r.skipped_tests} for k, r in reported if r.skipped_tests}
     for name in _check_names([r for _, r in reported]):
-        seen = passes = 0
+        seen = passes = skipped = 0
         assertions: int | None = None
         failed: list[int] = []
         evidence: list[str] = []
@@ -334,7 +337,14 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
                 passes += 1
                 continue
             failed.append(k)
-            why = (check.message or "failed") if check is not None else "absent from this run's report"
+            if check is not None:
+                why = check.message or "failed"
+            elif name in skips.get(k, {}):
+                skipped += 1
+                reason = skips[k][name]
+                why = f"skipped in this run's report ({reason})" if reason else "skipped in this run's report"
+            else:
+                why = "absent from this run's report"
             first_message = first_message or why
             if len(evidence) < _EVIDENCE_RUNS:
                 evidence.append(f"run {k + 1} (EVALRUN_REPEAT={k}): {why}")
@@ -345,6 +355,7 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
             runs=runs,
             passes=passes,
             seen=seen,
+            skipped=skipped,
             pass_at_k={str(k): round(pass_at_k(runs, passes, k), 6) for k in ks},
             pass_hat_k={str(k): round(pass_hat_k(runs, passes, k), 6) for k in ks},
             wilson_95=tuple(round(x, 6) for x in wilson_interval(passes, runs)),  # type: ignore[arg-type]
@@ -353,7 +364,7 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
         )
         words = f"passed {passes} of {runs} (floor {settings.floor:g})"
         if seen < runs:
-            words += f"; seen in {seen} of {runs} runs"
+            words += f"; {seen_words(seen, runs, skipped)}"
         message = None if passes == runs else (words + (f": {first_message}" if first_message and not ok else ""))
         out.append(
             CheckResult(
@@ -389,7 +400,7 @@ def _floor_words(check: CheckResult, floor: float, planned: int, outcomes: bool 
         text = (f'check "{check.name}" passed {rate.passes} of {rate.runs} (floor {floor:g}: at most '
                 f"{rate.passes + planned - rate.runs} of {planned} could pass)")
     if check.rate.seen < check.rate.runs:
-        text += f", seen in {check.rate.seen} of {check.rate.runs} runs"
+        text += f", {seen_words(check.rate.seen, check.rate.runs, check.rate.skipped)}"
     return text
 
 

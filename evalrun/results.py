@@ -77,6 +77,7 @@ class CheckRate(BaseModel):
     runs: int  # the eval's runs that produced a report; a run where the check is absent counts as not passed
     passes: int
     seen: int  # runs whose report held this check; < runs: it vanished in some runs
+    skipped: int = 0  # of the runs without it, those whose report skipped its test by name (counted as not passed)
     pass_at_k: dict[str, float] = Field(default_factory=dict)  # k -> unbiased pass@k
     pass_hat_k: dict[str, float] = Field(default_factory=dict)  # k -> unbiased pass^k
     wilson_95: tuple[float, float] = (0.0, 1.0)  # 95% Wilson score interval of passes/runs

@@ -48,6 +48,11 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     return f"{count} {noun if count == 1 else (many if many is not None else noun + 's')}"
 
 
+def seen_words(seen: int, runs: int, skipped: int = 0) -> str:
+    """``seen in 2 of 3 runs``, and ``(skipped in 1)`` where a run's report skipped the check's test by name."""
+    return f"seen in {seen} of {runs} runs" + (f" (skipped in {skipped})" if skipped else "")
+
+
 def first_line(text: str, limit: int = 200) -> str:
     """The first non-empty line of ``text``, shortened."""
     for line in text.splitlines():

@@ -32,7 +32,7 @@ from evalrun.repeats import (
     settings_for,
 )
 from evalrun.reports_out.describe import describe_repeated_as_recorded
-from evalrun.results import CheckResult, EvalResult, Status
+from evalrun.results import CheckResult, EvalResult, SkippedTest, Status
 
 SPEC = EvalSpec(name="coin", tier="t3", dir="evals/coin", run=["python", "score.py"])
 PLANNED = PlannedEval(spec=SPEC, dir=Path("/nowhere"))
@@ -243,6 +243,30 @@ def test_a_check_absent_from_some_runs_counts_as_not_passed_there() -> None:
     below = aggregate(PLANNED, "t3", RepeatSettings(count=3, floor=1.0), runs)
     assert below.checks[1].message == "passed 2 of 3 (floor 1); seen in 2 of 3 runs: absent from this run's report"
     assert below.message == 'check "c1" passed 2 of 3 (floor 1), seen in 2 of 3 runs ●○●'
+
+
+def test_a_check_whose_test_a_run_skipped_is_not_passed_there_and_said_as_a_skip() -> None:
+    def skipping(reason: str, name: str = "c1") -> EvalResult:  # c1's test skipped by name in this run's report
+        return run(True, skipped_tests=[SkippedTest(name=name, reason=reason)])
+
+    runs = [run(True, True), skipping("too slow"), run(True, True)]
+    result = aggregate(PLANNED, "t3", RepeatSettings(count=3, floor=1.0), runs)
+    c1 = result.checks[1]
+    assert c1.passed is False  # a skip is never a pass
+    assert (c1.rate.passes, c1.rate.runs, c1.rate.seen, c1.rate.skipped, c1.rate.failed_runs) == (2, 3, 2, 1, [1])
+    assert c1.message == ("passed 2 of 3 (floor 1); seen in 2 of 3 runs (skipped in 1): "
+                          "skipped in this run's report (too slow)")
+    assert c1.evidence == "run 2 (EVALRUN_REPEAT=1): skipped in this run's report (too slow)"
+    assert result.message.startswith('check "c1" passed 2 of 3 (floor 1), seen in 2 of 3 runs (skipped in 1) ●○●')
+    assert result.checks[0].rate.skipped == 0
+    # Two runs skipping it, one without a reason; a skip under another name is no skip of c1: it is absent there.
+    runs = [skipping(""), run(True, True), skipping("no gpu"), skipping("too slow", name="c9")]
+    c1 = aggregate(PLANNED, "t3", RepeatSettings(count=4, floor=0.25), runs).checks[1]
+    assert (c1.rate.passes, c1.rate.seen, c1.rate.skipped, c1.rate.failed_runs) == (1, 1, 2, [0, 2, 3])
+    assert c1.passed is True and c1.message == "passed 1 of 4 (floor 0.25); seen in 1 of 4 runs (skipped in 2)"
+    assert c1.evidence == ("run 1 (EVALRUN_REPEAT=0): skipped in this run's report\n"
+                           "run 3 (EVALRUN_REPEAT=2): skipped in this run's report (no gpu)\n"
+                           "run 4 (EVALRUN_REPEAT=3): absent from this run's report")
 
 
 def test_assertions_are_the_fewest_any_run_made_and_the_judge_is_kept() -> None:

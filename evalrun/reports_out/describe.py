@@ -18,7 +18,7 @@ from evalrun.baseline import update_command
 from evalrun.errors import ExitCode
 from evalrun.models.cost import unpriced_note
 from evalrun.results import BaselineChange, CheckResult, EvalResult, JudgeCalibration, RunResults, Status
-from evalrun.text import plural
+from evalrun.text import plural, seen_words
 from evalrun.verdict import VERDICT_WORDS
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def rate_line(check: CheckResult) -> str:
     if k is not None and k > 1:
         text += f", pass@{k} {rate.pass_at_k[str(k)]:.2f}, pass^{k} {rate.pass_hat_k[str(k)]:.2f}"
     if rate.seen < rate.runs:
-        text += f", seen in {rate.seen} of {rate.runs} runs"
+        text += f", {seen_words(rate.seen, rate.runs, rate.skipped)}"
     return text
 
 

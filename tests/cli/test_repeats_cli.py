@@ -365,6 +365,12 @@ def test_a_repeated_evals_skipped_tests_are_kept_each_once_saying_where_runs_dis
     skipped = {c.get("name"): c.find("skipped").get("message")
                for c in ET.parse(proj.root / "j.xml").getroot().iter("testcase") if c.find("skipped") is not None}
     assert skipped == {e["name"]: e["reason"] for e in expected}
+    # "slow" ran as a check in two runs and was skipped in the third: not passed there, and said as a skip.
+    slow = next(c for c in result["checks"] if c["name"] == "slow")
+    assert {k: slow["rate"][k] for k in ("runs", "passes", "seen", "skipped", "failed_runs")} == {
+        "runs": 3, "passes": 2, "seen": 2, "skipped": 1, "failed_runs": [1]}
+    assert slow["evidence"] == "run 2 (EVALRUN_REPEAT=1): skipped in this run's report (too slow)"
+    assert 'flaky: check "slow" passed 2 of 3 (floor 0.6), seen in 2 of 3 runs (skipped in 1)' in result["message"]
 
 
 def test_a_test_skipped_alike_in_every_run_reads_as_in_a_single_run(project) -> None:
