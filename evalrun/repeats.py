@@ -319,7 +319,7 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
     by_name = [(k, {c.name: c for c in r.checks}) for k, r in reported]  # one lookup per check and run
     # A run without the check whose report skipped its test by name: still not passed there (a skip is never a
     # pass), but said as what it was, a skip and its reason, not a check that went missing.
-    skips = {k: {t.name: t.reason for t in r.skipped_tests} for k, r in reported if r.skipped_tests}
+    skips = {k: {t.name: t.reason for t in r.skipped_tests} for k, r in reported}
     for name in _check_names([r for _, r in reported]):
         seen = passes = skipped = 0
         assertions: int | None = None
@@ -339,9 +339,8 @@ def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSet
             failed.append(k)
             if check is not None:
                 why = check.message or "failed"
-            elif name in skips.get(k, {}):
+            elif (reason := skips[k].get(name)) is not None:
                 skipped += 1
-                reason = skips[k][name]
                 why = f"skipped in this run's report ({reason})" if reason else "skipped in this run's report"
             else:
                 why = "absent from this run's report"

@@ -29,7 +29,8 @@ from evalrun.secrets import FRAGMENT, scrub
 # 2: repeats and pass rates (``rate`` on checks, ``repeats`` on evals); 3: ``run_id`` on runs, ``kind`` on bites
 # files, so that an evalrun that knows only 2 refuses a newer file by its version, not by a field it has not heard of.
 RESULTS_VERSION = 3
-_READABLE_VERSIONS = (1, 2, 3)  # version 1 files lack only the optional repeat fields; 2 may hold run_id and kind
+# Every version up to this one reads: 1 lacks only the optional repeat fields; 2 may hold run_id and kind.
+_READABLE_VERSIONS = tuple(range(1, RESULTS_VERSION + 1))
 RUN_ID_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z._-]{0,99}$"  # what ``new_run_id`` makes, with room: no space, no markup
 RESULTS_LIMIT = 1024**3  # bytes read of a results file: 1,000,000 checks take a tenth of it
 
@@ -383,7 +384,8 @@ def _read_results_data(path: Path) -> dict[str, Any]:
             )
         shown = repr(version) if isinstance(version, (int, str, type(None))) and len(repr(version)) < 40 else "(unreadable)"
         raise ResultsError(
-            f"{path}: results version {shown} is not one this evalrun reads (1 to {RESULTS_VERSION}); rerun the tier with this evalrun"
+            f"{path}: results version {shown} is not one this evalrun reads (1 to {RESULTS_VERSION});"
+            " rerun the tier with this evalrun"
         )
     return data
 
