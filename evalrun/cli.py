@@ -93,7 +93,8 @@ ChangedOpt = Annotated[
     typer.Option("--changed-since", metavar="REF", help="Only evals whose folder or paths changed since this git ref."),
 ]
 ShardOpt = Annotated[
-    Optional[str], typer.Option("--shard", metavar="I/N", help="Run shard I of N (e.g. 2/3); combine with merge.")
+    Optional[str], typer.Option("--shard", metavar="I/N|auto",
+                                help="Run shard I of N (e.g. 2/3), or auto: from the CI's variables; combine with merge.")
 ]
 
 DEFAULT_MANIFEST = Path("manifest.toml")

@@ -19,7 +19,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +65,8 @@ class ExecuteRequest:
     # Where running scorers' pidfiles go (pid, group, start time), so the next
     # run stops what a SIGKILLed one left (``evalrun.leftovers``). None: none written.
     pidfile_dir: Path | None = None
+    # The positions of ``evals`` in the order to start them (longest first); None: plan order. Results stay in plan order.
+    order: Sequence[int] | None = None
 
 
 @dataclass
@@ -93,13 +95,15 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
 
     try:
         # Keyed by position: the repeats of one eval (evalrun.repeats) share its name.
-        pooled = run_pool(request.evals, request.jobs, make_worker, cancel=cancel, on_result=request.on_finish)
+        order = list(request.order) if request.order is not None else list(range(len(request.evals)))
+        pooled = run_pool([request.evals[i] for i in order], request.jobs, make_worker, cancel=cancel,
+                          on_result=request.on_finish)
     finally:
         janitor.close()
         shutil.rmtree(scratch, ignore_errors=True)
         if own_cancel is not None:
             own_cancel.close()
-    done = pooled.done
+    done = {order[position]: result for position, result in pooled.done.items()}
     if pooled.interrupted:
         for index, planned in enumerate(request.evals):
             done.setdefault(index, _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted"))

@@ -39,6 +39,7 @@ from evalrun.models.cost import run_cost
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls
 from evalrun.models.scorer_env import with_pythonpath
 from evalrun.plan import Plan, PlannedEval, make_plan
+from evalrun.selection.timings import Timings, load_timings, longest_first
 from evalrun.preconditions import Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures
 from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
@@ -114,7 +115,7 @@ def run(request: RunRequest, console: Console, environ: Mapping[str, str]) -> in
     if request.clean_checkout or request.worktree:
         return _run_in_clean_checkout(request, console, environ)
     manifest = load(request.manifest_path)
-    plan, _ = select(manifest, request, console)
+    plan, _ = select(manifest, request, console, environ)
     outputs = plan_outputs(manifest, request)
     context = RunContext.build(manifest, request.tier, environ)  # the one place the run's state is worked out
     return _run_plan(context, plan, request, outputs, console, shown=manifest)
@@ -198,13 +199,17 @@ def load(manifest_path: Path) -> Manifest:
 
 
 def select(
-    manifest: Manifest, request: RunRequest, console: Console | None = None
+    manifest: Manifest, request: RunRequest, console: Console | None = None, environ: Mapping[str, str] | None = None,
 ) -> tuple[Plan, ChangedSelection | None]:
-    """The tier, the filters, then ``--changed-since``, ``--last-failed``, then ``--shard``: every shard drops the same evals."""
-    # Only runs that ask for them pay for git and the shard split.
-    from evalrun.selection.shards import durations_from, parse_shard, select_shard
+    """The tier, the filters, then ``--changed-since``, ``--last-failed``, then ``--shard``: every shard drops the same evals.
 
-    shard = parse_shard(request.shard) if request.shard else None  # a bad --shard is exit 2 before anything
+    ``environ``: where ``--shard auto`` reads the CI's variables and the history is located (evalrun's own).
+    """
+    # Only runs that ask for them pay for git and the shard split.
+    from evalrun.selection.shards import parse_shard, select_shard
+
+    environ = environ if environ is not None else {}
+    shard = parse_shard(request.shard, environ) if request.shard else None  # a bad --shard is exit 2 before anything
     if request.last_failed and request.shard:
         raise UsageError("--last-failed with --shard: merge expects each shard's share of the whole tier; "
                          "run --last-failed on one machine, without --shard")
@@ -225,10 +230,29 @@ def select(
         plan = last.plan
         if console is not None:
             console.note(last.note)
+    timings = _timings(manifest, request, plan, environ, shard is not None)
     if shard is not None:
-        # Balance by the durations of the last whole run (the file merge writes), which every shard reads alike.
-        plan = select_shard(plan, shard, durations_from(default_results_path(manifest, request.tier)))
+        from evalrun.reports_out.shards import shard_note
+
+        # Balanced by each eval's recent durations (the history, else the last whole run's results file),
+        # which every shard reads alike; the header says which.
+        plan = select_shard(plan, shard, timings.durations or None)
+        if console is not None:
+            console.note(shard_note(shard, timings))
+    if timings.problem and console is not None:
+        from evalrun.reports_out.shards import history_unread
+
+        console.warn(history_unread(timings.problem))
+    # The evals start longest first (-j N finishes sooner); results stay in plan order.
+    plan = replace(plan, durations=timings.only([p.name for p in plan.evals]).durations)
     return plan, changed
+
+
+def _timings(manifest: Manifest, request: RunRequest, plan: Plan, environ: Mapping[str, str], sharded: bool) -> Timings:
+    """Each eval's recent duration, read only where it changes something: a split, or more evals than one worker."""
+    if not sharded and (request.jobs == 1 or len(plan.evals) < 2):
+        return Timings()
+    return load_timings(manifest, request.tier, environ, default_results_path(manifest, request.tier))
 
 
 def default_results_path(manifest: Manifest, tier: str, shard: str | None = None) -> Path:
@@ -296,7 +320,7 @@ def _collect(
             pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, options.no_skips))
             if not plan.evals:
                 console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
-            results, interrupted = _start_and_execute(context, plan.evals, options, pre, console, baseline)
+            results, interrupted = _start_and_execute(context, plan, options, pre, console, baseline)
         except KeyboardInterrupt:
             console.stop_progress()
             results, interrupted = [interrupted_result(p, tier) for p in plan.evals], True
@@ -320,7 +344,7 @@ def _collect(
 
 def _start_and_execute(
     context: RunContext,
-    planned: list[PlannedEval],
+    plan: Plan,
     options: CollectOptions,
     pre: Preconditions,
     console: Console,
@@ -328,6 +352,7 @@ def _start_and_execute(
 ) -> tuple[list[EvalResult], bool]:
     """Services and the model proxy up, every planned eval executed, everything stopped again."""
     manifest, tier, secrets = context.manifest, context.tier, context.secrets
+    planned = plan.evals
     # Repeats: every planned eval becomes its runs; they are folded back into one result per eval below.
     settings, repeat_notes = repeat_as_recorded(plan_settings(manifest, planned, options.repeat), baseline,
                                                 options.repeat)
@@ -384,6 +409,7 @@ def _start_and_execute(
             outcome = execute(
                 ExecuteRequest(
                     evals=runs,
+                    order=longest_first([r.name for r in runs], plan.durations),
                     tier=tier,
                     jobs=options.jobs or default_jobs(),
                     base_env=with_pythonpath(scorer_base_env(context.scrubbed_env), context.python_paths),
@@ -528,7 +554,7 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
     from evalrun.selection.checkout import clean_checkout
 
     manifest = load(request.manifest_path)
-    plan, _ = select(manifest, request, console)
+    plan, _ = select(manifest, request, console, environ)
     outputs = plan_outputs(manifest, request)
     keep = {p.name for p in plan.evals}
     with clean_checkout(request.manifest_path, request.worktree) as exported:
@@ -542,6 +568,7 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
             evals=[p for p in full.evals if p.name in keep],
             filtered_out=plan.filtered_out,
             filters={**plan.filters, "clean_checkout": ["worktree" if request.worktree else "HEAD"]},
+            durations=plan.durations,
         )
         inner_request = replace(request, manifest_path=exported, clean_checkout=False, worktree=False)
         context = RunContext.build(inner, request.tier, environ)  # the export's manifest, services and logs

@@ -99,6 +99,7 @@ class Plan:
     filtered_out: list[str] = field(default_factory=list)  # names of the tier's evals a filter left out
     filters: dict[str, list[str]] = field(default_factory=dict)
     rule_skips: dict[str, str] = field(default_factory=dict)  # cell -> why its column's skip rule leaves it out
+    durations: dict[str, float] = field(default_factory=dict)  # cell -> its recent seconds (evalrun.selection.timings)
 
     @property
     def is_filtered(self) -> bool:

@@ -65,7 +65,7 @@ def run_bites(request: BitesRequest, console: Console, environ: Mapping[str, str
     if request.shard:
         from evalrun.selection.shards import parse_shard
 
-        parsed = parse_shard(request.shard)
+        parsed = parse_shard(request.shard, environ)
         shard = (parsed.index, parsed.total)
         request = replace(request, shard=str(parsed))  # recorded as "I/N", however it was typed
     codes = []

@@ -34,14 +34,16 @@ def dry(
     experiments: list[str] | None = None,
 ) -> int:
     manifest = load(manifest_path)
+    environ = dict(os.environ)
     changed = None
     if (changed_since or shard) and tier is None:
         raise UsageError("--changed-since and --shard select within one tier; name it: evalrun dry t1 ...")
     if tier is not None:
         request = RunRequest(
-            manifest_path, tier, evals, tags, changed_since=changed_since, shard=shard, experiments=list(experiments or [])
+            manifest_path, tier, evals, tags, jobs=1, changed_since=changed_since, shard=shard,
+            experiments=list(experiments or []),
         )
-        plan, changed = select(manifest, request)
+        plan, changed = select(manifest, request, console, environ)  # a shard says which and what balanced it
     else:
         plan = make_plan(manifest, tier, evals, tags, experiments)
     if changed is not None:
@@ -51,7 +53,6 @@ def dry(
     if not plan.evals:
         console.warn(f"nothing selected to run in {scope} ({describe_filters(plan)})")
         return int(ExitCode.NOTHING_SELECTED)
-    environ = dict(os.environ)
     tiers = [tier] if tier else sorted({p.spec.tier for p in plan.evals})
     # Each tier's probes see what its scorers would: no provider key in t1/t2.
     probe_envs = {t: RunContext.build(manifest, t, environ).probe_env() for t in tiers} if probe else {}

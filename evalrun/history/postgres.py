@@ -64,5 +64,9 @@ class PostgresStore:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             return sql.select_runs(cur, sql.POSTGRES, tier, last, shards)
 
+    def durations(self, tier: str, runs: int) -> list[tuple[str, float]]:
+        with self._write() as cur:
+            return sql.select_durations(cur, sql.POSTGRES, tier, runs)
+
     def close(self) -> None:
         self._conn.close()

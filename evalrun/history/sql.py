@@ -248,6 +248,28 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
     return runs
 
 
+# The runs whose durations plan the next one: whole runs, as one machine or merged from shards. Never
+# a single shard's: the shards of one CI run record while their siblings are still planning, and every
+# shard must read the same durations to compute the same split (merge checks that they did).
+_TIMED_SOURCES = ("run", "merge", "import")
+_UNTIMED_STATUSES = ("skipped", "interrupted", "budget")  # never started, or stopped: no duration to go by
+
+
+def select_durations(cur: Cursor, dialect: Dialect, tier: str, runs: int) -> list[tuple[str, float]]:
+    """(eval, seconds) of the evals that ran in the tier's last ``runs`` whole runs, most recent first."""
+    sources = ", ".join("'" + s + "'" for s in _TIMED_SOURCES)  # constants of this module: nothing to quote
+    untimed = ", ".join("'" + s + "'" for s in _UNTIMED_STATUSES)
+    cur.execute(
+        _q(dialect,
+           f"SELECT e.name, e.duration_s FROM evalrun_evals e JOIN evalrun_runs r ON r.pk = e.run_pk "
+           f"WHERE r.pk IN (SELECT pk FROM evalrun_runs WHERE tier = ? AND source IN ({sources}) "
+           f"ORDER BY started_at DESC, pk DESC LIMIT ?) AND e.status NOT IN ({untimed}) "
+           f"ORDER BY r.started_at DESC, r.pk DESC"),
+        (tier, runs),
+    )
+    return [(str(name), float(seconds)) for name, seconds in cur.fetchall()]
+
+
 def _bool(value: bool | None) -> int | None:
     return None if value is None else int(value)
 

@@ -69,6 +69,12 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise HistoryError(describe_failure(self.location, exc)) from None
 
+    def durations(self, tier: str, runs: int) -> list[tuple[str, float]]:
+        try:
+            return sql.select_durations(self._conn.cursor(), sql.SQLITE, tier, runs)
+        except sqlite3.Error as exc:
+            raise HistoryError(describe_failure(self.location, exc)) from None
+
     def close(self) -> None:
         self._conn.close()
 

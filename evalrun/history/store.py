@@ -36,6 +36,11 @@ class HistoryStore(Protocol):
         """The last runs, oldest first (of one tier, or of all); ``shards``: also the runs of single shards."""
         ...
 
+    def durations(self, tier: str, runs: int) -> list[tuple[str, float]]:
+        """(eval, seconds) of each eval that ran in the tier's last ``runs`` whole runs (merged ones too, never a
+        single shard's), most recent first."""
+        ...
+
     def close(self) -> None: ...
 
 

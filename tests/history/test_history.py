@@ -409,3 +409,25 @@ def test_checks_stored_before_names_were_kept_once_survive_the_migration(store_l
         assert checks == {"one": (3, f"ev {run.run_id}"), "a long name " * 50: (1, f"ev {run.run_id}")}
         assert {c.judge for c in run.evals[0].checks} == {"m#1"}
     assert schema_version(store_location) == 5
+
+
+def test_durations_are_the_whole_runs_of_the_tier_most_recent_first(store_location: HistoryLocation) -> None:
+    """What plans the next run (evalrun.selection.timings): whole and merged runs, never one shard's, nor a
+    skipped eval's zero, nor another tier's."""
+    def timed(n: int, seconds: float, source: str, tier: str = "t1") -> None:
+        run = results(n, tier=tier)
+        run.evals[0].duration_s = seconds
+        store.append(make_record(run, GitInfo(), source))
+
+    store = open_store(store_location)
+    try:
+        timed(1, 4.0, "run")
+        timed(2, 6.0, "merge")
+        timed(3, 99.0, "shard")  # a shard records while its siblings plan: never read
+        timed(4, 50.0, "run", tier="t2")
+        timed(5, 5.0, "import")
+        rows = store.durations("t1", 60)
+        assert store.durations("t1", 1) == [("alpha", 5.0)]  # the last whole run only
+    finally:
+        store.close()
+    assert rows == [("alpha", 5.0), ("alpha", 6.0), ("alpha", 4.0)]  # beta was skipped: no duration to go by
