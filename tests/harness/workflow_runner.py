@@ -15,7 +15,14 @@ those under ``if: ${{ !cancelled() }}``. The actions the file uses are simulated
 - ``actions/upload-artifact`` / ``download-artifact``: copies through one folder
   per workflow run (``name``, ``path``, ``pattern``, ``merge-multiple``,
   ``if-no-files-found: error``);
-- ``mikepenz/action-junit-report``: the report files must exist and parse as XML.
+- ``mikepenz/action-junit-report``: the report files must exist and parse as XML;
+- a composite action of a local folder (``actions``: what ``uses:`` names it by, e.g.
+  evalrun's own ``action.yml``): its steps run as the job's, with ``${{ inputs.x }}``
+  (``with:`` over the defaults), ``${{ github.action_path }}`` and
+  ``${{ steps.ID.outputs.x }}`` substituted, and its ``if:`` conditions evaluated. Its
+  ``python -m pip install`` commands are written to ``pip_log`` instead of run: installing
+  evalrun from its own folder would replace this venv's editable install and needs the build
+  backend from the index; the test venv's evalrun stands in for what it installs.
 
 The install step (``python -m pip install -r "$REQUIREMENTS"``, pip of the test
 venv) runs for real once per session for each requirements file content and pip
@@ -112,6 +119,9 @@ def substitute(text: str, context: dict[str, dict[str, Any]]) -> str:
         scope, _, key = expr.partition(".")
         if scope in context and key and re.fullmatch(r"[A-Za-z0-9_-]+", key):
             return str(context[scope].get(key, ""))
+        step_output = re.fullmatch(r"steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)", expr)
+        if step_output and "steps" in context:
+            return str(context["steps"].get(step_output.group(1), {}).get(step_output.group(2), ""))
         raise UnsupportedWorkflow(f"${{{{ {expr} }}}}: an expression the local runner does not substitute")
 
     return EXPRESSION.sub(one, text)
@@ -128,6 +138,8 @@ class Runner:
     base_env: dict[str, str] = field(default_factory=dict)
     shim_evalrun: bool = True  # False: evalrun is not installed (the install did not provide it)
     event: str = "pull_request"
+    actions: dict[str, Path] = field(default_factory=dict)  # composite actions in local folders, by their uses: name
+    pip_log: Path | None = None  # where a composite action's pip installs are written (required with ``actions``)
 
     def __post_init__(self) -> None:
         self.artifacts = self.scratch / "artifacts"
@@ -180,7 +192,7 @@ class Runner:
             if "run" in step:
                 result = self._run(substitute(str(step["run"]), context), workspace, step_env, runner_temp, index)
             else:
-                result = self._uses(step, workspace, context, home, files["GITHUB_PATH"])
+                result = self._uses(step, workspace, context, home, files["GITHUB_PATH"], step_env)
             outcome.steps.append(StepOutcome(label, result[0], result[1]))
             failed = failed or result[0] != 0
             added = [line for line in files["GITHUB_PATH"].read_text().splitlines() if line]
@@ -215,7 +227,8 @@ class Runner:
         return proc.returncode, proc.stdout + proc.stderr
 
     def _uses(
-        self, step: dict[str, Any], workspace: Path, context: dict[str, dict[str, Any]], home: Path, github_path: Path
+        self, step: dict[str, Any], workspace: Path, context: dict[str, dict[str, Any]], home: Path, github_path: Path,
+        env: dict[str, str] | None = None,
     ) -> tuple[int, str]:
         action = str(step["uses"]).split("@", 1)[0]
         given = {k: substitute(str(v), context) for k, v in (step.get("with") or {}).items()}
@@ -245,7 +258,66 @@ class Runner:
                 for report in matched:
                     ET.parse(report)
             return 0, "JUnit reports parsed"
+        if action in self.actions:
+            return self._composite(self.actions[action], given, workspace, context, home, github_path, dict(env or {}))
         raise UnsupportedWorkflow(f"uses: {step['uses']}: an action the local runner does not simulate")
+
+    def _composite(self, folder: Path, given: dict[str, str], workspace: Path, outer: dict[str, dict[str, Any]],
+                   home: Path, github_path: Path, job_env: dict[str, str]) -> tuple[int, str]:
+        """A composite action's steps, in order, as the runner runs them; its outputs are not the job's."""
+        action = load_workflow(folder / "action.yml")
+        assert action["runs"]["using"] == "composite", action["runs"]
+        declared = action.get("inputs") or {}
+        unknown = sorted(set(given) - set(declared))
+        if unknown:
+            raise UnsupportedWorkflow(f"with: {unknown}: inputs the action does not declare")
+        inputs = {name: given.get(name, str(spec.get("default", ""))) for name, spec in declared.items()}
+        missing = [n for n, spec in declared.items() if spec.get("required") and not inputs[n]]
+        if missing:
+            return 1, f"required inputs not given: {missing}"
+        context: dict[str, dict[str, Any]] = {**outer, "inputs": inputs, "github": {"action_path": str(folder)},
+                                              "steps": {}}
+        log, failed = [], False
+        temp = Path(str(workspace)).parent / "runner-temp"
+        assert self.pip_log is not None, "a composite action's installs are recorded: give the Runner a pip_log"
+        recorder = home / "pip-recorder"
+        recorder.mkdir(exist_ok=True)
+        (recorder / "python").write_text(
+            '#!/bin/sh\nif [ "$1" = -m ] && [ "$2" = pip ] && [ "$3" = install ]; then\n'
+            f'  shift 3; printf "%s\\n" "$*" >> "{self.pip_log}"; exit 0\nfi\nexec "{VENV_BIN / "python"}" "$@"\n')
+        (recorder / "python").chmod(0o755)
+        for index, step in enumerate(action["runs"]["steps"]):
+            condition = step.get("if")
+            if condition is None:
+                runs = not failed
+            else:
+                expr = EXPRESSION.sub(lambda m: m.group(1), str(condition).strip())
+                expr = EXPRESSION.sub(lambda m: m.group(1), expr)
+                expr = re.sub(r"\b(inputs\.[A-Za-z0-9_-]+|steps\.[A-Za-z0-9_-]+\.outputs\.[A-Za-z0-9_-]+)",
+                              lambda m: repr(substitute("${{ " + m.group(1) + " }}", context)), expr)
+                runs = _condition(expr, self.event) and ("cancelled()" in str(condition) or not failed)
+            label = substitute(str(step.get("name") or step.get("uses")), context)
+            if not runs:
+                log.append(f"  - {label}: skipped")
+                continue
+            added = [line for line in github_path.read_text().splitlines() if line]  # setup-python's, in here too
+            env = {**job_env, "PATH": os.pathsep.join([str(recorder), *reversed(added), job_env.get("PATH", "")])}
+            for key, value in (step.get("env") or {}).items():
+                env[key] = substitute(str(value), context)
+            if "run" in step:
+                assert step.get("shell") == "bash", "a composite action's run step names its shell"
+                output_file = temp / f"action-output-{index}.txt"
+                output_file.write_text("")
+                env["GITHUB_OUTPUT"] = str(output_file)
+                code, text = self._bash(substitute(str(step["run"]), context), workspace, env, temp, 1000 + index)
+                outputs = dict(line.split("=", 1) for line in output_file.read_text().splitlines() if "=" in line)
+                if step.get("id"):
+                    context["steps"][step["id"]] = outputs
+            else:
+                code, text = self._uses(step, workspace, context, home, github_path, env)
+            log.append(f"  - {label}: exit {code}\n{text}")
+            failed = failed or code != 0
+        return (1 if failed else 0), "\n".join(log)
 
     def _upload(self, workspace: Path, given: dict[str, str]) -> tuple[int, str]:
         source = workspace / given["path"]
