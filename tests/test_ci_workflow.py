@@ -56,10 +56,10 @@ def actionlint(path: Path, tmp_path: Path) -> list[dict[str, object]]:
 
 def broken_copy(tmp_path: Path) -> Path:
     text = WORKFLOW.read_text()
-    assert "--shard ${{ matrix.shard }}/4" in text
+    assert "--json shards/t3-${{ matrix.shard }}.json" in text
     broken = tmp_path / "broken.yml"
     # an undefined matrix key (actionlint) and a misspelt runs-on (the schema: unknown key, required key missing)
-    broken.write_text(text.replace("--shard ${{ matrix.shard }}/4", "--shard ${{ matrix.part }}/4")
+    broken.write_text(text.replace("--json shards/t3-${{ matrix.shard }}.json", "--json shards/t3-${{ matrix.part }}.json")
                       .replace("runs-on: ubuntu-latest", "runs_on: ubuntu-latest", 1))
     return broken
 
@@ -92,7 +92,11 @@ def test_the_workflow_does_what_the_readme_says() -> None:
         assert 'python -m pip install -r "$REQUIREMENTS"' in _runs(job), name
     assert "|| true" not in WORKFLOW.read_text()
     assert jobs["t3-shard"]["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
-    assert "evalrun t3 --shard ${{ matrix.shard }}/4" in _runs(jobs["t3-shard"])
+    assert "evalrun t3 --shard auto" in _runs(jobs["t3-shard"])
+    shard_env = jobs["t3-shard"]["env"]
+    assert shard_env["EVALRUN_SHARD_INDEX"] == "${{ strategy.job-index }}"  # --shard auto's GitHub matrix variables
+    assert shard_env["EVALRUN_SHARD_TOTAL"] == "${{ strategy.job-total }}"
+    assert shard_env["EVALRUN_HISTORY_URL"] == "${{ secrets.EVALRUN_HISTORY_URL }}"  # the shards balance by it
     merge = jobs["t3"]
     assert merge["needs"] == "t3-shard" and merge["env"]["EVALRUN_HISTORY_URL"] == "${{ secrets.EVALRUN_HISTORY_URL }}"
     assert "evalrun merge shards/t3-*.json" in _runs(merge) and "evalrun report t3 --html" in _runs(merge)

@@ -198,15 +198,29 @@ def _small_project(root: Path, failing: bool = True) -> Path:
 
 def test_a_shards_own_failure_passes_its_job_and_merge_decides_the_night(tmp_path: Path) -> None:
     origin = _small_project(tmp_path / "project")
-    runner = Runner(load_workflow(WORKFLOW), origin, tmp_path / "run", base_env=_env(), event="schedule")
+    # The team's history: an SQLite file that outlives the runners (a cache, here a folder), two nights in a row.
+    history = {"EVALRUN_HISTORY_URL": f"sqlite:{tmp_path / 'cache' / 'history.sqlite'}"}
+    runner = Runner(load_workflow(WORKFLOW), origin, tmp_path / "run", base_env=_env(), event="schedule",
+                    secrets=history)
     shards = runner.run_at_once(*(("t3-shard", {"shard": i}) for i in (1, 2, 3, 4)))
     assert all(s.ok for s in shards), "\n".join(s.log() for s in shards)
+    # --shard auto from the matrix's strategy.job-index (0-based); the first night has no durations yet.
+    assert "shard 3/4 (GitHub matrix: EVALRUN_SHARD_INDEX=2, EVALRUN_SHARD_TOTAL=4, 0-based), split by name" in (
+        shards[2].step("evalrun t3").output), shards[2].log()
     assert any("exited 1" in s.step("evalrun t3").output for s in shards)  # the shard with the failing eval
     assert any("exited 5" in s.step("evalrun t3").output for s in shards)  # a shard left with no evals
     merged = runner.run_job("t3")
     assert not merged.ok and merged.step("evalrun merge").code == 1, merged.log()
     assert merged.step("HTML report").code == 0  # the report still runs after the failed verdict
     assert (runner.artifacts / "evalrun-t3" / "t3.html").is_file()
+
+    # The next night: the merged night is in the history, and the shards balance by it.
+    night2 = Runner(load_workflow(WORKFLOW), origin, tmp_path / "night2", base_env=_env(), event="schedule",
+                    secrets=history)
+    shards = night2.run_at_once(*(("t3-shard", {"shard": i}) for i in (1, 2, 3, 4)))
+    assert all(s.ok for s in shards), "\n".join(s.log() for s in shards)
+    assert all("balanced by history (median of 1 run" in s.step("evalrun t3").output for s in shards), (
+        "\n".join(s.log() for s in shards))
 
 
 def test_a_shard_where_evalrun_did_not_start_fails_its_job(tmp_path: Path) -> None:

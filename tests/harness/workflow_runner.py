@@ -127,6 +127,17 @@ def substitute(text: str, context: dict[str, dict[str, Any]]) -> str:
     return EXPRESSION.sub(one, text)
 
 
+def _strategy(job: dict[str, Any], matrix: dict[str, Any]) -> dict[str, Any]:
+    """``strategy.job-index`` / ``job-total`` (0-based) of a one-key matrix, as the runner counts its jobs."""
+    axes = ((job.get("strategy") or {}).get("matrix") or {})
+    if not matrix or not axes:
+        return {}
+    if len(axes) != 1 or set(axes) != set(matrix):
+        raise UnsupportedWorkflow(f"matrix {axes}: the local runner counts the jobs of a one-key matrix only")
+    [(key, values)] = axes.items()
+    return {"job-index": list(values).index(matrix[key]), "job-total": len(values)}
+
+
 @dataclass
 class Runner:
     """One workflow run: its project to clone, its artifacts folder, its secrets and runner environment."""
@@ -172,7 +183,8 @@ class Runner:
             GITHUB_WORKSPACE=str(workspace), RUNNER_TEMP=str(runner_temp), GITHUB_JOB=name,
             **{k: str(v) for k, v in files.items()},
         )
-        context: dict[str, dict[str, Any]] = {"matrix": outcome.matrix, "secrets": self.secrets, "env": {}}
+        context: dict[str, dict[str, Any]] = {"matrix": outcome.matrix, "secrets": self.secrets, "env": {},
+                                              "strategy": _strategy(job, outcome.matrix)}
         for scope in (self.flow.get("env") or {}, job.get("env") or {}):
             for key, value in scope.items():
                 env[key] = substitute(str(value), context)
