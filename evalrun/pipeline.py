@@ -116,7 +116,7 @@ def run(request: RunRequest, console: Console, environ: Mapping[str, str]) -> in
         return _run_in_clean_checkout(request, console, environ)
     manifest = load(request.manifest_path)
     plan, _ = select(manifest, request, console, environ)
-    outputs = plan_outputs(manifest, request)
+    outputs = plan_outputs(manifest, request, plan)
     context = RunContext.build(manifest, request.tier, environ)  # the one place the run's state is worked out
     return _run_plan(context, plan, request, outputs, console, shown=manifest)
 
@@ -260,9 +260,11 @@ def default_results_path(manifest: Manifest, tier: str, shard: str | None = None
     return Workspace(manifest.root).results(tier, shard)
 
 
-def plan_outputs(manifest: Manifest, request: RunRequest) -> Outputs:
-    """Where this run writes, each path checked before any scorer starts."""
-    results = request.json_path or default_results_path(manifest, request.tier, request.shard)
+def plan_outputs(manifest: Manifest, request: RunRequest, plan: Plan) -> Outputs:
+    """Where this run writes, each path checked before any scorer starts; a shard's own file is named by the
+    shard the selection settled on (``--shard auto``: the CI's)."""
+    shard = next(iter(plan.filters.get("shard", [])), None)
+    results = request.json_path or default_results_path(manifest, request.tier, shard)
     return Outputs(
         results=check_writable(results, "--json"),
         junit=check_writable(request.junit_path, "--junit") if request.junit_path else None,
@@ -555,7 +557,7 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
 
     manifest = load(request.manifest_path)
     plan, _ = select(manifest, request, console, environ)
-    outputs = plan_outputs(manifest, request)
+    outputs = plan_outputs(manifest, request, plan)
     keep = {p.name for p in plan.evals}
     with clean_checkout(request.manifest_path, request.worktree) as exported:
         console.note(
