@@ -6,8 +6,13 @@ a scorer sees of them in each tier:
 - t1 (static): every key variable is replaced by ``PLACEHOLDER`` (set even
   when evalrun's own environment lacks it, so an SDK constructor such as
   ``OpenAI()`` does not refuse to start), and every model base-URL variable
-  points at ``T1_MODEL_URL``, the discard port on 127.0.0.1 where nothing
-  answers. A t1 eval that tries a model fails fast with "connection refused".
+  points at ``T1_MODEL_URL``, port 4 on 127.0.0.1 where nothing answers. A
+  t1 eval that tries a model fails fast with "connection refused" (port 9,
+  the discard port used before, is on the Fetch standard's list of "bad ports":
+  Node's ``fetch`` refused it before connecting, with an unhelpful message).
+  Of Anthropic's two credential variables exactly one is set, so the SDK has
+  nothing to warn about: ``ANTHROPIC_AUTH_TOKEN`` when evalrun's environment
+  has only that one, else ``ANTHROPIC_API_KEY`` (``ANTHROPIC_AUTH_TOKEN`` removed).
 - t2 (replay): keys replaced the same way; the base-URL variables point at the
   record/replay proxy (``model_url``), or at ``T1_MODEL_URL`` when the tier
   runs no proxy. A t2 eval cannot make a live call even on a machine that
@@ -36,8 +41,9 @@ from pathlib import Path
 from evalrun.secrets import PLACEHOLDER, key_vars
 
 
-# The discard port (9): nothing listens there, so a connection is refused at once.
-T1_MODEL_URL = "http://127.0.0.1:9/evalrun-t1-has-no-model"
+# Port 4 (unassigned, privileged): nothing listens there, so a connection is refused at once. Not the
+# discard port 9: Node's fetch (and browsers) refuse the Fetch standard's "bad ports" before connecting.
+T1_MODEL_URL = "http://127.0.0.1:4/evalrun-t1-has-no-model"
 
 
 BASE_URL_VARS: tuple[str, ...] = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "EVALRUN_MODEL_URL")
@@ -72,6 +78,11 @@ def scrub_environment(
         return scrubbed
     for name in key_vars(extra_key_vars):
         scrubbed[name] = PLACEHOLDER
+    # One Anthropic credential, as the SDK wants (it warns when both are set and uses the API key).
+    if env.get("ANTHROPIC_AUTH_TOKEN") and not env.get("ANTHROPIC_API_KEY"):
+        del scrubbed["ANTHROPIC_API_KEY"]
+    else:
+        del scrubbed["ANTHROPIC_AUTH_TOKEN"]
     target = model_url if tier == "t2" and model_url is not None else T1_MODEL_URL
     scrubbed.update(endpoint_env(target))
     _bypass_http_proxy(scrubbed)

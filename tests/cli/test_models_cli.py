@@ -23,7 +23,7 @@ def test_t1_scorers_get_placeholders_and_an_unreachable_model(project) -> None:
     assert r.code == 0, r.output
     seen = _evidence(proj, "caller", "t1")
     assert seen["key"] == "evalrun-placeholder-not-a-key"
-    assert seen["base"].startswith("http://127.0.0.1:9/")
+    assert seen["base"].startswith("http://127.0.0.1:4/")
     assert seen["answers"][0].startswith("error")
     assert SECRET not in r.output + (proj.root / ".evalrun/results/t1.json").read_text()
 
