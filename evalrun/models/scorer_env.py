@@ -26,6 +26,7 @@ The base-URL variables, for a base such as ``http://127.0.0.1:PORT/t/<run token>
     OPENAI_BASE_URL     = <base>/v1     (OpenAI SDKs, and OpenAI-compatible clients)
     OPENAI_API_BASE     = <base>/v1     (the older name still read by LangChain, LiteLLM)
     ANTHROPIC_BASE_URL  = <base>        (Anthropic SDKs append /v1/messages themselves)
+    ANTHROPIC_API_URL   = <base>        (the name LangChain's Anthropic client reads too)
     EVALRUN_MODEL_URL   = <base>        (evalrun's own: append the provider's path)
 
 In t1 and t2 ``127.0.0.1`` and ``localhost`` are added to ``NO_PROXY`` so a
@@ -46,7 +47,11 @@ from evalrun.secrets import PLACEHOLDER, key_vars
 T1_MODEL_URL = "http://127.0.0.1:4/evalrun-t1-has-no-model"
 
 
-BASE_URL_VARS: tuple[str, ...] = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "EVALRUN_MODEL_URL")
+# Every base-URL variable an SDK reads (evalrun.models.upstreams.SDK_BASE_VARS) and evalrun's own: where an
+# eval's proxy (or the placeholder) is, whatever the eval's ``env`` says (``model_endpoint_wins``).
+BASE_URL_VARS: tuple[str, ...] = (
+    "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_URL", "EVALRUN_MODEL_URL",
+)
 
 def endpoint_env(base_url: str) -> dict[str, str]:
     """The base-URL variables for a model endpoint at ``base_url`` (no trailing slash)."""
@@ -55,8 +60,19 @@ def endpoint_env(base_url: str) -> dict[str, str]:
         "OPENAI_BASE_URL": f"{base}/v1",
         "OPENAI_API_BASE": f"{base}/v1",
         "ANTHROPIC_BASE_URL": base,
+        "ANTHROPIC_API_URL": base,
         "EVALRUN_MODEL_URL": base,
     }
+
+
+def model_endpoint_wins(env: dict[str, str], proxy_env: Mapping[str, str]) -> None:
+    """Put the eval's proxy endpoint (``proxy_env``, empty when no proxy serves it) back over what its ``env``
+    set: an eval's own ``OPENAI_BASE_URL`` is its *upstream* (evalrun.models.upstreams), never a way around
+    the proxy. An eval no proxy serves (t1, t2 and t3 without ``model = true``) keeps its ``env``: a mock
+    server of its own is its business, and in t1/t2 it has no key to spend."""
+    for name in BASE_URL_VARS:
+        if name in proxy_env:
+            env[name] = proxy_env[name]
 
 
 def scrub_environment(

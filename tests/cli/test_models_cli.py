@@ -124,3 +124,30 @@ def test_fixtures_for_must_name_an_eval_of_the_manifest(project) -> None:
         'evalrun: error: manifest.toml: evals[0] ("caller").fixtures_for: no eval is named \'nobody\'; '
         "name the eval whose fixtures this one records"
     ]
+
+
+def test_an_evals_own_base_url_is_its_upstream_never_a_way_around_the_proxy(project) -> None:
+    # A product's gateway config copied into the manifest: the eval's env sets OPENAI_BASE_URL.
+    with FakeUpstream() as gateway:
+        proj = model_project(
+            project, tier="t3", extra=f'env = {{ CALLS = "3", TOLERATE = "1", OPENAI_BASE_URL = "{gateway.url}/v1" }}',
+            tier_table="[tiers.t3]\nbudget = { calls = 2 }\n\n",
+        )
+        r = proj.run("t3", "--record", env={"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": "http://127.0.0.1:4/v1"})
+        assert len(gateway.requests) == 2  # through the proxy: the budget held the third call
+    assert r.code == 4, r.output
+    assert proj.eval_result("caller", "t3")["status"] == "budget"
+    assert f'upstream of caller: openai: {gateway.url}/v1 (evals[0] ("caller").env.OPENAI_BASE_URL)' in r.output
+    # The rest of the run goes where the user's own OPENAI_BASE_URL says, and the header says so.
+    assert "upstream: openai: http://127.0.0.1:4/v1 (OPENAI_BASE_URL in evalrun's environment); " in r.output
+    assert _evidence(proj, "caller", "t3")["base"].startswith("http://127.0.0.1:")  # the proxy's
+    assert len(list((proj.root / "evals" / "caller" / "fixtures" / "caller").glob("*.json"))) == 2
+
+    # t2 with the same env line replays the recordings; the address in the eval's env is never called.
+    manifest = proj.root / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('tier = "t3"', 'tier = "t2"').replace('CALLS = "3"', 'CALLS = "2"')
+                        .replace("[tiers.t3]\nbudget = { calls = 2 }\n", ""))
+    r = proj.run("t2", env={"OPENAI_API_KEY": SECRET})
+    assert r.code == 0, r.output
+    assert all(a.startswith("echo: question") for a in _evidence(proj, "caller", "t2")["answers"])
+    assert proj.eval_result("caller", "t2")["models"]["calls"] == 2

@@ -132,7 +132,7 @@ class ReplayProxy:
     def __init__(
         self,
         mode: Mode,
-        upstream: str | None = None,
+        upstream: str | Mapping[str, str] | None = None,
         budget: BudgetLimits | None = None,
         key_env: Mapping[str, str] | None = None,
         redact_values: set[str] | None = None,
@@ -149,7 +149,11 @@ class ReplayProxy:
         self.mode: Mode = mode
         self.match: Match = match
         self.prices: Mapping[str, Any] | None = prices  # None: cost is not reported
-        self.upstream = upstream.rstrip("/") if upstream else None
+        # Where record and live calls go: one base URL, or one per API style ("openai", "anthropic"), each
+        # an eval may change (register_eval); a style not named goes to its provider's API.
+        self.upstream = upstream.rstrip("/") if isinstance(upstream, str) and upstream else None
+        self.upstreams: dict[str, str] = dict(upstream) if isinstance(upstream, Mapping) else {}
+        self._eval_upstreams: dict[str, dict[str, str]] = {}
         self.key_env: Mapping[str, str] = dict(key_env or {}) if mode != "replay" else {}
         self.token = os.urandom(16).hex()
         self.secrets = set(redact_values or ())
@@ -218,6 +222,7 @@ class ReplayProxy:
         repeat: int | None = None,
         column: str | None = None,
         column_budget: BudgetLimits | None = None,
+        upstreams: Mapping[str, str] | None = None,
     ) -> str:
         """Make ``eval_name`` known; return its base URL.
 
@@ -226,6 +231,7 @@ class ReplayProxy:
         ``repeat``: one run of a repeated eval (evalrun.repeats), with its own base URL, counters and
         budget; its sessions get ``.r<repeat>`` appended (none for run 0, so fixtures recorded without
         repeats keep working), and only its own sessions' fixtures can be unplayed.
+        ``upstreams``: this eval's upstream per API style, over the proxy's.
         """
         if fixtures_dir is None and self.mode != "live":
             raise ValueError(f"eval {eval_name!r}: {self.mode} mode needs a fixtures folder")
@@ -241,6 +247,8 @@ class ReplayProxy:
                     self._columns[column] = BudgetMeter(column_budget, f"experiment {column!r} budget")
                 state.column_meter = self._columns[column]
             self._evals[key] = state
+            if upstreams:
+                self._eval_upstreams[key] = dict(upstreams)
             if default:
                 self._default_eval = key
         return f"{self.endpoint}/e/{quote(key, safe='')}"
@@ -480,7 +488,7 @@ class ReplayProxy:
     ) -> None:
         shown = path.split("?", 1)[0]
         style = api_style(path, headers)
-        target = choose_target(self.upstream, path, style)
+        target = choose_target(self._upstream_for(state, style), path, style)
         sent_headers = upstream_headers(headers, style, self.key_env)
         try:
             conn, response = self._pool.request(target, method, sent_headers, body)
@@ -509,6 +517,11 @@ class ReplayProxy:
                 end_settling(meters)
             if ticket is not None:
                 state.end_pending(ticket)
+
+    def _upstream_for(self, state: EvalState, style: str) -> str | None:
+        """The upstream of a call of ``style`` by ``state``'s eval: its own, else the proxy's (None: the provider's API)."""
+        own = self._eval_upstreams.get(_eval_key(state.name, state.repeat), {})
+        return own.get(style) or self.upstreams.get(style) or self.upstream
 
     def _settle_at_answer_end(
         self, state: EvalState, raw: bytearray, new: int, ended_early: list[tuple[BudgetMeter, ...]]
@@ -570,8 +583,11 @@ class ReplayProxy:
         self._pool.give_back(target.base_url, conn, response)
         # An attempt its client abandoned (timed out, disconnected) is no answer: its retry takes the index.
         abandoned = handler.client_gone() if streamed else handler.peer_closed()
-        recording = self.mode == "record" and not abandoned and recordable
-        index = state.take_index(session) if not abandoned else 0
+        # Nor is an answer from the wrong place (a 404 from another provider's upstream, a refused key):
+        # never recorded, so t2 cannot replay it as the answer; the eval fails, naming the URL called.
+        wrong_place = NOT_AN_ANSWER.get(response.status)
+        recording = self.mode == "record" and not abandoned and recordable and not wrong_place
+        index = state.take_index(session) if not (abandoned or wrong_place) else 0
         with self._settling(state, f"{state.name}/{session} call {index}"):
             try:
                 # The client has its last byte first; counting, notes and the fixture follow. A report
@@ -586,7 +602,7 @@ class ReplayProxy:
                     recorded = RecordedResponse(response.status, reply_headers, stream=tuple(_events(text)))
                 try:
                     usage = read_usage(recorded.body, recorded.stream or ())
-                    key = (session, index) if not abandoned else None
+                    key = (session, index) if not (abandoned or wrong_place) else None
                     usd = self._count(state, key, target.provider, usage, session)
                     if not abandoned:
                         self._log_call(
@@ -600,6 +616,14 @@ class ReplayProxy:
                         )
                     outcome = "abandoned by the client, not recorded" if abandoned else self.mode
                     self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} ({outcome})")
+                    if wrong_place and not abandoned:
+                        style = api_style(path, headers)
+                        state.note_missing(None, self._redact(
+                            f"evalrun {self.mode}: {state.name}/{session}: {method} {target.base_url}{target.path.split('?', 1)[0]} "
+                            f"answered {response.status} ({wrong_place}){'; not recorded' if self.mode == 'record' else ''}: "
+                            f"check the {style} upstream ([models] upstream.{style}, EVALRUN_UPSTREAM_{style.upper()}; "
+                            "the run's first lines say where it was set)"
+                        ))
                     if self.mode == "record" and not recordable:
                         state.note_missing(None, self._redact(
                             f"evalrun record: {state.name}/{session} call {index}: the upstream answered with "
@@ -621,6 +645,18 @@ class ReplayProxy:
         if self._log is not None:
             self._log(self._redact(line))
 
+
+# Upstream statuses that are no answer of the model's but a sign of the wrong upstream or key: never recorded
+# (t2 would replay them as the answer), and the eval fails naming the URL. Other errors (400, 429, 5xx) are the
+# API's behaviour a suite may record on purpose (a 500 with x-should-retry: false, a 429 and its retry).
+NOT_AN_ANSWER = {
+    401: "the upstream refused the key",
+    403: "the upstream refused the key",
+    404: "no such endpoint there: is it this provider's base URL?",
+    405: "no such endpoint there: is it this provider's base URL?",
+    407: "an HTTP proxy wants credentials",
+    421: "the upstream says the request reached the wrong server",
+}
 
 # The event that ends a streamed answer: OpenAI's chat ``[DONE]``, its Responses API's last event,
 # Anthropic's ``message_stop``. The SDKs stop reading there; the upstream may end the stream later.
