@@ -160,6 +160,15 @@ class ModelCalls:
                 update["message"] = "; ".join(grouped) + (f"; {quoted}" if quoted else "")
             elif report.unplayed and result.status is Status.PASSED:
                 update["message"] = "note: " + "; ".join(report.unplayed)
+            if report.uncounted_calls:
+                # Never free, never silent: a stream that reported no usage although asked for it.
+                from evalrun.text import plural
+
+                note = (f"note: {plural(report.uncounted_calls, 'streamed call')} "
+                        "reported no usage although asked (stream_options.include_usage): their tokens are not "
+                        "counted, and a tokens or usd budget cannot cap them")
+                current = update.get("message", result.message)
+                update["message"] = f"{current}; {note}" if current else note
             unpriced = (report.cost or {}).get("unpriced_calls")
             if unpriced and self._usd_capped(planned):
                 # Loud, and never as free: the usd budget could not count these calls.

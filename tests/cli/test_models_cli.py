@@ -151,3 +151,48 @@ def test_an_evals_own_base_url_is_its_upstream_never_a_way_around_the_proxy(proj
     assert r.code == 0, r.output
     assert all(a.startswith("echo: question") for a in _evidence(proj, "caller", "t2")["answers"])
     assert proj.eval_result("caller", "t2")["models"]["calls"] == 2
+
+
+STREAMER = """
+import json
+import httpx, openai
+from evalrun import scorer
+
+client = openai.OpenAI(max_retries=0, http_client=httpx.Client(trust_env=False))
+got = []
+for prompt in ("one", "two", "three"):
+    try:  # the SDK's documented stream=True: it does not ask for usage
+        stream = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}], stream=True)
+        got.append("".join(chunk.choices[0].delta.content or "" for chunk in stream))
+    except openai.APIStatusError as exc:
+        got.append(f"error {exc.status_code}")
+with scorer.check("the model answered") as c:
+    c.evidence(json.dumps(got))
+    c.true(all(not g.startswith("error") for g in got), got)
+"""
+
+
+def test_streams_the_sdk_did_not_ask_usage_for_are_counted_never_free(project) -> None:
+    # Three ~200-token streamed calls under a 300-token cap: the third is refused. Another eval's upstream
+    # ignores the request for usage: its calls are uncounted and the eval says so.
+    with FakeUpstream(stream_usage="asked", stream_tokens=(150, 50)) as api, \
+            FakeUpstream(stream_usage="never", stream_tokens=(150, 50)) as mute:
+        proj = project({
+            "manifest.toml": (
+                '[[evals]]\nname = "capped"\ntier = "t3"\ndir = "evals/s"\nrun = ["python", "score.py"]\nmodel = true\n'
+                'budget = { tokens = 300 }\n\n'
+                '[[evals]]\nname = "mute"\ntier = "t3"\ndir = "evals/s"\nrun = ["python", "score.py"]\nmodel = true\n'
+                f'env = {{ OPENAI_BASE_URL = "{mute.url}/v1" }}\n'
+            ),
+            "evals/s/score.py": STREAMER,
+        })
+        r = proj.run("t3", env={"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": f"{api.url}/v1"})
+        assert len(api.requests) == 2 and len(mute.requests) == 3
+    assert r.code == 4, r.output
+    capped = proj.eval_result("capped", "t3")
+    assert capped["status"] == "budget" and capped["models"]["tokens"]["total"] == 400
+    mute_result = proj.eval_result("mute", "t3")
+    assert mute_result["status"] == "passed" and mute_result["models"]["uncounted_calls"] == 3
+    assert "note: 3 streamed calls reported no usage although asked" in mute_result["message"]
+    assert "  mute: openai gpt-4o-mini-2024-07-18, 3 calls, 0 tokens + 3 uncounted calls (live)\n" in r.out
+    assert SECRET not in r.output

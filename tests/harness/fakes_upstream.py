@@ -75,8 +75,9 @@ class FakeUpstream:
     tail_delay: float = 1.5  # how long a ``[slow-tail]`` stream waits before its end
     # "openai" or "anthropic": serve that provider's API alone, and 404 the other's paths (as a real provider does)
     provider: str | None = None
-    # Stream an OpenAI chat usage chunk only when the request asks (stream_options.include_usage), as the API does
-    usage_when_asked: bool = False
+    # When a streamed OpenAI chat answer ends with a usage chunk: "always" (the fake's old way), "asked" (only
+    # when the request sets stream_options.include_usage, as the API does) or "never" (a server that ignores it)
+    stream_usage: str = "always"
     stream_tokens: tuple[int, int] = (13, 5)  # (prompt, completion) tokens a streamed chat answer reports
 
     def __enter__(self) -> FakeUpstream:
@@ -148,7 +149,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif route == "/v1/chat/completions":
             if body.get("stream"):
                 asked = bool((body.get("stream_options") or {}).get("include_usage"))
-                self._stream(_openai_events(text, usage=asked or not self.fake.usage_when_asked, tokens=self.fake.stream_tokens))
+                usage = {"always": True, "asked": asked, "never": False}[self.fake.stream_usage]
+                self._stream(_openai_events(text, usage=usage, tokens=self.fake.stream_tokens))
             else:
                 self._json(200, _openai_completion(text))
         elif route == "/v1/messages":

@@ -110,7 +110,7 @@ from evalrun.models.replay.upstream import (
     upstream_headers,
 )
 from evalrun.models.cost import call_cost
-from evalrun.models.replay.usage import CallUsage, read_usage
+from evalrun.models.replay.usage import CallUsage, UsageChunks, ask_for_usage, is_usage_chunk, read_usage
 
 Mode = Literal["replay", "record", "live"]
 MODES: tuple[str, ...] = ("replay", "record", "live")
@@ -283,6 +283,7 @@ class ReplayProxy:
                 missing_fixtures=tuple(state.missing_fixtures),
                 call_log=tuple(state.call_log),
                 calls_not_kept=max(0, state.calls_seen - len(state.call_log)),
+                uncounted_calls=state.uncounted_calls,
                 unplayed=tuple(state.unplayed(self.mode)) if len(missing) == len(state.missing) else (),
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
@@ -465,9 +466,13 @@ class ReplayProxy:
             try:
                 if response.stream is not None:
                     # All of it at once, in one chunk: nothing is waited for, so nothing is gained by
-                    # a send per event (and each would cost the client a wake-up).
+                    # a send per event (and each would cost the client a wake-up). A usage chunk the
+                    # proxy asked for is not the client's: it did not get it when recorded either.
+                    events = response.stream
+                    if _hides_usage(method, path, headers, body):
+                        events = tuple(e for e in events if not is_usage_chunk(e))
                     handler.start_stream(response.status, response.headers)
-                    handler.write_chunk("".join(response.stream).encode("utf-8"), end=True)
+                    handler.write_chunk("".join(events).encode("utf-8"), end=True)
                 else:
                     handler.send_whole(response.status, response.headers, response.body)
             finally:
@@ -490,8 +495,11 @@ class ReplayProxy:
         style = api_style(path, headers)
         target = choose_target(self._upstream_for(state, style), path, style)
         sent_headers = upstream_headers(headers, style, self.key_env)
+        # An OpenAI chat stream reports its tokens only when asked: ask, and keep the answer from a client
+        # that did not (``usage.UsageChunks``); the fixture keeps the request as the client sent it.
+        asked = _asking_for_usage(method, path, headers, body)
         try:
-            conn, response = self._pool.request(target, method, sent_headers, body)
+            conn, response = self._pool.request(target, method, sent_headers, asked if asked is not None else body)
         except UpstreamError as exc:
             self._release_budget(state)
             message = self._redact(f"evalrun proxy: upstream {exc} ({state.name}/{session}: {method} {shown})")
@@ -511,7 +519,7 @@ class ReplayProxy:
         ended_early: list[tuple[BudgetMeter, ...]] = []
         try:
             self._pass_on(handler, state, session, method, path, headers, body, target, conn, response,
-                          reply_headers, streamed, ended_early)
+                          reply_headers, streamed, ended_early, hide_usage=asked is not None)
         finally:
             for meters in ended_early:
                 end_settling(meters)
@@ -538,9 +546,11 @@ class ReplayProxy:
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
         headers: dict[str, str], body: bytes, target: Target, conn: http.client.HTTPConnection,
         response: http.client.HTTPResponse, reply_headers: dict[str, str], streamed: bool,
-        ended_early: list[tuple[BudgetMeter, ...]],
+        ended_early: list[tuple[BudgetMeter, ...]], *, hide_usage: bool = False,
     ) -> None:
-        """Relay the upstream's answer to the client, then count it and hand its fixture to the writer."""
+        """Relay the upstream's answer to the client, then count it and hand its fixture to the writer.
+        ``hide_usage``: the proxy asked for a stream's usage chunk the client did not: it is counted and
+        recorded, never sent to the client."""
         shown = path.split("?", 1)[0]
         decoder = content_decoder(reply_headers.get("content-encoding", ""))
         if decoder is not None:
@@ -551,15 +561,19 @@ class ReplayProxy:
         try:
             if streamed:
                 handler.start_stream(response.status, reply_headers)
+                kept = UsageChunks() if hide_usage else None
                 for chunk in body_pieces(response):  # all that has arrived, in one send to the client
                     chunk = decoder.decompress(chunk) if decoder is not None else chunk
                     raw += chunk
                     self._settle_at_answer_end(state, raw, len(chunk), ended_early)
-                    handler.write_chunk(chunk, watch=True)  # relayed as it arrives, not when the call ends
+                    # relayed as it arrives, not when the call ends
+                    handler.write_chunk(kept.feed(chunk) if kept is not None else chunk, watch=True)
                 if decoder is not None and (tail := decoder.flush()):
                     raw += tail
                     self._settle_at_answer_end(state, raw, len(tail), ended_early)
-                    handler.write_chunk(tail, watch=True)
+                    handler.write_chunk(kept.feed(tail) if kept is not None else tail, watch=True)
+                if kept is not None:
+                    handler.write_chunk(kept.flush(), watch=True)
                 recorded = None  # split into events once the client has the stream's end
             else:
                 data = response.read()
@@ -604,6 +618,10 @@ class ReplayProxy:
                     usage = read_usage(recorded.body, recorded.stream or ())
                     key = (session, index) if not (abandoned or wrong_place) else None
                     usd = self._count(state, key, target.provider, usage, session)
+                    if streamed and response.status < 300 and not usage.total_tokens \
+                            and _asks_for_usage_now(method, path, headers, body):
+                        with state.lock:  # asked for and still not reported: uncounted, and said so
+                            state.uncounted_calls += 1
                     if not abandoned:
                         self._log_call(
                             state, session=session, index=index, provider=target.provider, method=method, path=path,
@@ -669,6 +687,28 @@ _ANSWER_END_SPAN = 64  # bytes before a new piece searched again: an end event s
 def answer_ended(raw: bytes | bytearray, new: int) -> bool:
     """Whether the stream so far (``raw``, of which the last ``new`` bytes just arrived) holds its end event."""
     return _ANSWER_END.search(raw, max(0, len(raw) - new - _ANSWER_END_SPAN)) is not None
+
+
+def _asking_for_usage(method: str, path: str, headers: Mapping[str, str], body: bytes) -> bytes | None:
+    """The body the proxy sends upstream for an OpenAI chat stream that does not ask for its usage (asking
+    for it), else None. The SDKs' stream=True does not ask, and a stream without usage counts 0 tokens."""
+    if method != "POST" or not path.split("?", 1)[0].endswith("/chat/completions"):
+        return None
+    if api_style(path, headers) != "openai" or _header(headers, "content-encoding"):
+        return None
+    return ask_for_usage(body)
+
+
+def _asks_for_usage_now(method: str, path: str, headers: Mapping[str, str], body: bytes) -> bool:
+    """An OpenAI chat stream whose usage was asked for, by its client or by the proxy."""
+    if method != "POST" or not path.split("?", 1)[0].endswith("/chat/completions") or api_style(path, headers) != "openai":
+        return False
+    return _asking_for_usage(method, path, headers, body) is not None or b'"include_usage"' in body
+
+
+def _hides_usage(method: str, path: str, headers: Mapping[str, str], body: bytes) -> bool:
+    """Whether the proxy asks for usage on this call's behalf, and so keeps the usage chunk from its client."""
+    return _asking_for_usage(method, path, headers, body) is not None
 
 
 def _events(text: str) -> list[str]:

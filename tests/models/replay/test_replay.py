@@ -49,8 +49,13 @@ def call(client: httpx.Client, base: str, path: str, body: dict[str, Any], heade
     return client.post(f"{base}{path}", json=body, headers=headers or PLACEHOLDER_AUTH)
 
 
+# An OpenAI chat stream that asks for its usage chunk gets it (one that does not ask: test_replay_budget.py).
+ASK_USAGE = {"/v1/chat/completions": {"stream_options": {"include_usage": True}}}
+
+
 def streamed(client: httpx.Client, base: str, path: str, body: dict[str, Any]) -> bytes:
-    with client.stream("POST", f"{base}{path}", json={**body, "stream": True}, headers=PLACEHOLDER_AUTH) as r:
+    with client.stream("POST", f"{base}{path}", json={**body, "stream": True, **ASK_USAGE.get(path, {})},
+                       headers=PLACEHOLDER_AUTH) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
         return r.read()
