@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalrun.manifest import Budget
 from evalrun.models.replay.budget import BudgetMeter
@@ -185,3 +188,50 @@ def test_a_stream_that_reports_no_usage_even_when_asked_is_uncounted_and_said_so
     assert all(isinstance(chunks, list) for chunks in seen), seen
     assert report.calls == 2 and report.total_tokens == 0
     assert report.uncounted_calls == 2 and report.as_record()["uncounted_calls"] == 2
+
+
+def _events_text(usage: bool) -> str:
+    from harness.fakes_upstream import _openai_events
+
+    return "".join(_openai_events("héllo, wörld: a streamed answer", usage=usage))
+
+
+@given(cuts=st.lists(st.integers(min_value=0, max_value=len(_events_text(True).encode())), max_size=12),
+       crlf=st.booleans())
+def test_the_usage_chunk_is_kept_back_however_the_stream_is_cut_into_pieces(cuts, crlf):
+    from evalrun.models.replay.usage import UsageChunks
+
+    whole, expected = _events_text(True), _events_text(False)
+    if crlf:
+        whole, expected = whole.replace("\n", "\r\n"), expected.replace("\n", "\r\n")
+    data = whole.encode()
+    bounds = sorted({0, len(data), *(min(c, len(data)) for c in cuts)})
+    kept = UsageChunks()
+    out = b"".join(kept.feed(data[a:b]) for a, b in zip(bounds, bounds[1:])) + kept.flush()
+    assert out.decode() == expected
+
+
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_asking_for_usage_never_fails_on_any_body(body):
+    from evalrun.models.replay.usage import ask_for_usage
+
+    asked = ask_for_usage(body)
+    assert asked is None or json.loads(asked)["stream_options"]["include_usage"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "asked"),
+    [
+        ({"stream": True}, {"stream": True, "stream_options": {"include_usage": True}}),
+        ({"stream": True, "stream_options": {"include_obfuscation": False}},
+         {"stream": True, "stream_options": {"include_obfuscation": False, "include_usage": True}}),
+        ({"stream": True, "stream_options": {"include_usage": True}}, None),
+        ({"stream": False}, None),
+        ({"stream": True, "stream_options": "bad"}, None),
+    ],
+)
+def test_usage_is_asked_for_only_where_a_stream_does_not_ask_keeping_its_other_options(body, asked):
+    from evalrun.models.replay.usage import ask_for_usage
+
+    result = ask_for_usage(json.dumps(body).encode())
+    assert (json.loads(result) if result is not None else None) == asked
