@@ -502,7 +502,8 @@ class ReplayProxy:
             conn, response = self._pool.request(target, method, sent_headers, asked if asked is not None else body)
         except UpstreamError as exc:
             self._release_budget(state)
-            message = self._redact(f"evalrun proxy: upstream {exc} ({state.name}/{session}: {method} {shown})")
+            message = self._redact(f"evalrun proxy: upstream {exc} ({state.name}/{session}: {method} {shown}); "
+                                   f"{_check_upstream(style)}")
             state.note_missing(None, message)
             self.note(message)
             handler.send_error_json(424, "evalrun_upstream_unreachable", message)
@@ -639,8 +640,7 @@ class ReplayProxy:
                         state.note_missing(None, self._redact(
                             f"evalrun {self.mode}: {state.name}/{session}: {method} {target.base_url}{target.path.split('?', 1)[0]} "
                             f"answered {response.status} ({wrong_place}){'; not recorded' if self.mode == 'record' else ''}: "
-                            f"check the {style} upstream ([models] upstream.{style}, EVALRUN_UPSTREAM_{style.upper()}; "
-                            "the run's first lines say where it was set)"
+                            f"{_check_upstream(style)}"
                         ))
                     if self.mode == "record" and not recordable:
                         state.note_missing(None, self._redact(
@@ -697,6 +697,12 @@ def _asking_for_usage(method: str, path: str, headers: Mapping[str, str], body: 
     if api_style(path, headers) != "openai" or _header(headers, "content-encoding"):
         return None
     return ask_for_usage(body)
+
+
+def _check_upstream(style: str) -> str:
+    """The fix named when an upstream is unreachable or answers from the wrong place."""
+    return (f"check the {style} upstream ([models] upstream.{style}, EVALRUN_UPSTREAM_{style.upper()}; "
+            "the run's first lines say where it was set)")
 
 
 def _asks_for_usage_now(method: str, path: str, headers: Mapping[str, str], body: bytes) -> bool:

@@ -384,6 +384,10 @@ def test_an_unreachable_upstream_answers_424_not_retried_and_is_reported(client,
         proxy.stop()
     assert answer.status_code == 424 and answer.headers["x-should-retry"] == "false"
     assert "http://127.0.0.1:9: connection refused" in answer.json()["error"]["message"]
+    # It names the setting to change, not only the address (a user's gateway replaced by the default went unexplained).
+    assert answer.json()["error"]["message"].endswith(
+        "; check the openai upstream ([models] upstream.openai, EVALRUN_UPSTREAM_OPENAI; the run's first lines say where it was set)"
+    )
     assert report.calls == 0 and len(report.missing) == 1
     assert OPENAI_KEY not in answer.text
 
