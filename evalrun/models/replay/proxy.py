@@ -15,6 +15,7 @@ spend the run's key. The eval's environment then holds
     OPENAI_BASE_URL    = <base>/v1
     OPENAI_API_BASE    = <base>/v1
     ANTHROPIC_BASE_URL = <base>
+    ANTHROPIC_API_URL  = <base>
     EVALRUN_MODEL_URL  = <base>
 
 and the part of the path after ``<base>`` (``/v1/chat/completions``) is what
@@ -39,6 +40,15 @@ Modes.
   abandoned (timed out, disconnected) is not recorded, and its retry takes the
   index. A gzip or deflate answer is decoded for the client and the fixture.
 - ``live`` (t3): relayed, nothing written; usage counted.
+
+Upstreams. A relayed call goes to the upstream of its API style, the eval's own
+(``register_eval(upstreams=...)``, from its ``env``) over the proxy's; which one
+and why is decided in ``evalrun.models.upstreams``. An upstream answer that is
+no answer of the model's (``NOT_AN_ANSWER``: 401, 403, 404, 405, 407, 421) is
+never recorded and fails the eval naming the URL called. An OpenAI chat stream
+that does not ask for its usage is sent upstream asking for it; the usage chunk
+is counted and recorded but kept from the client (``usage.UsageChunks``), in
+replay too.
 
 Latency. A streamed answer is relayed as it arrives, all that has arrived in
 one send (``upstream.body_pieces``); a replayed one goes out in one send. In
