@@ -76,7 +76,8 @@ class FakeUpstream:
     # "openai" or "anthropic": serve that provider's API alone, and 404 the other's paths (as a real provider does)
     provider: str | None = None
     # When a streamed OpenAI chat answer ends with a usage chunk: "always" (the fake's old way), "asked" (only
-    # when the request sets stream_options.include_usage, as the API does) or "never" (a server that ignores it)
+    # when the request sets stream_options.include_usage, as the API does), "never" (a server that ignores it)
+    # or "refused" (an older server that answers a request with stream_options 400, and streams without usage)
     stream_usage: str = "always"
     stream_tokens: tuple[int, int] = (13, 5)  # (prompt, completion) tokens a streamed chat answer reports
 
@@ -149,7 +150,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif route == "/v1/chat/completions":
             if body.get("stream"):
                 asked = bool((body.get("stream_options") or {}).get("include_usage"))
-                usage = {"always": True, "asked": asked, "never": False}[self.fake.stream_usage]
+                if self.fake.stream_usage == "refused" and "stream_options" in body:
+                    self._json(400, {"error": {"message": "Unrecognized request argument supplied: stream_options",
+                                               "type": "invalid_request_error"}})
+                    return
+                usage = {"always": True, "asked": asked, "never": False, "refused": False}[self.fake.stream_usage]
                 self._stream(_openai_events(text, usage=usage, tokens=self.fake.stream_tokens))
             else:
                 self._json(200, _openai_completion(text))

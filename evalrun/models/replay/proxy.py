@@ -508,8 +508,22 @@ class ReplayProxy:
         # An OpenAI chat stream reports its tokens only when asked: ask, and keep the answer from a client
         # that did not (``usage.UsageChunks``); the fixture keeps the request as the client sent it.
         asked = _asking_for_usage(method, path, headers, body)
+        prefetched: bytes | None = None  # an answer's body already read here
         try:
             conn, response = self._pool.request(target, method, sent_headers, asked if asked is not None else body)
+            if asked is not None and response.status == 400 \
+                    and not (response.getheader("content-type") or "").startswith("text/event-stream"):
+                # A server that refuses stream_options (older OpenAI-compatible ones) gets the call as the
+                # client made it: it works as without evalrun, and its stream is counted as uncounted.
+                try:
+                    prefetched = response.read()
+                except (OSError, http.client.HTTPException) as exc:
+                    conn.close()
+                    raise UpstreamError(f"{target.base_url}: broke off the response ({exc.__class__.__name__})") from None
+                if b"stream_options" in prefetched:
+                    self._pool.give_back(target.base_url, conn, response)
+                    asked, prefetched = None, None
+                    conn, response = self._pool.request(target, method, sent_headers, body)
         except UpstreamError as exc:
             self._release_budget(state)
             message = self._redact(f"evalrun proxy: upstream {exc} ({state.name}/{session}: {method} {shown}); "
@@ -530,7 +544,7 @@ class ReplayProxy:
         ended_early: list[tuple[BudgetMeter, ...]] = []
         try:
             self._pass_on(handler, state, session, method, path, headers, body, target, conn, response,
-                          reply_headers, streamed, ended_early, hide_usage=asked is not None)
+                          reply_headers, streamed, ended_early, hide_usage=asked is not None, prefetched=prefetched)
         finally:
             for meters in ended_early:
                 end_settling(meters)
@@ -557,7 +571,7 @@ class ReplayProxy:
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
         headers: dict[str, str], body: bytes, target: Target, conn: http.client.HTTPConnection,
         response: http.client.HTTPResponse, reply_headers: dict[str, str], streamed: bool,
-        ended_early: list[tuple[BudgetMeter, ...]], *, hide_usage: bool = False,
+        ended_early: list[tuple[BudgetMeter, ...]], *, hide_usage: bool = False, prefetched: bytes | None = None,
     ) -> None:
         """Relay the upstream's answer to the client, then count it and hand its fixture to the writer.
         ``hide_usage``: the proxy asked for a stream's usage chunk the client did not: it is counted and
@@ -587,7 +601,7 @@ class ReplayProxy:
                     handler.write_chunk(kept.flush(), watch=True)
                 recorded = None  # split into events once the client has the stream's end
             else:
-                data = response.read()
+                data = prefetched if prefetched is not None else response.read()
                 if decoder is not None:
                     data = decoder.decompress(data, MAX_DECODED_BYTES)
                     if decoder.unconsumed_tail:

@@ -190,6 +190,17 @@ def test_a_stream_that_reports_no_usage_even_when_asked_is_uncounted_and_said_so
     assert report.uncounted_calls == 2 and report.as_record()["uncounted_calls"] == 2
 
 
+def test_a_server_that_refuses_stream_options_gets_the_call_as_the_client_made_it_and_it_is_uncounted(tmp_path):
+    with FakeUpstream(stream_usage="refused") as fake, ReplayProxy("record", upstream=fake.url) as proxy:
+        base = proxy.register_eval("s", tmp_path)
+        seen = _streamed_chats(base, ["one", "two"])
+        report = proxy.eval_report("s")
+    assert all(isinstance(chunks, list) and chunks for chunks in seen), seen  # answered, as without evalrun
+    assert ["stream_options" in r.body for r in fake.requests] == [True, False, True, False]
+    assert report.calls == 2 and report.uncounted_calls == 2 and report.failures() == []
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["0001.json", "0002.json"]  # the 400s are no calls
+
+
 def _events_text(usage: bool) -> str:
     from harness.fakes_upstream import _openai_events
 
