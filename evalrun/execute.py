@@ -32,6 +32,7 @@ from evalrun.process import CancelEvent, ProcessOutcome, ProcessRequest, run_pro
 from evalrun.reports_in.parsed import REPORT_LIMIT
 from evalrun.results import EvalResult, Status
 from evalrun.scratch import Janitor, Scratch, make_scratch, sweep_scratch
+from evalrun.models.scorer_env import model_endpoint_wins
 from evalrun.secrets import PLACEHOLDER
 
 
@@ -156,6 +157,7 @@ def run_scorer(
     # The tier's key rule wins over anything an eval or service sets: in t1/t2 the
     # key variables keep the placeholder the base environment gave them.
     env.update({name: value for name, value in base_env.items() if value == PLACEHOLDER})
+    model_endpoint_wins(env, extra_env)  # the scorer talks to the proxy, whatever its env says
     env.update(
         EVALRUN_REPORT=str(report_path),
         EVALRUN_EVAL=spec.name,  # the eval's own name; the column is EVALRUN_EXPERIMENT

@@ -402,6 +402,8 @@ def _start_and_execute(
         with services, models:
             if models.mode:
                 console.note(f"model calls: {models.mode} through {models.proxy.url}")
+                for line in models.upstream_lines():
+                    console.note(line)
             for name in sorted({s for p in will_run for s in p.spec.services}):
                 console.note(f"starting service {name}")
                 state = services.start(name)

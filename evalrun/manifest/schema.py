@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from evalrun.errors import file_label
+from evalrun.models.upstreams import PROVIDERS, upstream_problem
 from evalrun.probes.spec import Probe, ProbeTable, parse_requirement
 from evalrun.services.spec import ServiceSpec, ServiceTable
 
@@ -125,27 +125,27 @@ class ModelsConfig(_Strict):
     # How replay pairs a call with its recording: "request" (its digest, then its index; a changed
     # request fails loudly) or "index" (its place in its session alone, whatever it asks).
     replay_match: Literal["request", "index"] = "request"
-    upstream: str | None = None  # where record and live modes send calls (default: by API style)
+    # Where record and live modes send calls: one base URL for every provider, or a table per provider
+    # ({ openai = "...", anthropic = "..." }); precedence in evalrun.models.upstreams.
+    upstream: str | dict[str, str] | None = None
     judge: str | None = Field(default=None, min_length=1)  # the model the scorer SDK's judge() asks
     prices: dict[str, Price] = Field(default_factory=dict)  # per model name; no network lookup
 
     @field_validator("upstream")
     @classmethod
-    def _upstream_is_a_base_url(cls, url: str | None) -> str | None:
+    def _upstream_is_a_base_url(cls, url: str | dict[str, str] | None) -> str | dict[str, str] | None:
+        if isinstance(url, dict):
+            for provider, value in url.items():
+                if provider not in PROVIDERS:
+                    raise ValueError(f"{provider!r} is no provider evalrun routes; use {' or '.join(PROVIDERS)}")
+                problem = upstream_problem(value)
+                if problem:
+                    raise ValueError(f"{provider}: {problem}")
+            return url
         problem = upstream_problem(url) if url is not None else None
         if problem:
             raise ValueError(problem)
         return url
-
-
-def upstream_problem(url: str) -> str | None:
-    """Why ``url`` cannot be an upstream (``http://host:port`` or ``http://host:port/v1``), or None."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return 'must be a base URL such as "https://api.openai.com" or "http://127.0.0.1:8765/v1"'
-    if parts.query or parts.fragment:
-        return "must have no query or fragment; give the base URL the API paths follow"
-    return None
 
 
 class BaselineConfig(_Strict):

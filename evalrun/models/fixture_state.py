@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.manifest import Manifest
-from evalrun.models.policy import fixtures_dir, upstream_url
+from evalrun.models.policy import fixtures_dir, upstreams_for_eval, upstreams_for_run
 from evalrun.models.replay.fixtures import list_fixtures, list_session
-from evalrun.models.replay.upstream import DEFAULT_UPSTREAMS
+from evalrun.models.upstreams import describe
 from evalrun.plan import PlannedEval
 
 UNPLAYED_NOTE = "was recorded but not requested"  # the words of a replayed eval's note (models.replay.state)
@@ -70,9 +70,14 @@ def fixture_state(
         named=tuple(sorted(named.items())),
         elsewhere=tuple(elsewhere),
         unplayed=message.count(UNPLAYED_NOTE) if message is not None else None,
-        upstream=upstream_url(manifest, environ) or " or ".join(DEFAULT_UPSTREAMS.values()) + " (by the request's API style)",
+        upstream=_upstream(manifest, planned, environ) if spec.tier == "t3" else "",
         recorders=recorders,
     )
+
+
+def _upstream(manifest: Manifest, planned: PlannedEval, environ: Mapping[str, str]) -> str:
+    """Where the eval's live and record calls go, per provider, and where each was set."""
+    return describe(upstreams_for_eval(manifest, upstreams_for_run(manifest, environ), planned))
 
 
 def _sessions(folder: Path) -> dict[str, int]:

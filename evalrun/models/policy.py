@@ -17,9 +17,9 @@ from types import TracebackType
 from typing import Any
 
 from evalrun.errors import UsageError
-from evalrun.manifest import upstream_problem
 from evalrun.models.failures import grouped_failures, shortened
 from evalrun.models.scorer_env import endpoint_env
+from evalrun.models.upstreams import Upstream, UpstreamProblem, describe, eval_upstreams, run_upstreams
 from evalrun.manifest import Manifest
 from evalrun.plan import PlannedEval
 from evalrun.results import EvalResult, Status
@@ -44,13 +44,22 @@ class ModelCalls:
         # Evals with more than one run: each run is its own session on the proxy (evalrun.repeats).
         self._repeated = {p.name for p in evals if p.repeat > 0}
         self.proxy: Any = None
+        # Each provider's upstream (record and live), the run's and those an eval's env changes.
+        self.upstreams: dict[str, Upstream] = {}
+        self._eval_upstreams: dict[tuple[str, str | None], dict[str, Upstream]] = {}
         if self._users:
             from evalrun.models.replay.proxy import ReplayProxy  # only runs that use models pay for it
 
             mode = "replay" if tier == "t2" else ("record" if record else "live")
+            if mode != "replay":
+                self.upstreams = upstreams_for_run(manifest, environ)
+                for p in self._users:
+                    own = upstreams_for_eval(manifest, self.upstreams, p)
+                    if own != self.upstreams:
+                        self._eval_upstreams[(p.name, p.experiment)] = own
             self.proxy = ReplayProxy(
                 mode,
-                upstream=upstream_url(manifest, environ),
+                upstream={provider: u.url for provider, u in self.upstreams.items()} or None,
                 budget=manifest.tier(tier).budget,
                 key_env=dict(environ),
                 redact_values=set(secrets),
@@ -91,8 +100,20 @@ class ModelCalls:
                     repeat=repeat,
                     column=p.experiment,
                     column_budget=p.column.budget if p.column is not None else None,
+                    upstreams={k: u.url for k, u in self._eval_upstreams.get((p.name, p.experiment), {}).items()} or None,
                 )
         return self
+
+    def upstream_lines(self) -> list[str]:
+        """For the run's header: where each provider's calls go and where that was set (record and live modes)."""
+        if not self.upstreams:
+            return []
+        lines = [f"upstream: {describe(self.upstreams)}"]
+        for (name, experiment), own in sorted(self._eval_upstreams.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+            changed = {p: u for p, u in own.items() if u != self.upstreams[p]}
+            cell = f"{name}[{experiment}]" if experiment else name
+            lines.append(f"upstream of {cell}: {describe(changed)}")
+        return lines
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self.proxy is not None:
@@ -139,6 +160,15 @@ class ModelCalls:
                 update["message"] = "; ".join(grouped) + (f"; {quoted}" if quoted else "")
             elif report.unplayed and result.status is Status.PASSED:
                 update["message"] = "note: " + "; ".join(report.unplayed)
+            if report.uncounted_calls:
+                # Never free, never silent: a stream that reported no usage although asked for it.
+                from evalrun.text import plural
+
+                note = (f"note: {plural(report.uncounted_calls, 'streamed call')} "
+                        "reported no usage although asked (stream_options.include_usage): their tokens are not "
+                        "counted, and a tokens or usd budget cannot cap them")
+                current = update.get("message", result.message)
+                update["message"] = f"{current}; {note}" if current else note
             unpriced = (report.cost or {}).get("unpriced_calls")
             if unpriced and self._usd_capped(planned):
                 # Loud, and never as free: the usd budget could not count these calls.
@@ -150,18 +180,27 @@ class ModelCalls:
         return result.model_copy(update=update) if update else result
 
 
-UPSTREAM_VAR = "EVALRUN_UPSTREAM"  # overrides [models] upstream, e.g. a local fake upstream to try record mode
+def upstreams_for_run(manifest: Manifest, environ: Mapping[str, str]) -> dict[str, Upstream]:
+    """Each provider's upstream for the run (``evalrun.models.upstreams``); a bad setting is exit 2, one line."""
+    try:
+        return run_upstreams(manifest.models.upstream, environ)
+    except UpstreamProblem as exc:
+        raise UsageError(_where(manifest, str(exc))) from None
 
 
-def upstream_url(manifest: Manifest, environ: Mapping[str, str]) -> str | None:
-    """Where record and live modes send calls: ``EVALRUN_UPSTREAM``, else ``[models] upstream``, else by API style."""
-    value = environ.get(UPSTREAM_VAR)
-    if not value:
-        return manifest.models.upstream
-    problem = upstream_problem(value)
-    if problem:
-        raise UsageError(f"{UPSTREAM_VAR}={value!r}: {problem}")
-    return value
+def upstreams_for_eval(manifest: Manifest, run: Mapping[str, Upstream], planned: PlannedEval) -> dict[str, Upstream]:
+    """``run``'s upstreams with those ``planned``'s env sets where the manifest and the run named none."""
+    index = next((i for i, e in enumerate(manifest.evals) if e is planned.spec), None)
+    label = f'evals[{index}] ("{planned.spec.name}")' if index is not None else f'eval "{planned.spec.name}"'
+    try:
+        return eval_upstreams(run, planned.env(), label)
+    except UpstreamProblem as exc:
+        raise UsageError(_where(manifest, str(exc))) from None
+
+
+def _where(manifest: Manifest, problem: str) -> str:
+    # A setting of the manifest's is named in its file; one of the environment's stands alone.
+    return f"{manifest.path.name}: {problem}" if problem.startswith(("[models]", "evals[", "eval ")) else problem
 
 
 def _relative_fixtures(record: dict[str, Any], root: Path) -> dict[str, Any]:

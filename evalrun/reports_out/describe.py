@@ -171,12 +171,14 @@ def _describe_extras(m: dict[str, Any]) -> str:
 
 def _describe_answers(name: str, m: dict[str, Any]) -> str:
     by_provider = m.get("by_provider") or {}
-    tokens = (m.get("tokens") or {}).get("total", 0)
+    tokens = f"{(m.get('tokens') or {}).get('total', 0)} tokens"
+    if m.get("uncounted_calls"):  # never shown as free: streams that reported no usage
+        tokens += f" + {plural(m['uncounted_calls'], 'uncounted call')}"
     if by_provider:  # each model after the provider that answered with it
         models = ", ".join(f"{provider} {model}" for provider, names in by_provider.items() for model in names)
-        return f"{name}: {models}, {plural(m['calls'], 'call')}, {tokens} tokens ({m.get('mode')})"
+        return f"{name}: {models}, {plural(m['calls'], 'call')}, {tokens} ({m.get('mode')})"
     models = ", ".join(m.get("models") or []) or "no model named"
-    return f"{name}: {m.get('provider') or 'unknown provider'} {models}, {plural(m['calls'], 'call')}, {tokens} tokens ({m.get('mode')})"
+    return f"{name}: {m.get('provider') or 'unknown provider'} {models}, {plural(m['calls'], 'call')}, {tokens} ({m.get('mode')})"
 
 
 # --------------------------------------------------------------------------- judges

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 JUDGE_SESSION = "judge"  # the proxy's session of judge calls (evalrun.models.replay.state knows it too)
 NEEDS_MODEL = "judge() needs a model: t2 replays one, t3 calls one"
-T1_MODEL_URL = "http://127.0.0.1:9/evalrun-t1-has-no-model"  # evalrun.models.scorer_env.T1_MODEL_URL
+T1_MODEL_URL = "http://127.0.0.1:4/evalrun-t1-has-no-model"  # evalrun.models.scorer_env.T1_MODEL_URL
 TIMEOUT_S = 120.0
 MAX_REPLY = 1024 * 1024  # bytes read of a reply
 RAW_SHOWN = 2000  # characters of an unusable reply kept as evidence

@@ -52,7 +52,17 @@ def test_dry_t3_shows_live_mode_the_upstream_and_where_record_writes(project) ->
     proj = _project(project, '[models]\nupstream = "http://127.0.0.1:9/v1"\n', files={"evals/a/fixtures/a/0001.json": "{}"})
     r = proj.run("dry", "t3")
     assert "a-live: would run" in r.out, r.out
-    assert "  model: live to http://127.0.0.1:9/v1\n" in r.out
+    assert "  model: live to openai and anthropic: http://127.0.0.1:9/v1 ([models] upstream)\n" in r.out
     assert "    with --record: records into evals/a/fixtures/a/ (the fixtures of a) (1 recorded call)" in r.out
     override = proj.run("dry", "t3", env={"EVALRUN_UPSTREAM": "http://127.0.0.1:8/"})
-    assert "  model: live to http://127.0.0.1:8/\n" in override.out
+    assert "  model: live to openai and anthropic: http://127.0.0.1:8 (EVALRUN_UPSTREAM)\n" in override.out
+    # One provider's own upstream, and the SDK's variable of the user's environment for the other.
+    split = proj.run("dry", "t3", env={"EVALRUN_UPSTREAM_ANTHROPIC": "http://127.0.0.1:7", "OPENAI_BASE_URL": "http://gw:1/v1"})
+    assert ("  model: live to openai: http://127.0.0.1:9/v1 ([models] upstream); "
+            "anthropic: http://127.0.0.1:7 (EVALRUN_UPSTREAM_ANTHROPIC)\n") in split.out, split.out
+    endpoint = proj.run("dry", "t3", env={"EVALRUN_UPSTREAM": "http://127.0.0.1:8/v1/chat/completions"})
+    assert endpoint.code == 2
+    assert endpoint.err.strip().splitlines()[-1] == (
+        "evalrun: error: EVALRUN_UPSTREAM='http://127.0.0.1:8/v1/chat/completions': is an endpoint, not a base URL "
+        '(the SDK adds /chat/completions itself, so it would be doubled); use "http://127.0.0.1:8/v1"'
+    ), endpoint.err

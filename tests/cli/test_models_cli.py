@@ -23,7 +23,7 @@ def test_t1_scorers_get_placeholders_and_an_unreachable_model(project) -> None:
     assert r.code == 0, r.output
     seen = _evidence(proj, "caller", "t1")
     assert seen["key"] == "evalrun-placeholder-not-a-key"
-    assert seen["base"].startswith("http://127.0.0.1:9/")
+    assert seen["base"].startswith("http://127.0.0.1:4/")
     assert seen["answers"][0].startswith("error")
     assert SECRET not in r.output + (proj.root / ".evalrun/results/t1.json").read_text()
 
@@ -124,3 +124,75 @@ def test_fixtures_for_must_name_an_eval_of_the_manifest(project) -> None:
         'evalrun: error: manifest.toml: evals[0] ("caller").fixtures_for: no eval is named \'nobody\'; '
         "name the eval whose fixtures this one records"
     ]
+
+
+def test_an_evals_own_base_url_is_its_upstream_never_a_way_around_the_proxy(project) -> None:
+    # A product's gateway config copied into the manifest: the eval's env sets OPENAI_BASE_URL.
+    with FakeUpstream() as gateway:
+        proj = model_project(
+            project, tier="t3", extra=f'env = {{ CALLS = "3", TOLERATE = "1", OPENAI_BASE_URL = "{gateway.url}/v1" }}',
+            tier_table="[tiers.t3]\nbudget = { calls = 2 }\n\n",
+        )
+        r = proj.run("t3", "--record", env={"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": "http://127.0.0.1:4/v1"})
+        assert len(gateway.requests) == 2  # through the proxy: the budget held the third call
+    assert r.code == 4, r.output
+    assert proj.eval_result("caller", "t3")["status"] == "budget"
+    assert f'upstream of caller: openai: {gateway.url}/v1 (evals[0] ("caller").env.OPENAI_BASE_URL)' in r.output
+    # The rest of the run goes where the user's own OPENAI_BASE_URL says, and the header says so.
+    assert "upstream: openai: http://127.0.0.1:4/v1 (OPENAI_BASE_URL in evalrun's environment); " in r.output
+    assert _evidence(proj, "caller", "t3")["base"].startswith("http://127.0.0.1:")  # the proxy's
+    assert len(list((proj.root / "evals" / "caller" / "fixtures" / "caller").glob("*.json"))) == 2
+
+    # t2 with the same env line replays the recordings; the address in the eval's env is never called.
+    manifest = proj.root / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('tier = "t3"', 'tier = "t2"').replace('CALLS = "3"', 'CALLS = "2"')
+                        .replace("[tiers.t3]\nbudget = { calls = 2 }\n", ""))
+    r = proj.run("t2", env={"OPENAI_API_KEY": SECRET})
+    assert r.code == 0, r.output
+    assert all(a.startswith("echo: question") for a in _evidence(proj, "caller", "t2")["answers"])
+    assert proj.eval_result("caller", "t2")["models"]["calls"] == 2
+
+
+STREAMER = """
+import json
+import httpx, openai
+from evalrun import scorer
+
+client = openai.OpenAI(max_retries=0, http_client=httpx.Client(trust_env=False))
+got = []
+for prompt in ("one", "two", "three"):
+    try:  # the SDK's documented stream=True: it does not ask for usage
+        stream = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}], stream=True)
+        got.append("".join(chunk.choices[0].delta.content or "" for chunk in stream))
+    except openai.APIStatusError as exc:
+        got.append(f"error {exc.status_code}")
+with scorer.check("the model answered") as c:
+    c.evidence(json.dumps(got))
+    c.true(all(not g.startswith("error") for g in got), got)
+"""
+
+
+def test_streams_the_sdk_did_not_ask_usage_for_are_counted_never_free(project) -> None:
+    # Three ~200-token streamed calls under a 300-token cap: the third is refused. Another eval's upstream
+    # ignores the request for usage: its calls are uncounted and the eval says so.
+    with FakeUpstream(stream_usage="asked", stream_tokens=(150, 50)) as api, \
+            FakeUpstream(stream_usage="never", stream_tokens=(150, 50)) as mute:
+        proj = project({
+            "manifest.toml": (
+                '[[evals]]\nname = "capped"\ntier = "t3"\ndir = "evals/s"\nrun = ["python", "score.py"]\nmodel = true\n'
+                'budget = { tokens = 300 }\n\n'
+                '[[evals]]\nname = "mute"\ntier = "t3"\ndir = "evals/s"\nrun = ["python", "score.py"]\nmodel = true\n'
+                f'env = {{ OPENAI_BASE_URL = "{mute.url}/v1" }}\n'
+            ),
+            "evals/s/score.py": STREAMER,
+        })
+        r = proj.run("t3", env={"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": f"{api.url}/v1"})
+        assert len(api.requests) == 2 and len(mute.requests) == 3
+    assert r.code == 4, r.output
+    capped = proj.eval_result("capped", "t3")
+    assert capped["status"] == "budget" and capped["models"]["tokens"]["total"] == 400
+    mute_result = proj.eval_result("mute", "t3")
+    assert mute_result["status"] == "passed" and mute_result["models"]["uncounted_calls"] == 3
+    assert "note: 3 streamed calls reported no usage although asked" in mute_result["message"]
+    assert "  mute: openai gpt-4o-mini-2024-07-18, 3 calls, 0 tokens + 3 uncounted calls (live)\n" in r.out
+    assert SECRET not in r.output

@@ -30,14 +30,16 @@ SHARED = pytest.mark.xdist_group("replay-sdks")
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    """The suite, recorded against the fake upstream, which is stopped then; and the requests it received."""
+    """The suite, recorded against one fake upstream per provider (each 404s the other's API, as real providers
+    do), which are stopped then; and the requests each received."""
     from harness import Project
 
     proj = Project(tmp_path_factory.mktemp("sdks"))
-    with FakeUpstream(scripted=True) as upstream:
-        proj.write({"manifest.toml": manifest(upstream.url), "evals/sdk/score.py": SCORER})
+    with FakeUpstream(scripted=True, provider="openai") as gpt_up, FakeUpstream(scripted=True, provider="anthropic") as claude_up:
+        upstreams = {"openai": gpt_up.url, "anthropic": f"{claude_up.url}/v1"}
+        proj.write({"manifest.toml": manifest(upstreams), "evals/sdk/score.py": SCORER})
         recording = proj.run("t3", "--record", "-j", "4", env=KEYS, timeout=300)
-        received = list(upstream.requests)
+        received = {"openai": list(gpt_up.requests), "anthropic": list(claude_up.requests), "urls": upstreams}
     return proj, recording, received
 
 
@@ -53,8 +55,21 @@ def suite(recorded):
 def test_the_suite_records_with_each_providers_key(recorded):
     _, recording, received = recorded
     assert recording.code == 0, recording.output
-    lowered = [{k.lower(): v for k, v in r.headers.items()} for r in received]
+    lowered = [{k.lower(): v for k, v in r.headers.items()} for r in received["openai"] + received["anthropic"]]
     assert all(h.get("authorization") == f"Bearer {OPENAI_KEY}" or h.get("x-api-key") == ANTHROPIC_KEY for h in lowered)
+
+
+@SHARED
+def test_each_providers_calls_go_to_its_own_upstream_and_the_header_says_where_it_was_set(recorded):
+    proj, recording, received = recorded
+    assert received["anthropic"] and {r.path for r in received["anthropic"]} == {"/v1/messages"}
+    assert received["openai"] and "/v1/messages" not in {r.path for r in received["openai"]}
+    openai_up, anthropic_up = received["urls"]["openai"], received["urls"]["anthropic"]
+    assert (f"upstream: openai: {openai_up} ([models] upstream.openai); "
+            f"anthropic: {anthropic_up} ([models] upstream.anthropic)") in recording.output
+    # No upstream's refusal was kept as an answer: every fixture holds a status the suite recorded on purpose.
+    statuses = {json.loads(f.read_text())["response"]["status"] for f in (proj.root / "evals/sdk/fixtures").rglob("*.json")}
+    assert statuses <= {200, 429, 500}, statuses
 
 
 @SHARED

@@ -73,6 +73,13 @@ class FakeUpstream:
     # judge(subject text) -> passes: a judge call is answered with that verdict (a judge that reads what it grades)
     judge: Callable[[str], bool] | None = None
     tail_delay: float = 1.5  # how long a ``[slow-tail]`` stream waits before its end
+    # "openai" or "anthropic": serve that provider's API alone, and 404 the other's paths (as a real provider does)
+    provider: str | None = None
+    # When a streamed OpenAI chat answer ends with a usage chunk: "always" (the fake's old way), "asked" (only
+    # when the request sets stream_options.include_usage, as the API does), "never" (a server that ignores it)
+    # or "refused" (an older server that answers a request with stream_options 400, and streams without usage)
+    stream_usage: str = "always"
+    stream_tokens: tuple[int, int] = (13, 5)  # (prompt, completion) tokens a streamed chat answer reports
 
     def __enter__(self) -> FakeUpstream:
         owner = self
@@ -121,6 +128,9 @@ class _Handler(BaseHTTPRequestHandler):
         credential = self.headers.get("Authorization") or self.headers.get("x-api-key") or "none"
         text = f"echo: {_last_user_text(body)} (auth seen: {credential})"
         route = self.path.split("?")[0]
+        if self.fake.provider is not None and (route == "/v1/messages") != (self.fake.provider == "anthropic"):
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+            return
         if self.fake.scripted:
             text = f"answer {self.number}: {_last_user_text(body)}"
             if self._scripted_failure(_last_user_text(body)):
@@ -139,7 +149,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, _openai_completion(self.fake.verdict.replace("{auth}", credential)))
         elif route == "/v1/chat/completions":
             if body.get("stream"):
-                self._stream(_openai_events(text))
+                asked = bool((body.get("stream_options") or {}).get("include_usage"))
+                if self.fake.stream_usage == "refused" and "stream_options" in body:
+                    self._json(400, {"error": {"message": "Unrecognized request argument supplied: stream_options",
+                                               "type": "invalid_request_error"}})
+                    return
+                usage = {"always": True, "asked": asked, "never": False, "refused": False}[self.fake.stream_usage]
+                self._stream(_openai_events(text, usage=usage, tokens=self.fake.stream_tokens))
             else:
                 self._json(200, _openai_completion(text))
         elif route == "/v1/messages":
@@ -255,7 +271,7 @@ def _openai_completion(text: str) -> dict[str, Any]:
     }
 
 
-def _openai_events(text: str) -> list[str]:
+def _openai_events(text: str, usage: bool = True, tokens: tuple[int, int] = (13, 5)) -> list[str]:
     def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> str:
         payload = {"id": "chatcmpl-fake2", "object": "chat.completion.chunk", "created": 1718000000,
                    "model": OPENAI_MODEL, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
@@ -267,7 +283,8 @@ def _openai_events(text: str) -> list[str]:
         chunk({"role": "assistant", "content": text[:half]}),
         chunk({"content": text[half:]}),
         chunk({}, "stop"),
-        chunk({}, usage={"prompt_tokens": 13, "completion_tokens": 5, "total_tokens": 18}),
+        *([chunk({}, usage={"prompt_tokens": tokens[0], "completion_tokens": tokens[1], "total_tokens": sum(tokens)})]
+          if usage else []),
         "data: [DONE]\n\n",
     ]
 

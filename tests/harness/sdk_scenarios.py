@@ -19,8 +19,13 @@ SCORER = (SCORERS / "sdk_calls.py").read_text()
 SCENARIOS = ("basics", "headers", "timeout", "concurrent", "gzip")
 
 
-def manifest(upstream: str, scenarios: tuple[str, ...] = SCENARIOS, extra_models: str = "") -> str:
-    text = f'[tiers.t2]\n[tiers.t3]\n\n[models]\nupstream = "{upstream}"\nstrict_replay = true\n{extra_models}\n'
+def manifest(upstream: str | dict[str, str], scenarios: tuple[str, ...] = SCENARIOS, extra_models: str = "") -> str:
+    """``upstream``: one for every provider, or one per provider (``{"openai": ..., "anthropic": ...}``)."""
+    if isinstance(upstream, dict):
+        setting = "{ " + ", ".join(f'{p} = "{u}"' for p, u in upstream.items()) + " }"
+    else:
+        setting = f'"{upstream}"'
+    text = f'[tiers.t2]\n[tiers.t3]\n\n[models]\nupstream = {setting}\nstrict_replay = true\n{extra_models}\n'
     for name in scenarios:
         run = f'["python", "score.py", "{name}"]'
         text += f'[[evals]]\nname = "{name}"\ntier = "t2"\ndir = "evals/sdk"\nrun = {run}\nmodel = true\ntimeout = 120\n\n'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -55,15 +56,46 @@ def run_client(env: dict[str, str]) -> dict[str, object]:
 @pytest.mark.parametrize("tier", ["t1", "t2"])
 def test_t1_and_t2_replace_every_key_with_the_placeholder_even_when_absent(tier):
     scrubbed = scrub_environment({"OPENAI_API_KEY": REAL_KEY, "HOME": "/home/me"}, tier, PROXY)
-    assert all(scrubbed[name] == PLACEHOLDER for name in KEY_VARS)
+    # Of Anthropic's two credential variables only one is set: the SDK warns when both are.
+    assert all(scrubbed[name] == PLACEHOLDER for name in KEY_VARS if name != "ANTHROPIC_AUTH_TOKEN")
+    assert "ANTHROPIC_AUTH_TOKEN" not in scrubbed
     assert scrubbed["HOME"] == "/home/me"
     assert REAL_KEY not in scrubbed.values()
+
+
+ANTHROPIC_CLIENT = r"""
+import logging, sys
+import anthropic
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+client = anthropic.Anthropic()
+print("api_key" if client.api_key == sys.argv[1] else "auth_token" if client.auth_token == sys.argv[1] else "none")
+"""
+
+
+@pytest.mark.parametrize(
+    ("own", "used"),
+    [
+        ({}, "api_key"),
+        ({"ANTHROPIC_API_KEY": REAL_KEY}, "api_key"),
+        ({"ANTHROPIC_API_KEY": REAL_KEY, "ANTHROPIC_AUTH_TOKEN": REAL_KEY + "-tok"}, "api_key"),
+        ({"ANTHROPIC_AUTH_TOKEN": REAL_KEY}, "auth_token"),  # the kind of credential the user's code expects
+    ],
+)
+def test_the_real_anthropic_sdk_gets_one_placeholder_credential_and_does_not_warn(own, used):
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    scrubbed = scrub_environment({**base, **own}, "t2", PROXY)
+    done = subprocess.run([sys.executable, "-c", ANTHROPIC_CLIENT, PLACEHOLDER], env=scrubbed,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == used
+    assert "both set" not in done.stderr and "ANTHROPIC_AUTH_TOKEN" not in done.stderr, done.stderr
+    assert REAL_KEY not in done.stdout + done.stderr
 
 
 def test_t1_points_every_base_url_at_nothing_reachable_even_when_given_a_proxy():
     scrubbed = scrub_environment({"OPENAI_BASE_URL": "https://api.openai.com/v1"}, "t1", PROXY)
     assert {name: scrubbed[name] for name in BASE_URL_VARS} == endpoint_env(T1_MODEL_URL)
-    assert scrubbed["OPENAI_BASE_URL"] == "http://127.0.0.1:9/evalrun-t1-has-no-model/v1"
+    assert scrubbed["OPENAI_BASE_URL"] == "http://127.0.0.1:4/evalrun-t1-has-no-model/v1"
 
 
 def test_t2_points_the_base_urls_at_the_proxy_with_the_documented_mapping():
@@ -133,3 +165,15 @@ def test_a_t1_eval_reaches_no_model_at_all():
     seen = run_client(scrub_environment(real_env(), "t1", None))
     assert seen["key_is_placeholder"]
     assert seen["error"] == "connect refused"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_nodes_fetch_tries_the_placeholder_and_is_refused_not_turned_away_as_a_bad_port():
+    # Port 9 (the discard port) is on the Fetch standard's bad-port list: Node's fetch failed with "bad port"
+    # before connecting, and the scorer's message explained nothing.
+    script = (
+        "fetch(process.argv[1] + '/v1/chat/completions', {method: 'POST'})"
+        ".then(() => console.log('answered'), (e) => console.log(e.cause ? (e.cause.code || e.cause.message) : e.message))"
+    )
+    done = subprocess.run(["node", "-e", script, T1_MODEL_URL], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "ECONNREFUSED", done.stdout + done.stderr

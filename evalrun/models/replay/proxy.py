@@ -15,6 +15,7 @@ spend the run's key. The eval's environment then holds
     OPENAI_BASE_URL    = <base>/v1
     OPENAI_API_BASE    = <base>/v1
     ANTHROPIC_BASE_URL = <base>
+    ANTHROPIC_API_URL  = <base>
     EVALRUN_MODEL_URL  = <base>
 
 and the part of the path after ``<base>`` (``/v1/chat/completions``) is what
@@ -39,6 +40,15 @@ Modes.
   abandoned (timed out, disconnected) is not recorded, and its retry takes the
   index. A gzip or deflate answer is decoded for the client and the fixture.
 - ``live`` (t3): relayed, nothing written; usage counted.
+
+Upstreams. A relayed call goes to the upstream of its API style, the eval's own
+(``register_eval(upstreams=...)``, from its ``env``) over the proxy's; which one
+and why is decided in ``evalrun.models.upstreams``. An upstream answer that is
+no answer of the model's (``NOT_AN_ANSWER``: 401, 403, 404, 405, 407, 421) is
+never recorded and fails the eval naming the URL called. An OpenAI chat stream
+that does not ask for its usage is sent upstream asking for it; the usage chunk
+is counted and recorded but kept from the client (``usage.UsageChunks``), in
+replay too.
 
 Latency. A streamed answer is relayed as it arrives, all that has arrived in
 one send (``upstream.body_pieces``); a replayed one goes out in one send. In
@@ -110,7 +120,7 @@ from evalrun.models.replay.upstream import (
     upstream_headers,
 )
 from evalrun.models.cost import call_cost
-from evalrun.models.replay.usage import CallUsage, read_usage
+from evalrun.models.replay.usage import CallUsage, UsageChunks, ask_for_usage, is_usage_chunk, read_usage
 
 Mode = Literal["replay", "record", "live"]
 MODES: tuple[str, ...] = ("replay", "record", "live")
@@ -132,7 +142,7 @@ class ReplayProxy:
     def __init__(
         self,
         mode: Mode,
-        upstream: str | None = None,
+        upstream: str | Mapping[str, str] | None = None,
         budget: BudgetLimits | None = None,
         key_env: Mapping[str, str] | None = None,
         redact_values: set[str] | None = None,
@@ -149,7 +159,11 @@ class ReplayProxy:
         self.mode: Mode = mode
         self.match: Match = match
         self.prices: Mapping[str, Any] | None = prices  # None: cost is not reported
-        self.upstream = upstream.rstrip("/") if upstream else None
+        # Where record and live calls go: one base URL, or one per API style ("openai", "anthropic"), each
+        # an eval may change (register_eval); a style not named goes to its provider's API.
+        self.upstream = upstream.rstrip("/") if isinstance(upstream, str) and upstream else None
+        self.upstreams: dict[str, str] = dict(upstream) if isinstance(upstream, Mapping) else {}
+        self._eval_upstreams: dict[str, dict[str, str]] = {}
         self.key_env: Mapping[str, str] = dict(key_env or {}) if mode != "replay" else {}
         self.token = os.urandom(16).hex()
         self.secrets = set(redact_values or ())
@@ -218,6 +232,7 @@ class ReplayProxy:
         repeat: int | None = None,
         column: str | None = None,
         column_budget: BudgetLimits | None = None,
+        upstreams: Mapping[str, str] | None = None,
     ) -> str:
         """Make ``eval_name`` known; return its base URL.
 
@@ -226,6 +241,7 @@ class ReplayProxy:
         ``repeat``: one run of a repeated eval (evalrun.repeats), with its own base URL, counters and
         budget; its sessions get ``.r<repeat>`` appended (none for run 0, so fixtures recorded without
         repeats keep working), and only its own sessions' fixtures can be unplayed.
+        ``upstreams``: this eval's upstream per API style, over the proxy's.
         """
         if fixtures_dir is None and self.mode != "live":
             raise ValueError(f"eval {eval_name!r}: {self.mode} mode needs a fixtures folder")
@@ -241,6 +257,8 @@ class ReplayProxy:
                     self._columns[column] = BudgetMeter(column_budget, f"experiment {column!r} budget")
                 state.column_meter = self._columns[column]
             self._evals[key] = state
+            if upstreams:
+                self._eval_upstreams[key] = dict(upstreams)
             if default:
                 self._default_eval = key
         return f"{self.endpoint}/e/{quote(key, safe='')}"
@@ -275,6 +293,7 @@ class ReplayProxy:
                 missing_fixtures=tuple(state.missing_fixtures),
                 call_log=tuple(state.call_log),
                 calls_not_kept=max(0, state.calls_seen - len(state.call_log)),
+                uncounted_calls=state.uncounted_calls,
                 unplayed=tuple(state.unplayed(self.mode)) if len(missing) == len(state.missing) else (),
                 budget_hit=state.budget_message is not None,
                 budget_message=state.budget_message,
@@ -457,9 +476,13 @@ class ReplayProxy:
             try:
                 if response.stream is not None:
                     # All of it at once, in one chunk: nothing is waited for, so nothing is gained by
-                    # a send per event (and each would cost the client a wake-up).
+                    # a send per event (and each would cost the client a wake-up). A usage chunk the
+                    # proxy asked for is not the client's: it did not get it when recorded either.
+                    events = response.stream
+                    if _hides_usage(method, path, headers, body):
+                        events = tuple(e for e in events if not is_usage_chunk(e))
                     handler.start_stream(response.status, response.headers)
-                    handler.write_chunk("".join(response.stream).encode("utf-8"), end=True)
+                    handler.write_chunk("".join(events).encode("utf-8"), end=True)
                 else:
                     handler.send_whole(response.status, response.headers, response.body)
             finally:
@@ -480,13 +503,31 @@ class ReplayProxy:
     ) -> None:
         shown = path.split("?", 1)[0]
         style = api_style(path, headers)
-        target = choose_target(self.upstream, path, style)
+        target = choose_target(self._upstream_for(state, style), path, style)
         sent_headers = upstream_headers(headers, style, self.key_env)
+        # An OpenAI chat stream reports its tokens only when asked: ask, and keep the answer from a client
+        # that did not (``usage.UsageChunks``); the fixture keeps the request as the client sent it.
+        asked = _asking_for_usage(method, path, headers, body)
+        prefetched: bytes | None = None  # an answer's body already read here
         try:
-            conn, response = self._pool.request(target, method, sent_headers, body)
+            conn, response = self._pool.request(target, method, sent_headers, asked if asked is not None else body)
+            if asked is not None and response.status == 400 \
+                    and not (response.getheader("content-type") or "").startswith("text/event-stream"):
+                # A server that refuses stream_options (older OpenAI-compatible ones) gets the call as the
+                # client made it: it works as without evalrun, and its stream is counted as uncounted.
+                try:
+                    prefetched = response.read()
+                except (OSError, http.client.HTTPException) as exc:
+                    conn.close()
+                    raise UpstreamError(f"{target.base_url}: broke off the response ({exc.__class__.__name__})") from None
+                if b"stream_options" in prefetched:
+                    self._pool.give_back(target.base_url, conn, response)
+                    asked, prefetched = None, None
+                    conn, response = self._pool.request(target, method, sent_headers, body)
         except UpstreamError as exc:
             self._release_budget(state)
-            message = self._redact(f"evalrun proxy: upstream {exc} ({state.name}/{session}: {method} {shown})")
+            message = self._redact(f"evalrun proxy: upstream {exc} ({state.name}/{session}: {method} {shown}); "
+                                   f"{_check_upstream(style)}")
             state.note_missing(None, message)
             self.note(message)
             handler.send_error_json(424, "evalrun_upstream_unreachable", message)
@@ -503,12 +544,17 @@ class ReplayProxy:
         ended_early: list[tuple[BudgetMeter, ...]] = []
         try:
             self._pass_on(handler, state, session, method, path, headers, body, target, conn, response,
-                          reply_headers, streamed, ended_early)
+                          reply_headers, streamed, ended_early, hide_usage=asked is not None, prefetched=prefetched)
         finally:
             for meters in ended_early:
                 end_settling(meters)
             if ticket is not None:
                 state.end_pending(ticket)
+
+    def _upstream_for(self, state: EvalState, style: str) -> str | None:
+        """The upstream of a call of ``style`` by ``state``'s eval: its own, else the proxy's (None: the provider's API)."""
+        own = self._eval_upstreams.get(_eval_key(state.name, state.repeat), {})
+        return own.get(style) or self.upstreams.get(style) or self.upstream
 
     def _settle_at_answer_end(
         self, state: EvalState, raw: bytearray, new: int, ended_early: list[tuple[BudgetMeter, ...]]
@@ -525,9 +571,11 @@ class ReplayProxy:
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
         headers: dict[str, str], body: bytes, target: Target, conn: http.client.HTTPConnection,
         response: http.client.HTTPResponse, reply_headers: dict[str, str], streamed: bool,
-        ended_early: list[tuple[BudgetMeter, ...]],
+        ended_early: list[tuple[BudgetMeter, ...]], *, hide_usage: bool = False, prefetched: bytes | None = None,
     ) -> None:
-        """Relay the upstream's answer to the client, then count it and hand its fixture to the writer."""
+        """Relay the upstream's answer to the client, then count it and hand its fixture to the writer.
+        ``hide_usage``: the proxy asked for a stream's usage chunk the client did not: it is counted and
+        recorded, never sent to the client."""
         shown = path.split("?", 1)[0]
         decoder = content_decoder(reply_headers.get("content-encoding", ""))
         if decoder is not None:
@@ -538,18 +586,22 @@ class ReplayProxy:
         try:
             if streamed:
                 handler.start_stream(response.status, reply_headers)
+                kept = UsageChunks() if hide_usage else None
                 for chunk in body_pieces(response):  # all that has arrived, in one send to the client
                     chunk = decoder.decompress(chunk) if decoder is not None else chunk
                     raw += chunk
                     self._settle_at_answer_end(state, raw, len(chunk), ended_early)
-                    handler.write_chunk(chunk, watch=True)  # relayed as it arrives, not when the call ends
+                    # relayed as it arrives, not when the call ends
+                    handler.write_chunk(kept.feed(chunk) if kept is not None else chunk, watch=True)
                 if decoder is not None and (tail := decoder.flush()):
                     raw += tail
                     self._settle_at_answer_end(state, raw, len(tail), ended_early)
-                    handler.write_chunk(tail, watch=True)
+                    handler.write_chunk(kept.feed(tail) if kept is not None else tail, watch=True)
+                if kept is not None:
+                    handler.write_chunk(kept.flush(), watch=True)
                 recorded = None  # split into events once the client has the stream's end
             else:
-                data = response.read()
+                data = prefetched if prefetched is not None else response.read()
                 if decoder is not None:
                     data = decoder.decompress(data, MAX_DECODED_BYTES)
                     if decoder.unconsumed_tail:
@@ -570,8 +622,11 @@ class ReplayProxy:
         self._pool.give_back(target.base_url, conn, response)
         # An attempt its client abandoned (timed out, disconnected) is no answer: its retry takes the index.
         abandoned = handler.client_gone() if streamed else handler.peer_closed()
-        recording = self.mode == "record" and not abandoned and recordable
-        index = state.take_index(session) if not abandoned else 0
+        # Nor is an answer from the wrong place (a 404 from another provider's upstream, a refused key):
+        # never recorded, so t2 cannot replay it as the answer; the eval fails, naming the URL called.
+        wrong_place = NOT_AN_ANSWER.get(response.status)
+        recording = self.mode == "record" and not abandoned and recordable and not wrong_place
+        index = state.take_index(session) if not (abandoned or wrong_place) else 0
         with self._settling(state, f"{state.name}/{session} call {index}"):
             try:
                 # The client has its last byte first; counting, notes and the fixture follow. A report
@@ -586,8 +641,12 @@ class ReplayProxy:
                     recorded = RecordedResponse(response.status, reply_headers, stream=tuple(_events(text)))
                 try:
                     usage = read_usage(recorded.body, recorded.stream or ())
-                    key = (session, index) if not abandoned else None
+                    key = (session, index) if not (abandoned or wrong_place) else None
                     usd = self._count(state, key, target.provider, usage, session)
+                    if streamed and response.status < 300 and not usage.total_tokens \
+                            and _asks_for_usage_now(method, path, headers, body):
+                        with state.lock:  # asked for and still not reported: uncounted, and said so
+                            state.uncounted_calls += 1
                     if not abandoned:
                         self._log_call(
                             state, session=session, index=index, provider=target.provider, method=method, path=path,
@@ -600,6 +659,13 @@ class ReplayProxy:
                         )
                     outcome = "abandoned by the client, not recorded" if abandoned else self.mode
                     self.note(f"{state.name}/{session}#{index:04d} {method} {shown} -> {response.status} ({outcome})")
+                    if wrong_place and not abandoned:
+                        style = api_style(path, headers)
+                        state.note_missing(None, self._redact(
+                            f"evalrun {self.mode}: {state.name}/{session}: {method} {target.base_url}{target.path.split('?', 1)[0]} "
+                            f"answered {response.status} ({wrong_place}){'; not recorded' if self.mode == 'record' else ''}: "
+                            f"{_check_upstream(style)}"
+                        ))
                     if self.mode == "record" and not recordable:
                         state.note_missing(None, self._redact(
                             f"evalrun record: {state.name}/{session} call {index}: the upstream answered with "
@@ -622,6 +688,18 @@ class ReplayProxy:
             self._log(self._redact(line))
 
 
+# Upstream statuses that are no answer of the model's but a sign of the wrong upstream or key: never recorded
+# (t2 would replay them as the answer), and the eval fails naming the URL. Other errors (400, 429, 5xx) are the
+# API's behaviour a suite may record on purpose (a 500 with x-should-retry: false, a 429 and its retry).
+NOT_AN_ANSWER = {
+    401: "the upstream refused the key",
+    403: "the upstream refused the key",
+    404: "no such endpoint there: is it this provider's base URL?",
+    405: "no such endpoint there: is it this provider's base URL?",
+    407: "an HTTP proxy wants credentials",
+    421: "the upstream says the request reached the wrong server",
+}
+
 # The event that ends a streamed answer: OpenAI's chat ``[DONE]``, its Responses API's last event,
 # Anthropic's ``message_stop``. The SDKs stop reading there; the upstream may end the stream later.
 _ANSWER_END = re.compile(
@@ -633,6 +711,34 @@ _ANSWER_END_SPAN = 64  # bytes before a new piece searched again: an end event s
 def answer_ended(raw: bytes | bytearray, new: int) -> bool:
     """Whether the stream so far (``raw``, of which the last ``new`` bytes just arrived) holds its end event."""
     return _ANSWER_END.search(raw, max(0, len(raw) - new - _ANSWER_END_SPAN)) is not None
+
+
+def _asking_for_usage(method: str, path: str, headers: Mapping[str, str], body: bytes) -> bytes | None:
+    """The body the proxy sends upstream for an OpenAI chat stream that does not ask for its usage (asking
+    for it), else None. The SDKs' stream=True does not ask, and a stream without usage counts 0 tokens."""
+    if method != "POST" or not path.split("?", 1)[0].endswith("/chat/completions"):
+        return None
+    if api_style(path, headers) != "openai" or _header(headers, "content-encoding"):
+        return None
+    return ask_for_usage(body)
+
+
+def _check_upstream(style: str) -> str:
+    """The fix named when an upstream is unreachable or answers from the wrong place."""
+    return (f"check the {style} upstream ([models] upstream.{style}, EVALRUN_UPSTREAM_{style.upper()}; "
+            "the run's first lines say where it was set)")
+
+
+def _asks_for_usage_now(method: str, path: str, headers: Mapping[str, str], body: bytes) -> bool:
+    """An OpenAI chat stream whose usage was asked for, by its client or by the proxy."""
+    if method != "POST" or not path.split("?", 1)[0].endswith("/chat/completions") or api_style(path, headers) != "openai":
+        return False
+    return _asking_for_usage(method, path, headers, body) is not None or b'"include_usage"' in body
+
+
+def _hides_usage(method: str, path: str, headers: Mapping[str, str], body: bytes) -> bool:
+    """Whether the proxy asks for usage on this call's behalf, and so keeps the usage chunk from its client."""
+    return _asking_for_usage(method, path, headers, body) is not None
 
 
 def _events(text: str) -> list[str]:

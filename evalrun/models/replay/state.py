@@ -50,6 +50,7 @@ class ProxyEvalReport:
     missing_fixtures: tuple[tuple[Path, str], ...] = ()
     call_log: tuple[dict[str, Any], ...] = ()  # each call in order, compact (evalrun.models.transcript)
     calls_not_kept: int = 0  # calls beyond the log's bound: counted above, not kept
+    uncounted_calls: int = 0  # answered streams that reported no usage even when asked: their tokens are unknown
 
     @property
     def provider(self) -> str | None:
@@ -72,6 +73,7 @@ class ProxyEvalReport:
             **({"cost": dict(self.cost)} if self.cost is not None else {}),
             **({"call_log": list(self.call_log)} if self.call_log else {}),
             **({"calls_not_kept": self.calls_not_kept} if self.calls_not_kept else {}),
+            **({"uncounted_calls": self.uncounted_calls} if self.uncounted_calls else {}),
         }
 
 
@@ -114,6 +116,7 @@ class EvalState:
         self.usd = 0.0
         self.unpriced_calls = 0
         self.unpriced_models: set[str] = set()
+        self.uncounted_calls = 0  # streams that reported no usage although asked (never free, never silent)
         # Calls answered (or being answered) whose counting, or fixture, is not done yet: a report
         # waits for them. Each is kept with what it is, so a wait that runs out can name it.
         self.pending: dict[int, str] = {}

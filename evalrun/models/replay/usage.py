@@ -5,7 +5,9 @@ the common APIs answer with, plain or streamed (server-sent events):
 
 - OpenAI chat completions and embeddings: ``usage.prompt_tokens`` /
   ``completion_tokens`` / ``total_tokens``; streamed, the last chunk carries
-  ``usage`` (when the client asked for it with ``stream_options``).
+  ``usage`` only when the request asks for it with ``stream_options``, so the
+  proxy asks for it on every relayed chat stream (``ask_for_usage``) and keeps
+  that chunk from a client that did not ask (``is_usage_chunk``, ``UsageChunks``).
 - OpenAI responses: ``usage.input_tokens`` / ``output_tokens`` /
   ``total_tokens``; streamed, inside the ``response.completed`` event's
   ``response``.
@@ -20,6 +22,7 @@ is cumulative; the total is ``total_tokens`` when reported, else input + output.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,3 +104,60 @@ def _first_int(counts: dict[str, Any], names: tuple[str, ...]) -> int:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def ask_for_usage(body: bytes) -> bytes | None:
+    """An OpenAI chat request body that streams without asking for usage, made to ask
+    (``stream_options.include_usage``); None when it already asks, does not stream, or is no JSON object."""
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(value, dict) or value.get("stream") is not True:
+        return None
+    options = value.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        return None  # not ours to repair: the upstream says what is wrong with it
+    if options and options.get("include_usage") is True:
+        return None
+    value["stream_options"] = {**(options or {}), "include_usage": True}
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def is_usage_chunk(event: str) -> bool:
+    """An OpenAI chat stream's usage chunk (no choices, a usage object): sent only to clients that ask for it."""
+    for payload in _sse_data(event):
+        if isinstance(payload, dict) and payload.get("choices") == [] and isinstance(payload.get("usage"), dict):
+            return True
+    return False
+
+
+class UsageChunks:
+    """A stream's bytes on their way to a client that did not ask for usage: whole events passed on, the
+    usage chunk kept back, a partial event held until its end arrives."""
+
+    _END = (b"\r\n\r\n", b"\n\n")
+
+    def __init__(self) -> None:
+        self._pending = bytearray()
+
+    def feed(self, data: bytes) -> bytes:
+        self._pending += data
+        cut = max(self._pending.rfind(end) + len(end) if self._pending.rfind(end) >= 0 else 0 for end in self._END)
+        whole, self._pending = bytes(self._pending[:cut]), self._pending[cut:]
+        return self._without_usage(whole)
+
+    def flush(self) -> bytes:
+        rest, self._pending = bytes(self._pending), bytearray()
+        return self._without_usage(rest)
+
+    @staticmethod
+    def _without_usage(data: bytes) -> bytes:
+        if b"usage" not in data:
+            return data
+        text = data.decode("utf-8", errors="surrogateescape")
+        events = [e for e in _EVENT_END.split(text) if e]
+        return "".join(e for e in events if not is_usage_chunk(e)).encode("utf-8", errors="surrogateescape")
+
+
+_EVENT_END = re.compile(r"(?<=\r\n\r\n)|(?<=\n\n)")

@@ -49,8 +49,13 @@ def call(client: httpx.Client, base: str, path: str, body: dict[str, Any], heade
     return client.post(f"{base}{path}", json=body, headers=headers or PLACEHOLDER_AUTH)
 
 
+# An OpenAI chat stream that asks for its usage chunk gets it (one that does not ask: test_replay_budget.py).
+ASK_USAGE = {"/v1/chat/completions": {"stream_options": {"include_usage": True}}}
+
+
 def streamed(client: httpx.Client, base: str, path: str, body: dict[str, Any]) -> bytes:
-    with client.stream("POST", f"{base}{path}", json={**body, "stream": True}, headers=PLACEHOLDER_AUTH) as r:
+    with client.stream("POST", f"{base}{path}", json={**body, "stream": True, **ASK_USAGE.get(path, {})},
+                       headers=PLACEHOLDER_AUTH) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
         return r.read()
@@ -379,6 +384,10 @@ def test_an_unreachable_upstream_answers_424_not_retried_and_is_reported(client,
         proxy.stop()
     assert answer.status_code == 424 and answer.headers["x-should-retry"] == "false"
     assert "http://127.0.0.1:9: connection refused" in answer.json()["error"]["message"]
+    # It names the setting to change, not only the address (a user's gateway replaced by the default went unexplained).
+    assert answer.json()["error"]["message"].endswith(
+        "; check the openai upstream ([models] upstream.openai, EVALRUN_UPSTREAM_OPENAI; the run's first lines say where it was set)"
+    )
     assert report.calls == 0 and len(report.missing) == 1
     assert OPENAI_KEY not in answer.text
 

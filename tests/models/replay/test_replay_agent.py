@@ -94,7 +94,7 @@ def test_a_t1_scrubbed_environment_leaves_the_agent_no_model_to_reach():
         cwd=AGENT, env=env, capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 1
-    assert "agent: cannot reach the model at http://127.0.0.1:9/evalrun-t1-has-no-model/v1" in done.stderr
+    assert "agent: cannot reach the model at http://127.0.0.1:4/evalrun-t1-has-no-model/v1" in done.stderr
     assert "Connection refused" in done.stderr
     assert REAL_KEY not in done.stdout + done.stderr
 

@@ -63,7 +63,7 @@ class _HeldPrices(Mapping[str, Price]):
 def _call(base: str, stream: bool) -> tuple[int, str]:
     """One call, read to its end (for a stream: its terminating chunk)."""
     with httpx.Client(timeout=WAIT_S * 2, trust_env=False) as client:
-        body = {**CHAT, "stream": True} if stream else CHAT
+        body = {**CHAT, "stream": True, "stream_options": {"include_usage": True}} if stream else CHAT
         with client.stream("POST", f"{base}/v1/chat/completions", json=body) as response:
             return response.status_code, response.read().decode()
 
@@ -189,7 +189,7 @@ def test_a_calls_cap_alone_does_not_wait_for_counting(tmp_path):
 
 
 ANSWER_ENDS = {
-    "openai": ("/v1/chat/completions", {**CHAT, "stream": True}, "data: [DONE]"),
+    "openai": ("/v1/chat/completions", {**CHAT, "stream": True, "stream_options": {"include_usage": True}}, "data: [DONE]"),
     "anthropic": ("/v1/messages", {"model": "claude-3-5-haiku", "max_tokens": 16, "stream": True,
                                    "messages": [{"role": "user", "content": "hi"}]}, "event: message_stop"),
 }

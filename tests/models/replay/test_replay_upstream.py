@@ -148,3 +148,64 @@ def test_an_upstream_that_breaks_off_a_plain_answer_gets_an_error_the_sdk_does_n
     assert answer.status_code == 424 and answer.headers["x-should-retry"] == "false"
     assert "broke off the response (IncompleteRead)" in report.missing[0]
     assert not list(tmp_path.rglob("*.json"))
+
+
+def _sdk_calls(base: str) -> tuple[str, str]:
+    """One chat call through the real openai SDK and one message through the real anthropic SDK, at ``base``."""
+    import anthropic
+    import openai
+
+    gpt = openai.OpenAI(base_url=f"{base}/v1", api_key=PLACEHOLDER, max_retries=0, http_client=httpx.Client(trust_env=False))
+    claude = anthropic.Anthropic(base_url=base, api_key=PLACEHOLDER, max_retries=0,
+                                 http_client=anthropic.DefaultHttpxClient(trust_env=False))
+    chat = gpt.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi gpt"}])
+    message = claude.messages.create(model="claude-3-5-haiku-latest", max_tokens=20,
+                                     messages=[{"role": "user", "content": "hi claude"}])
+    return chat.choices[0].message.content or "", message.content[0].text
+
+
+def test_each_provider_is_relayed_to_its_own_upstream_and_an_eval_may_have_its_own(tmp_path):
+    with FakeUpstream(provider="openai") as gpt_up, FakeUpstream(provider="anthropic") as claude_up, \
+            FakeUpstream(provider="openai") as gateway, \
+            ReplayProxy("record", upstream={"openai": gpt_up.url, "anthropic": f"{claude_up.url}/v1"},
+                        key_env=KEYS) as proxy:
+        base = proxy.register_eval("both", tmp_path / "both")
+        own = proxy.register_eval("gw", tmp_path / "gw", upstreams={"openai": f"{gateway.url}/v1"})
+        answers = _sdk_calls(base)
+        own_answers = _sdk_calls(own)
+        reports = proxy.eval_report("both"), proxy.eval_report("gw")
+    assert all(a.startswith("echo: hi ") for a in answers + own_answers), (answers, own_answers)
+    assert [r.path for r in gpt_up.requests] == ["/v1/chat/completions"]
+    assert [r.path for r in claude_up.requests] == ["/v1/messages", "/v1/messages"]  # "gw" changed only openai's
+    assert [r.path for r in gateway.requests] == ["/v1/chat/completions"]
+    assert gpt_up.requests[0].headers["Authorization"] == f"Bearer {KEYS['OPENAI_API_KEY']}"
+    assert claude_up.requests[0].headers["x-api-key"] == KEYS["ANTHROPIC_API_KEY"]
+    assert all(r.failures() == [] for r in reports), [r.missing for r in reports]
+    assert sorted(p.name for p in (tmp_path / "both" / "both").iterdir()) == ["0001.json", "0002.json"]
+
+
+def test_an_answer_from_the_wrong_upstream_is_never_recorded_and_fails_the_eval_naming_the_url(tmp_path):
+    import anthropic
+
+    # One upstream for both providers, as before: the Anthropic call reaches an OpenAI-only server and gets a 404.
+    with FakeUpstream(provider="openai") as gpt_up, \
+            ReplayProxy("record", upstream=f"{gpt_up.url}/v1", key_env=KEYS) as proxy:
+        base = proxy.register_eval("one", tmp_path)
+        claude = anthropic.Anthropic(base_url=base, api_key=PLACEHOLDER, max_retries=0,
+                                     http_client=anthropic.DefaultHttpxClient(trust_env=False))
+        with pytest.raises(anthropic.NotFoundError):
+            claude.messages.create(model="claude-3-5-haiku-latest", max_tokens=20,
+                                   messages=[{"role": "user", "content": "hi"}])
+        answer = httpx.post(f"{base}/v1/chat/completions", trust_env=False,
+                            json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "next"}]})
+        report = proxy.eval_report("one")
+    assert answer.status_code == 200
+    # The 404 took no index and left no fixture: t2 cannot replay it as the answer; the next call is 0001.
+    files = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert files == ["0001.json"]
+    assert "chat/completions" in (tmp_path / "one" / "0001.json").read_text()
+    assert report.failures() == [
+        f"evalrun record: one/one: POST {gpt_up.url}/v1/messages answered 404 (no such endpoint there: is it this "
+        "provider's base URL?); not recorded: check the anthropic upstream ([models] upstream.anthropic, "
+        "EVALRUN_UPSTREAM_ANTHROPIC; the run's first lines say where it was set)"
+    ]

@@ -142,7 +142,8 @@ def raw_stream_call(base: str) -> list[bytes]:
     """A streamed call made on a raw socket; the answer's chunks as framed on the wire."""
     host, port = base.removeprefix("http://").split("/", 1)[0].split(":")
     path = "/" + base.removeprefix("http://").split("/", 1)[1] + "/v1/chat/completions"
-    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+                       "stream_options": {"include_usage": True}}).encode()  # its usage chunk is the client's
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
                      b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(body), body))
