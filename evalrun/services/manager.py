@@ -64,6 +64,7 @@ class _Running:
     pgid: int
     pidfile: Path
     data_dir: Path | None
+    ports: tuple[int, ...] = ()  # the TCP ports it serves on, as far as evalrun knows (its ready probe, its -p)
 
 
 class _StartFailed(Exception):
@@ -128,6 +129,12 @@ class ServiceManager:
             if state is not None and state.ok:
                 env.update(state.env)
         return env
+
+    def tcp_ports(self) -> list[int]:
+        """The TCP ports of the services that are up: an embedded PostgreSQL's, and a ``run`` service's whose
+        ``ready`` is ``tcp:HOST:PORT`` or an ``http://HOST:PORT/...`` URL (what the isolation fallback lets a
+        t2 scorer connect to)."""
+        return sorted({port for running in self._running.values() for port in running.ports})
 
     def failure_for(self, names: Iterable[str]) -> str | None:
         """A one-line reason if any of those services failed to start or has died since."""
@@ -195,6 +202,7 @@ class ServiceManager:
         requirement = _expand(spec.ready, child_env, spec.name, "ready") if spec.ready else None
         running = self._spawn(spec, [program, *spec.run[1:]], spec.dir, child_env, log_path, None, None)
         self._await_ready(spec, running, requirement, child_env, deadline, None)
+        running.ports = _port_of(requirement)
         return exports, running
 
     def _launch_postgres(self, spec: ServiceSpec, log_path: Path, deadline: float) -> tuple[dict[str, str], _Running]:
@@ -241,6 +249,7 @@ class ServiceManager:
                 if running.proc.poll() is not None and "could not bind" in _log_tail(log_path, 20):
                     continue
                 raise
+            running.ports = (port,)
             return exports, running
         raise _StartFailed(f"service {spec.name}: no free port on 127.0.0.1 after 3 tries: {_log_tail(log_path, secrets=self._secrets)}")
 
@@ -370,3 +379,20 @@ def _expand_env(spec: ServiceSpec, environ: Mapping[str, str], own: Mapping[str,
         exports[key] = sources[key] = _expand(value, sources, spec.name, f"env.{key}")
     return exports
 
+
+def _port_of(requirement: str | None) -> tuple[int, ...]:
+    """The TCP port a ``ready`` requirement names: ``tcp:HOST:PORT``, or an http(s) URL's; none otherwise."""
+    from urllib.parse import urlsplit
+
+    if not requirement:
+        return ()
+    try:
+        if requirement.startswith("tcp:"):
+            port = int(requirement.rsplit(":", 1)[1])
+            return (port,) if 0 < port < 65536 else ()
+        if requirement.startswith(("http://", "https://", "http:")):
+            url = urlsplit(requirement if "://" in requirement else "http://" + requirement[5:])
+            return (url.port or (443 if url.scheme == "https" else 80),)
+    except ValueError:
+        pass
+    return ()
