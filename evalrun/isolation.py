@@ -95,6 +95,15 @@ def isolated(mechanism: str) -> NetworkIsolation:
     return NetworkIsolation(isolated=True, mechanism=mechanism)
 
 
+def combined_network(networks: list[NetworkIsolation | None]) -> NetworkIsolation | None:
+    """The network of runs recorded as one (the shards of a merge, the bites of a tier): theirs when they agree;
+    else the first that was not isolated (the whole was not, in part); else None (isolated by different
+    mechanisms, or one not recorded by an older evalrun: nothing is claimed)."""
+    if networks and all(n == networks[0] for n in networks):
+        return networks[0]
+    return next((n for n in networks if n is not None and not n.isolated), None)
+
+
 def fallback_for(tier: str) -> tuple[str | None, str | None]:
     """Where no namespace can be made: the scorers' fallback (``evalrun.sandbox``) this machine offers the tier,
     tried for real on a thread of its own (``(mechanism, None)``), or why there is none (``(None, why)``)."""

@@ -327,9 +327,10 @@ def write_results(results: RunResults, path: Path) -> None:
 
 def results_json_pieces(results: RunResults) -> Iterator[str]:
     """The results file's JSON, one eval at a time: 500 evals of 2,000 checks never sit in memory as one text."""
-    # No "run_id": null and no "kind": "run": a file of an older evalrun, written again, is byte for byte what it
-    # wrote (its history id is a hash of these bytes, evalrun.history.records.run_id_for).
+    # No "run_id": null, no "kind": "run" and no "network": null: a file of an older evalrun, written again, is byte
+    # for byte what it wrote (its history id is a hash of these bytes, evalrun.history.records.run_id_for).
     exclude = {"evals"} | (set() if results.run_id else {"run_id"}) | ({"kind"} if results.kind == "run" else set())
+    exclude |= {"network"} if results.network is None else set()
     head = json.loads(results.model_dump_json(exclude=exclude))
     yield "{\n"
     for key, value in head.items():
