@@ -34,13 +34,14 @@ fallback says it is unavailable).
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import platform
 import queue
 import struct
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -82,7 +83,7 @@ _LANDLOCK_RULE_NET_PORT = 2
 _LANDLOCK_ACCESS_NET_CONNECT_TCP = 2
 _LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET = 1
 
-EACCES, ENOSYS, EPERM = 13, 38, 1
+EACCES, ENOSYS, EPERM = 13, 38, 1  # Linux's numbers (the filter is for its kernel, wherever this module is imported)
 
 
 # --------------------------------------------------------------------------- what a tier gets
@@ -245,6 +246,8 @@ class Sandbox:
         self.mechanism = name
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
         self._ready: Future[str | None] = Future()
+        self._closed = False
+        self._lock = threading.Lock()  # a job is queued before the end, or refused: none waits forever
         self._thread = threading.Thread(target=self._serve, name=f"evalrun-sandbox-{rules.tier}", daemon=True)
 
     @classmethod
@@ -277,15 +280,23 @@ class Sandbox:
                     future.set_exception(exc)
 
     def call(self, work: Callable[[], T]) -> T:
-        """Run ``work`` (which starts a process) in the restricted thread; what it returns or raises."""
+        """Run ``work`` (which starts a process) in the restricted thread; what it returns or raises.
+
+        After ``close`` (a worker that outlived an interrupted run) it raises OSError: nothing starts unrestricted,
+        and nothing waits for a thread that is gone."""
         future: Future[T] = Future()
-        self._jobs.put((work, future))
+        with self._lock:
+            if self._closed:
+                raise OSError(errno.ESHUTDOWN, "the run's isolated scorer thread has ended")
+            self._jobs.put((work, future))
         return future.result()
 
     def close(self) -> None:
-        if self._thread.is_alive():
+        """End the thread once every start queued before has been served."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             self._jobs.put(None)
-            self._thread.join()
+        self._thread.join()
 
-    def with_ports(self, ports: Iterable[int]) -> Rules:
-        return Rules(self.rules.tier, tuple(sorted(set(ports))))

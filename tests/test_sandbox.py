@@ -220,6 +220,10 @@ def test_a_start_that_fails_raises_in_the_caller_and_the_thread_serves_on(tmp_pa
     finally:
         sandbox.close()
     assert not sandbox._thread.is_alive()
+    # a worker that outlived the run (an interrupt): refused at once, never started unrestricted, never hung
+    with pytest.raises(OSError, match="isolated scorer thread has ended"):
+        spawn([sys.executable, "-c", "pass"], tmp_path, os.environ, sandbox=sandbox)
+    sandbox.close()  # twice: nothing
 
 
 def test_the_mechanism_is_named_or_refused_with_a_reason(monkeypatch) -> None:
