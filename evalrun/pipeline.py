@@ -396,6 +396,8 @@ def _start_and_execute(
         with services, models:
             if models.mode:
                 console.note(f"model calls: {models.mode} through {models.proxy.url}")
+            if sandboxed:  # services start under the fallback too: TCP to the proxy and each other only
+                services.restrict(tier, _proxy_ports(models))
             for name in sorted({s for p in will_run for s in p.spec.services}):
                 console.note(f"starting service {name}")
                 state = services.start(name)
@@ -431,17 +433,19 @@ def _start_and_execute(
     return aggregate_all(planned, runs, outcome.results, settings, tier), outcome.interrupted
 
 
-def _open_sandbox(tier: str, services: ServiceManager, models: ModelCalls) -> Sandbox:
-    """The restricted thread the scorers start from: in t1 no IP socket; in t2 TCP to the proxy and services only."""
+def _proxy_ports(models: ModelCalls) -> list[int]:
+    """The replay proxy's port, if this run has one."""
     from urllib.parse import urlsplit
 
+    port = urlsplit(models.proxy.url).port if models.proxy is not None else None
+    return [port] if port is not None else []
+
+
+def _open_sandbox(tier: str, services: ServiceManager, models: ModelCalls) -> Sandbox:
+    """The restricted thread the scorers start from: in t1 no IP socket; in t2 TCP to the proxy and services only."""
     from evalrun.sandbox import Rules, Sandbox
 
-    ports = services.tcp_ports()
-    if models.proxy is not None:
-        port = urlsplit(models.proxy.url).port
-        if port is not None:
-            ports.append(port)
+    ports = services.tcp_ports() + _proxy_ports(models)
     sandbox, why = Sandbox.open(Rules(tier, None if tier == "t1" else tuple(ports)))
     if sandbox is None:  # it worked a moment ago (isolation.fallback_for): never run unrestricted in silence
         raise RuntimeError(f"the isolation fallback could not restrict the scorers' thread: {why}")

@@ -105,6 +105,12 @@ class ServiceManager:
         self._died: dict[str, str] = {}
         self._locks = {name: threading.Lock() for name in self._specs}
         self._closed = False
+        self._restricted: tuple[str, tuple[int, ...]] | None = None  # the isolation fallback: tier, ports allowed
+
+    def restrict(self, tier: str, ports: Iterable[int]) -> None:
+        """Start every service from now on under the isolation fallback (``evalrun.sandbox``), as the scorers: TCP
+        only, and ``connect`` only to ``ports`` (the replay proxy's), the services already up and its own."""
+        self._restricted = (tier, tuple(ports))
 
     def __enter__(self) -> ServiceManager:
         return self
@@ -200,7 +206,8 @@ class ServiceManager:
         if program is None:
             raise _StartFailed(f"service {spec.name}: {problem} (run[0] of [services.{spec.name}])")
         requirement = _expand(spec.ready, child_env, spec.name, "ready") if spec.ready else None
-        running = self._spawn(spec, [program, *spec.run[1:]], spec.dir, child_env, log_path, None, None)
+        running = self._spawn(spec, [program, *spec.run[1:]], spec.dir, child_env, log_path, None, None,
+                              _port_of(requirement))
         self._await_ready(spec, running, requirement, child_env, deadline, None)
         running.ports = _port_of(requirement)
         return exports, running
@@ -242,7 +249,7 @@ class ServiceManager:
             ready_env = {**self._environ, **exports}
             requirement = _expand(spec.ready, ready_env, spec.name, "ready") if spec.ready else None
             # Each try replaces the tracked process, so a failure still removes the cluster.
-            running = self._spawn(spec, argv, data_dir, env, log_path, data_dir, user)
+            running = self._spawn(spec, argv, data_dir, env, log_path, data_dir, user, (port,))
             try:
                 self._await_ready(spec, running, requirement, ready_env, deadline, (cluster, port))
             except _StartFailed:
@@ -255,24 +262,40 @@ class ServiceManager:
 
     def _spawn(
         self, spec: ServiceSpec, argv: list[str], cwd: Path, env: Mapping[str, str], log_path: Path,
-        data_dir: Path | None, user: tuple[int, int] | None,
+        data_dir: Path | None, user: tuple[int, int] | None, ports: tuple[int, ...] = (),
     ) -> _Running:
         as_user: dict[str, Any] = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
+        sandbox = self._sandbox(spec, ports)
         with open(log_path, "ab") as log:
             try:
-                proc = spawn(argv, cwd, env, stdout=log, stderr=subprocess.STDOUT, **as_user)
+                proc = spawn(argv, cwd, env, stdout=log, stderr=subprocess.STDOUT, sandbox=sandbox, **as_user)
             except OSError as exc:
                 hint = ""
                 if user is not None:
                     hint = (f" (PostgreSQL refuses to run as root, so it runs as uid {user[0]}, who must be able to "
                             f"read {argv[0]})")
                 raise _StartFailed(f"service {spec.name}: cannot run {argv[0]}: {exc.strerror or exc}{hint}") from None
+            finally:
+                if sandbox is not None:
+                    sandbox.close()  # the service keeps its restrictions; the thread that started it is done
         running = _Running(spec.name, "postgres" if spec.postgres else "run", proc, proc.pid,
                            self._state_dir / f"{spec.name}.{os.getpid()}.json", data_dir)
         self._running[spec.name] = running
         write_pidfile(running.pidfile, running.name, running.kind, proc.pid, running.pgid, data_dir)
         self._raise_if_closed(spec)  # stop_all ran while we spawned: _drop stops this one
         return running
+
+    def _sandbox(self, spec: ServiceSpec, own: tuple[int, ...]) -> Any:
+        """Under the isolation fallback: a restricted thread to start this service from (``evalrun.sandbox``)."""
+        if self._restricted is None:
+            return None
+        from evalrun.sandbox import Rules, Sandbox
+
+        tier, allowed = self._restricted
+        sandbox, why = Sandbox.open(Rules(tier, tuple(sorted({*allowed, *self.tcp_ports(), *own}))))
+        if sandbox is None:
+            raise _StartFailed(f"service {spec.name}: cannot start it isolated: {why}")
+        return sandbox
 
     def _raise_if_closed(self, spec: ServiceSpec) -> None:
         if self._closed:  # stop_all (a signal, another thread) got here first

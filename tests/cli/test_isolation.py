@@ -414,6 +414,12 @@ def test_without_a_namespace_a_t1_scorer_opens_no_ip_socket(
 
 T2_SERVICE = """
 import os, socket
+try:
+    with socket.create_connection(("127.0.0.1", int(os.environ["HOST_PORT"])), timeout=5) as s:
+        outcome = "reached the host: " + s.recv(16).decode().strip()
+except OSError as exc:
+    outcome = f"refused: {exc}"
+open(os.environ["OUTCOME"], "w").write(outcome)
 server = socket.create_server(("127.0.0.1", int(os.environ["SERVICE_PORT"])))
 while True:
     conn, _ = server.accept()
@@ -428,14 +434,15 @@ def test_without_a_namespace_a_t2_scorer_reaches_the_proxy_and_its_service_only(
     open_project: Path, host_listener: int, udp_listener: socket.socket, nobody_site: Path
 ) -> None:
     """uid 65534 with no user namespaces, t2: Landlock lets the scorer connect to the replay proxy and to the
-    service evalrun started, on the host's own loopback; the host's other listener (TCP) and UDP stay out of reach."""
+    service evalrun started, on the host's own loopback; the host's other listener (TCP) and UDP stay out of reach.
+    The service starts restricted too: it cannot reach the host's listener either."""
     service_port, udp_port = _free_port(), udp_listener.getsockname()[1]
     manifest = textwrap.dedent(f"""
         [services.svc]
         run = ["{NOBODY_PYTHON}", "svc.py"]
         ready = "tcp:127.0.0.1:{service_port}"
         ready_timeout = 20
-        env = {{ SERVICE_PORT = "{service_port}" }}
+        env = {{ SERVICE_PORT = "{service_port}", HOST_PORT = "{host_listener}", OUTCOME = "{open_project}/outcome.txt" }}
 
         [[evals]]
         name = "try"
@@ -457,6 +464,7 @@ def test_without_a_namespace_a_t2_scorer_reaches_the_proxy_and_its_service_only(
     assert checks["host udp"] == (False, "[Errno 13] Permission denied")  # seccomp: TCP only
     assert _received(udp_listener) == []
     assert results["network"] == {"isolated": True, "mechanism": "seccomp+landlock", "reason": None}
+    assert (open_project / "outcome.txt").read_text() == "refused: [Errno 13] Permission denied"
 
 
 @needs_root
