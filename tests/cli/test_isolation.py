@@ -136,9 +136,14 @@ def test_as_root_every_thread_of_evalrun_is_inside_while_the_phase_runs(project)
 def test_network_host_opts_a_tier_out_and_the_header_says_why(project, host_listener: int) -> None:
     proj = project({"manifest.toml": _t1_manifest(host_listener, '[tiers.t1]\nnetwork = "host"\n\n'),
                     "e/score.py": REACH_SCORER})
-    r = proj.run("t1")
+    summary = proj.root / "summary.md"
+    r = proj.run("t1", env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
     assert r.code == 0, r.output
     assert 'network: not isolated: tiers.t1 sets network = "host"' in r.out
+    # in CI: an annotation, and the step summary says it too
+    assert ('::warning file=manifest.toml,title=evalrun t1 not isolated from the network::'
+            'network: not isolated: tiers.t1 sets network = "host"') in r.out.splitlines()
+    assert '⚠️ **network: not isolated: tiers.t1 sets network = "host"**' in summary.read_text()
     assert proj.results("t1")["network"] == {"isolated": False, "mechanism": None,
                                              "reason": 'tiers.t1 sets network = "host"'}
 
