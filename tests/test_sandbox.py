@@ -273,3 +273,22 @@ def test_any_ready_requirement_gives_a_port_or_none_and_never_raises(prefix: str
 def test_a_port_out_of_range_is_no_port() -> None:
     assert _port_of("tcp:127.0.0.1:99999") == _port_of("tcp:127.0.0.1:0") == _port_of("http://h:99999/") == ()
     assert _port_of("https://h/health") == (443,) and _port_of("ready-probe") == ()
+
+
+def test_a_refused_connection_is_explained_by_the_mechanism_that_refused_it() -> None:
+    from evalrun.isolation import explain_isolation
+    from evalrun.results import CheckResult, EvalResult, Status
+
+    def failing(message: str, tier: str = "t2") -> EvalResult:
+        return EvalResult(name="e", tier=tier, dir="e", status=Status.FAILED,
+                          checks=[CheckResult(name="c", assertions=1, passed=False, message=message)])
+
+    [t2] = explain_isolation([failing("[Errno 13] Permission denied")], "t2", "seccomp+landlock")
+    assert t2.message == ("t2 is isolated (seccomp+landlock): a t2 scorer connects over TCP only to the replay proxy "
+                          "and the run's own services; if the eval must reach the network, set network = \"host\" "
+                          "in [tiers.t2] or move it to t3")
+    [t1] = explain_isolation([failing("connect EACCES 127.0.0.1:80", "t1")], "t1", "seccomp")
+    assert t1.message.startswith("t1 is isolated (seccomp): a t1 scorer can open no IP socket;")
+    # in the namespace a refusal is not the network's: "permission denied" means a file there
+    [ns] = explain_isolation([failing("[Errno 13] Permission denied: 'out.txt'")], "t2", "namespace")
+    assert ns.message is None
