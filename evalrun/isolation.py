@@ -1,4 +1,4 @@
-"""Isolation: t1 and t2 run inside a network namespace that has only loopback.
+"""Isolation: t1 and t2 run inside a network namespace that has only loopback, or under the fallback.
 
 "t1 needs no network" was a comment until something enforced it. Where the
 system allows it (root, or unprivileged user namespaces), the run phase of t1
@@ -9,10 +9,17 @@ host's 127.0.0.1, is not. The rest of evalrun stays on the host network: it
 compares, writes the results and reports, and appends to the history (a
 PostgreSQL history on another machine stays reachable).
 
+Where no namespace can be made (non-root without user namespaces: GitHub's
+``ubuntu-24.04`` runners), the scorers and t2's services start under the
+fallback instead (``evalrun.sandbox``: seccomp, and Landlock's TCP port rules in
+t2), the rest of the run phase on the host network (``fallback_for``).
+
 Per tier (``[tiers.t1]``): ``network = "loopback"`` (the default for t1 and t2:
 isolated where possible, else a warning ``network: not isolated: <why>``) or
 ``"host"`` (never isolated), and ``require_isolation = true`` to make "cannot
-isolate" a one-line exit 2. t3 is live and never isolated.
+isolate" (neither mechanism) a one-line exit 2. t3 is live and never isolated.
+The outcome is the run's ``network`` (``NetworkIsolation``): its header line,
+and a field of the results that every report shows.
 
 How, as root: a network namespace belongs to a thread, and what a thread starts
 inherits it. The thread that runs the phase calls ``unshare(CLONE_NEWNET)``,
