@@ -289,8 +289,7 @@ def collect(
         network = isolated(mechanism)
         console.note(header(network))
         results = _collect(context, plan, options, console, baseline, sandboxed=True)
-    assert network.mechanism is not None
-    return results.model_copy(update={"evals": explain_isolation(results.evals, tier, network.mechanism),
+    return results.model_copy(update={"evals": explain_isolation(results.evals, tier, network.mechanism or "namespace"),
                                       "network": network})
 
 
