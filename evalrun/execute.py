@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalrun.leftovers import write_pidfile
 from evalrun.manifest import EvalSpec
@@ -68,6 +69,8 @@ class ExecuteRequest:
     pidfile_dir: Path | None = None
     # The positions of ``evals`` in the order to start them (longest first); None: plan order. Results stay in plan order.
     order: Sequence[int] | None = None
+    # The isolation fallback (evalrun.sandbox.Sandbox): every scorer starts from its restricted thread.
+    sandbox: Any = None
 
 
 @dataclass
@@ -128,7 +131,7 @@ def _run_one(
             request.on_start(planned.name)
         result = run_scorer(
             planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, request.pidfile_dir,
-            secrets=request.secrets,
+            secrets=request.secrets, sandbox=request.sandbox,
         )
     if request.finalize:
         result = request.finalize(planned, result)
@@ -146,8 +149,11 @@ def run_scorer(
     pidfile_dir: Path | None = None,
     *,
     secrets: frozenset[str] = frozenset(),
+    sandbox: Any = None,
 ) -> EvalResult:
-    """Run one scorer to its end and judge it; while it runs, its group has a pidfile in ``pidfile_dir``."""
+    """Run one scorer to its end and judge it; while it runs, its group has a pidfile in ``pidfile_dir``.
+
+    ``sandbox`` (``evalrun.sandbox.Sandbox``): the scorer starts from its restricted thread."""
     spec = planned.spec
     workdir, report_path = scratch.fresh()
     stdout_path = scratch.stdout if spec.format == "tap" else None
@@ -183,7 +189,7 @@ def run_scorer(
     started = time.monotonic()
     pidfile = pidfile_dir / f"scorer.{os.getpid()}.{next(_pidfile_numbers)}.json" if pidfile_dir is not None else None
     try:
-        outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile)
+        outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile, sandbox)
     finally:
         if pidfile is not None:
             pidfile.unlink(missing_ok=True)
@@ -205,6 +211,7 @@ def _run_tracked(
     grace: float,
     cancel: threading.Event,
     pidfile: Path | None,
+    sandbox: Any = None,
 ) -> ProcessOutcome:
     def remember(pid: int) -> None:
         if pidfile is None:
@@ -228,6 +235,7 @@ def _run_tracked(
             grace=grace,
             stdout_path=stdout_path,
             stdout_limit=REPORT_LIMIT + 1,  # what a TAP report is read up to, and one byte to tell it is more
+            sandbox=sandbox,
         ),
         cancel,
         on_spawn=remember,

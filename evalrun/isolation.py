@@ -1,4 +1,4 @@
-"""Isolation: t1 and t2 run inside a network namespace that has only loopback.
+"""Isolation: t1 and t2 run inside a network namespace that has only loopback, or under the fallback.
 
 "t1 needs no network" was a comment until something enforced it. Where the
 system allows it (root, or unprivileged user namespaces), the run phase of t1
@@ -9,10 +9,17 @@ host's 127.0.0.1, is not. The rest of evalrun stays on the host network: it
 compares, writes the results and reports, and appends to the history (a
 PostgreSQL history on another machine stays reachable).
 
+Where no namespace can be made (non-root without user namespaces: GitHub's
+``ubuntu-24.04`` runners), the scorers and t2's services start under the
+fallback instead (``evalrun.sandbox``: seccomp, and Landlock's TCP port rules in
+t2), the rest of the run phase on the host network (``fallback_for``).
+
 Per tier (``[tiers.t1]``): ``network = "loopback"`` (the default for t1 and t2:
 isolated where possible, else a warning ``network: not isolated: <why>``) or
 ``"host"`` (never isolated), and ``require_isolation = true`` to make "cannot
-isolate" a one-line exit 2. t3 is live and never isolated.
+isolate" (neither mechanism) a one-line exit 2. t3 is live and never isolated.
+The outcome is the run's ``network`` (``NetworkIsolation``): its header line,
+and a field of the results that every report shows.
 
 How, as root: a network namespace belongs to a thread, and what a thread starts
 inherits it. The thread that runs the phase calls ``unshare(CLONE_NEWNET)``,
@@ -48,14 +55,13 @@ from evalrun.errors import UsageError
 
 if TYPE_CHECKING:
     from evalrun.manifest import Manifest
-    from evalrun.results import EvalResult
+    from evalrun.results import EvalResult, NetworkIsolation
 
 T = TypeVar("T")
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
-ISOLATED = "isolated (loopback only)"
 
 
 @dataclass(frozen=True)
@@ -77,15 +83,51 @@ def network_policy(manifest: Manifest, tier: str) -> NetworkPolicy:
     return NetworkPolicy(tier, True, config.require_isolation)
 
 
-def header(policy: NetworkPolicy, why_not: str | None) -> str:
-    """The run's header line: ``network: isolated (loopback only)`` or ``network: not isolated: <why>``."""
-    return f"network: {ISOLATED}" if why_not is None else f"network: not isolated: {why_not}"
+def header(network: NetworkIsolation) -> str:
+    """The run's header line (``network: isolated (namespace), except ...`` / ``network: not isolated: <why>``)."""
+    from evalrun.reports_out.describe import network_line
+
+    return network_line(network)
+
+
+def not_isolated(why: str) -> NetworkIsolation:
+    from evalrun.results import NetworkIsolation
+
+    return NetworkIsolation(isolated=False, reason=why)
+
+
+def isolated(mechanism: str) -> NetworkIsolation:
+    from evalrun.results import NetworkIsolation
+
+    return NetworkIsolation(isolated=True, mechanism=mechanism)
+
+
+def combined_network(networks: list[NetworkIsolation | None]) -> NetworkIsolation | None:
+    """The network of runs recorded as one (the shards of a merge, the bites of a tier): theirs when they agree;
+    else the first that was not isolated (the whole was not, in part); else None (isolated by different
+    mechanisms, or one not recorded by an older evalrun: nothing is claimed)."""
+    if networks and all(n == networks[0] for n in networks):
+        return networks[0]
+    return next((n for n in networks if n is not None and not n.isolated), None)
+
+
+def fallback_for(tier: str) -> tuple[str | None, str | None]:
+    """Where no namespace can be made: the scorers' fallback (``evalrun.sandbox``) this machine offers the tier,
+    tried for real on a thread of its own (``(mechanism, None)``), or why there is none (``(None, why)``)."""
+    from evalrun.sandbox import Rules, Sandbox
+
+    sandbox, why = Sandbox.open(Rules(tier, None if tier == "t1" else ()))
+    if sandbox is None:
+        return None, why
+    sandbox.close()
+    return sandbox.mechanism, None
 
 
 def refuse(policy: NetworkPolicy, why_not: str) -> UsageError:
     return UsageError(
         f"{policy.tier}: require_isolation = true, but the run cannot be isolated: {why_not}; "
-        f"run as root or allow unprivileged user namespaces, or drop require_isolation from [tiers.{policy.tier}]"
+        f"run as root, allow unprivileged user namespaces, or use Linux 6.7 or later with Landlock enabled; "
+        f"or drop require_isolation from [tiers.{policy.tier}]"
     )
 
 
@@ -343,17 +385,28 @@ _NETWORK_ERRORS = (
 )
 
 
-def explain_isolation(results: list[EvalResult], tier: str) -> list[EvalResult]:
-    """A failing eval whose words mention a connection error says that its tier is isolated."""
+_DENIED = ("permission denied", "eacces", "errno 13")
+
+
+def explain_isolation(results: list[EvalResult], tier: str, mechanism: str = "namespace") -> list[EvalResult]:
+    """A failing eval whose words mention a connection error (or, under the fallback, a refusal) says that its
+    tier is isolated, and how."""
     from evalrun.results import Status
 
+    markers = _NETWORK_ERRORS if mechanism == "namespace" else _NETWORK_ERRORS + _DENIED
+    if mechanism == "namespace":
+        what = "nothing outside this run's own loopback is reachable"
+    elif tier == "t1":
+        what = "a t1 scorer can open no IP socket"
+    else:
+        what = "a t2 scorer connects over TCP only to the replay proxy and the run's own services"
     out = []
     for result in results:
         if result.status in (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.SKIPPED):
             words = " ".join([result.message or "", result.output_tail or "",
                               *(c.message or "" for c in result.checks if not c.passed)]).lower()
-            if any(marker in words for marker in _NETWORK_ERRORS):
-                note = (f"{tier} is isolated (loopback only): nothing outside this run's own loopback is reachable; "
+            if any(marker in words for marker in markers):
+                note = (f"{tier} is isolated ({mechanism}): {what}; "
                         f'if the eval must reach the network, set network = "host" in [tiers.{tier}] or move it to t3')
                 result = result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
         out.append(result)

@@ -23,6 +23,7 @@ from evalrun.models.cost import run_cost
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan, tier_cells
+from evalrun.isolation import combined_network
 from evalrun.results import EvalResult, RunResults, load_results, merged_run_id
 from evalrun.text import plural
 from evalrun.workspace import Workspace
@@ -84,6 +85,7 @@ def _merged(
         finished_at=None if None in finished else max(f for f in finished if f is not None),
         interrupted=any(r.interrupted for _, r in shards),
         evals=evals,
+        network=combined_network([r.network for _, r in shards]),
         **fields,  # type: ignore[arg-type]
     )
 

@@ -55,6 +55,7 @@ from evalrun.verdict import decide_exit_code
 
 if TYPE_CHECKING:
     from evalrun.selection.changed import ChangedSelection
+    from evalrun.sandbox import Sandbox
 
 
 @dataclass(frozen=True)
@@ -283,32 +284,47 @@ def collect(
 
     ``baseline``: an eval whose baseline holds pass rates repeats as they were recorded.
     t1 and t2 do all that inside a loopback-only network namespace where the
-    system allows it (evalrun.isolation); the header line says which.
+    system allows it (evalrun.isolation); elsewhere on Linux their scorers start
+    under a seccomp filter and Landlock rules (evalrun.sandbox). The header line
+    says which, and so does the results' ``network``.
     """
-    from evalrun.isolation import explain_isolation, header, network_policy, refuse, run_isolated
+    from evalrun.isolation import explain_isolation, fallback_for, header, isolated, network_policy, not_isolated
+    from evalrun.isolation import refuse, run_isolated
 
     tier = context.tier
     policy = network_policy(context.manifest, tier)
     if not policy.isolate:
-        if tier in ("t1", "t2"):
-            console.warn(header(policy, policy.why_not))
-        return _collect(context, plan, options, console, baseline)
+        if tier not in ("t1", "t2"):
+            return _collect(context, plan, options, console, baseline)
+        network = not_isolated(policy.why_not)
+        console.warn(header(network))
+        return _collect(context, plan, options, console, baseline).model_copy(update={"network": network})
+    network = isolated("namespace")
     entered, results, why = run_isolated(
-        lambda: _collect(context, plan, options, console, baseline), lambda: console.note(header(policy, None))
+        lambda: _collect(context, plan, options, console, baseline), lambda: console.note(header(network))
     )
-    if entered and results is not None:
-        return results.model_copy(update={"evals": explain_isolation(results.evals, tier)})
-    if policy.required:
-        raise refuse(policy, why or "unknown")
-    console.warn(header(policy, why))
-    return _collect(context, plan, options, console, baseline)
+    if not entered or results is None:
+        mechanism, why_no_fallback = fallback_for(tier)
+        if mechanism is None:
+            reason = f"{why or 'unknown'}; and no fallback: {why_no_fallback}"
+            if policy.required:
+                raise refuse(policy, reason)
+            network = not_isolated(reason)
+            console.warn(header(network))
+            return _collect(context, plan, options, console, baseline).model_copy(update={"network": network})
+        network = isolated(mechanism)
+        console.note(header(network))
+        results = _collect(context, plan, options, console, baseline, sandboxed=True)
+    return results.model_copy(update={"evals": explain_isolation(results.evals, tier, network.mechanism or "namespace"),
+                                      "network": network})
 
 
 def _collect(
-    context: RunContext, plan: Plan, options: CollectOptions, console: Console, baseline: Baseline | None = None
+    context: RunContext, plan: Plan, options: CollectOptions, console: Console, baseline: Baseline | None = None,
+    sandboxed: bool = False,
 ) -> RunResults:
     """Ctrl-C or SIGTERM at any phase ends here as results that mark every planned
-    eval either done or interrupted.
+    eval either done or interrupted. ``sandboxed``: the scorers start under the isolation fallback.
     """
     manifest, tier = context.manifest, context.tier
     started = _now()
@@ -322,7 +338,7 @@ def _collect(
             pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, options.no_skips))
             if not plan.evals:
                 console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
-            results, interrupted = _start_and_execute(context, plan, options, pre, console, baseline)
+            results, interrupted = _start_and_execute(context, plan, options, pre, console, baseline, sandboxed)
         except KeyboardInterrupt:
             console.stop_progress()
             results, interrupted = [interrupted_result(p, tier) for p in plan.evals], True
@@ -351,8 +367,12 @@ def _start_and_execute(
     pre: Preconditions,
     console: Console,
     baseline: Baseline | None = None,
+    sandboxed: bool = False,
 ) -> tuple[list[EvalResult], bool]:
-    """Services and the model proxy up, every planned eval executed, everything stopped again."""
+    """Services and the model proxy up, every planned eval executed, everything stopped again.
+
+    ``sandboxed``: every scorer starts from a thread under the isolation fallback (``evalrun.sandbox``), whose
+    Landlock rules in t2 let it connect to the replay proxy and the services started here, and nothing else."""
     manifest, tier, secrets = context.manifest, context.tier, context.secrets
     planned = plan.evals
     # Repeats: every planned eval becomes its runs; they are folded back into one result per eval below.
@@ -404,34 +424,61 @@ def _start_and_execute(
                 console.note(f"model calls: {models.mode} through {models.proxy.url}")
                 for line in models.upstream_lines():
                     console.note(line)
+            if sandboxed:  # services start under the fallback too: TCP to the proxy and each other only
+                services.restrict(tier, _proxy_ports(models))
             for name in sorted({s for p in will_run for s in p.spec.services}):
                 console.note(f"starting service {name}")
                 state = services.start(name)
                 if not state.ok:
                     console.error(state.failure or f"service {name} failed")
+            sandbox = _open_sandbox(tier, services, models) if sandboxed else None
             console.start_progress(len(planned), tier, calls=models.calls_so_far if models.proxy else None)
-            outcome = execute(
-                ExecuteRequest(
-                    evals=runs,
-                    order=longest_first([r.name for r in runs], plan.durations),
-                    tier=tier,
-                    jobs=options.jobs or default_jobs(),
-                    base_env=with_pythonpath(scorer_base_env(context.scrubbed_env), context.python_paths),
-                    prepare=prepare,
-                    finalize=finalize,
-                    on_start=started,
-                    # A repeated eval is shown once, by the tracker, when its last run is in.
-                    on_finish=lambda r: None if tracker.repeats(r.name) else console.eval_finished(r),
-                    secrets=secrets.values,
-                    pidfile_dir=context.workspace.services,  # scorers have pidfiles like services, and are swept alike
+            try:
+                outcome = execute(
+                    ExecuteRequest(
+                        evals=runs,
+                        order=longest_first([r.name for r in runs], plan.durations),
+                        tier=tier,
+                        jobs=options.jobs or default_jobs(),
+                        base_env=with_pythonpath(scorer_base_env(context.scrubbed_env), context.python_paths),
+                        prepare=prepare,
+                        finalize=finalize,
+                        on_start=started,
+                        # A repeated eval is shown once, by the tracker, when its last run is in.
+                        on_finish=lambda r: None if tracker.repeats(r.name) else console.eval_finished(r),
+                        secrets=secrets.values,
+                        pidfile_dir=context.workspace.services,  # scorers have pidfiles like services, swept alike
+                        sandbox=sandbox,
+                    )
                 )
-            )
+            finally:
+                if sandbox is not None:
+                    sandbox.close()
             console.stop_progress()
             for line in services.stop_all():
                 console.note(line)
     finally:
         console.stop_progress()
     return aggregate_all(planned, runs, outcome.results, settings, tier), outcome.interrupted
+
+
+def _proxy_ports(models: ModelCalls) -> list[int]:
+    """The replay proxy's port, if this run has one."""
+    from urllib.parse import urlsplit
+
+    port = urlsplit(models.proxy.url).port if models.proxy is not None else None
+    return [port] if port is not None else []
+
+
+def _open_sandbox(tier: str, services: ServiceManager, models: ModelCalls) -> Sandbox:
+    """The restricted thread the scorers start from: in t1 no IP socket; in t2 TCP to the proxy and services only."""
+    from evalrun.sandbox import Rules, Sandbox
+
+    ports = services.tcp_ports() + _proxy_ports(models)
+    sandbox, why = Sandbox.open(Rules(tier, None if tier == "t1" else tuple(ports)))
+    if sandbox is None:  # it worked a moment ago (isolation.fallback_for): never run unrestricted in silence
+        raise RuntimeError(f"the isolation fallback could not restrict the scorers' thread: {why}")
+    return sandbox
 
 
 def default_jobs() -> int:

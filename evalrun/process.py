@@ -65,6 +65,7 @@ class ProcessRequest:
     tail_bytes: int = 64 * 1024  # how much of the end of each stream to keep
     stdout_path: Path | None = None  # stdout bytes are also streamed here...
     stdout_limit: int | None = None  # ...at most this many; the rest is read (the child never blocks), not saved
+    sandbox: Any = None  # an evalrun.sandbox.Sandbox: the program starts from its restricted thread
 
     def __post_init__(self) -> None:
         # Accept lists and str paths from callers, store the declared types.
@@ -199,7 +200,8 @@ def run_process(
 
     started = time.monotonic()
     try:
-        proc = spawn(argv, request.cwd, request.env, executable=executable, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = spawn(argv, request.cwd, request.env, executable=executable, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     sandbox=request.sandbox)
     except OSError as exc:
         if sink is not None:
             sink.close()
@@ -221,6 +223,7 @@ def spawn(
     executable: str | None = None,
     stdout: int | IO[Any] | None = subprocess.DEVNULL,
     stderr: int | IO[Any] | None = subprocess.DEVNULL,
+    sandbox: Any = None,
     **extra: Any,
 ) -> subprocess.Popen[bytes]:
     """Start a program the one way evalrun starts programs: in a session of its own, no stdin.
@@ -230,10 +233,14 @@ def spawn(
     it cannot start; ``executable`` is the resolved path (``resolve_program``),
     while argv[0] stays as the user wrote it — except ``python``, which becomes
     evalrun's interpreter's path, so the child finds its virtualenv from argv[0].
+    ``sandbox`` (``evalrun.sandbox.Sandbox``): started from that restricted thread, so the program and all
+    it starts inherit its seccomp filter and Landlock rules.
     """
     argv = list(argv)
     if argv[0] in PYTHON_NAMES:
         argv[0] = executable = sys.executable
+    if sandbox is not None:
+        return sandbox.call(lambda: spawn(argv, cwd, env, executable=executable, stdout=stdout, stderr=stderr, **extra))
     return subprocess.Popen(
         argv,
         executable=executable,

@@ -27,8 +27,9 @@ from evalrun.files import FileReadError, read_bounded
 from evalrun.secrets import FRAGMENT, scrub
 
 # 2: repeats and pass rates (``rate`` on checks, ``repeats`` on evals); 3: ``run_id`` on runs, ``kind`` on bites
-# files, so that an evalrun that knows only 2 refuses a newer file by its version, not by a field it has not heard of.
-RESULTS_VERSION = 3
+# files, so that an evalrun that knows only 2 refuses a newer file by its version, not by a field it has not heard of;
+# 4: ``network`` on runs (whether and how the run phase was isolated from the network).
+RESULTS_VERSION = 4
 # Every version up to this one reads: 1 lacks only the optional repeat fields; 2 may hold run_id and kind.
 _READABLE_VERSIONS = tuple(range(1, RESULTS_VERSION + 1))
 RUN_ID_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z._-]{0,99}$"  # what ``new_run_id`` makes, with room: no space, no markup
@@ -204,6 +205,23 @@ class BaselineChange(BaseModel):
 JUDGE_ID = r"[A-Za-z0-9._:/@+-]{1,100}#[0-9a-f]{12}"
 
 
+NETWORK_MECHANISMS = ("namespace", "seccomp+landlock", "seccomp")
+
+
+class NetworkIsolation(BaseModel):
+    """Whether the run phase of a t1/t2 run was kept off the network, and how (``evalrun.isolation``).
+
+    ``mechanism``: ``namespace`` (a loopback-only network namespace), ``seccomp+landlock`` or ``seccomp``
+    (the fallback for the scorers, ``evalrun.sandbox``); None when not isolated, and then ``reason`` says why.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    isolated: bool
+    mechanism: Literal["namespace", "seccomp+landlock", "seccomp"] | None = None
+    reason: str | None = Field(default=None, max_length=2000)
+
+
 class JudgeCalibration(BaseModel):
     """How a judge agreed with people on its anchor set, and the run's judged checks corrected for it (evalrun.calibration)."""
 
@@ -269,6 +287,9 @@ class RunResults(BaseModel):
     exit_code: int | None = None
     cost: dict[str, Any] | None = None  # the run's model cost: usd, unpriced_calls, unpriced_models (evalrun.models.cost)
     judges: list[JudgeCalibration] = Field(default_factory=list)  # judges measured on their anchors (evalrun.calibration)
+    # t1 and t2: whether the run phase was isolated from the network, and how; None for t3, a merge of shards that
+    # disagree, and the files of an evalrun before results version 4.
+    network: NetworkIsolation | None = None
 
 
 def run_stamp(started_at: str) -> str:
@@ -306,9 +327,10 @@ def write_results(results: RunResults, path: Path) -> None:
 
 def results_json_pieces(results: RunResults) -> Iterator[str]:
     """The results file's JSON, one eval at a time: 500 evals of 2,000 checks never sit in memory as one text."""
-    # No "run_id": null and no "kind": "run": a file of an older evalrun, written again, is byte for byte what it
-    # wrote (its history id is a hash of these bytes, evalrun.history.records.run_id_for).
+    # No "run_id": null, no "kind": "run" and no "network": null: a file of an older evalrun, written again, is byte
+    # for byte what it wrote (its history id is a hash of these bytes, evalrun.history.records.run_id_for).
     exclude = {"evals"} | (set() if results.run_id else {"run_id"}) | ({"kind"} if results.kind == "run" else set())
+    exclude |= {"network"} if results.network is None else set()
     head = json.loads(results.model_dump_json(exclude=exclude))
     yield "{\n"
     for key, value in head.items():

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalrun.results import CheckResult, EvalResult, RunResults, Status, load_results, write_results
+from evalrun.results import CheckResult, EvalResult, NetworkIsolation, RunResults, Status, load_results, write_results
 
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 checks = st.builds(CheckResult, name=text, assertions=st.integers(0, 10**9), passed=st.booleans(),
@@ -17,17 +17,24 @@ evals = st.builds(EvalResult, name=text, tier=st.just("t1"), dir=text, status=st
                   checks=st.lists(checks, max_size=3), metrics=st.dictionaries(text, st.integers() | text, max_size=2))
 
 
+networks = st.none() | st.builds(NetworkIsolation, isolated=st.booleans(),
+                                 mechanism=st.none() | st.sampled_from(["namespace", "seccomp+landlock", "seccomp"]),
+                                 reason=st.none() | text)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(evals, max_size=4), st.none() | st.integers(0, 130), st.none() | st.just("20261201T000000-t1-0a1b2c3d"),
-       st.sampled_from(["run", "bites"]))
-def test_the_file_written_in_pieces_is_the_record_as_json(tmp_path_factory, found, code, run_id, kind) -> None:
+       st.sampled_from(["run", "bites"]), networks)
+def test_the_file_written_in_pieces_is_the_record_as_json(tmp_path_factory, found, code, run_id, kind, network) -> None:
     results = RunResults(evalrun_version="t", tier="t1", manifest="m.toml", started_at="now", evals=found, exit_code=code,
-                         run_id=run_id, kind=kind)
+                         run_id=run_id, kind=kind, network=network)
     path = Path(tmp_path_factory.mktemp("r")) / "t1.json"
     write_results(results, path)
     # Without a run id (a file of an older evalrun, written again) the file has no "run_id" key, as that evalrun wrote it;
-    # a run's file has no "kind" (only bites say theirs), for the same reason.
-    expected = json.loads(results.model_dump_json(exclude=(set() if run_id else {"run_id"}) | ({"kind"} if kind == "run" else set())))
+    # a run's file has no "kind" (only bites say theirs), and one without a network (t3, an older evalrun's) no
+    # "network", for the same reason.
+    expected = json.loads(results.model_dump_json(exclude=(set() if run_id else {"run_id"}) | ({"kind"} if kind == "run" else set())
+                                                  | ({"network"} if network is None else set())))
     assert json.loads(path.read_text(encoding="utf-8")) == expected
     assert load_results(path) == results
 

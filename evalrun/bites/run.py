@@ -31,7 +31,8 @@ from evalrun.pipeline import CollectOptions, Outputs, collect, load, write
 from evalrun.plan import Plan, make_plan
 from evalrun.reports_out.bites import report_bites, show_bite
 from evalrun.reports_out.terminal import Console
-from evalrun.results import EvalResult, RunResults, new_run_id, redact_result
+from evalrun.isolation import combined_network, header
+from evalrun.results import EvalResult, NetworkIsolation, RunResults, new_run_id, redact_result
 from evalrun.secrets import known_secrets
 from evalrun.text import plural
 from evalrun.workspace import Workspace, check_writable
@@ -98,8 +99,10 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
     interrupted = False
     jobs = request.jobs or min(4, os.cpu_count() or 1)
 
+    networks: list[NetworkIsolation | None] = []  # each bite's run phase: isolated, and how
+
     def one(run: BiteRun) -> EvalResult:
-        result = redact_result(_run_one(run, tier, request, environ), secrets)
+        result = redact_result(_run_one(run, tier, request, environ, networks), secrets)
         show_bite(console, result)
         return result
 
@@ -128,8 +131,10 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
         interrupted=interrupted,
         selection={**plan.filters, "filtered_out": plan.filtered_out, "bites": [r.name for r in runs],
                    **({"shard": [request.shard], "shard_split": [split]} if request.shard else {})},
-        evals=ordered, exit_code=int(code),
+        evals=ordered, exit_code=int(code), network=combined_network(networks) if tier in ("t1", "t2") else None,
     )
+    if judged.network is not None:  # each bite's header went to its own quiet console: the tier's is said here
+        (console.note if judged.network.isolated else console.warn)(header(judged.network))
     write(judged, outputs, console, environ)
     report_bites(judged, console, outputs.results, outputs.junit, outputs.markdown)
     if outputs.html is not None:
@@ -137,7 +142,8 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
     return int(code)
 
 
-def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[str, str]) -> EvalResult:
+def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[str, str],
+             networks: list[NetworkIsolation | None] | None = None) -> EvalResult:
     """The eval under one bite, in its own clean copy; every problem becomes a "broken" result."""
     from evalrun.selection.checkout import clean_checkout
 
@@ -163,6 +169,8 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[st
             quiet = Console(stream=io.StringIO(), env={})
             context = RunContext.build(inner, tier, environ)  # each bite is a run of its own, in its own copy
             collected = collect(context, plan, CollectOptions(jobs=1), quiet)
+            if networks is not None:
+                networks.append(collected.network)
     except EvalrunError as exc:  # a clean copy that cannot be made, a manifest the export breaks
         return judge_bite(run, None, str(exc))
     if collected.interrupted:

@@ -81,6 +81,22 @@ class StoredRun:
     interrupted: bool = False
     baseline: dict[str, Any] = field(default_factory=dict)  # regressions, stale, not_compared: lines
     evals: list[StoredEval] = field(default_factory=list)
+    # Whether the run phase was isolated from the network, and how (the results' ``network``: isolated, mechanism,
+    # reason); None for t3, and for runs stored before evalrun recorded it.
+    network: dict[str, Any] | None = None
+
+    @property
+    def network_line(self) -> str | None:
+        """``network: isolated (namespace), except ...``: the run's header line, as it printed it; None: unknown."""
+        from evalrun.reports_out.describe import network_line
+        from evalrun.results import NetworkIsolation
+
+        if not self.network:
+            return None
+        try:
+            return network_line(NetworkIsolation.model_validate(self.network))
+        except ValueError:
+            return None
 
     def counts(self) -> dict[str, int]:
         return {
@@ -191,7 +207,16 @@ def make_record(
         interrupted=results.interrupted,
         baseline=baseline,
         evals=list(eval_records(results, hidden)) if with_evals else [],
+        network=_network(results, clean),
     )
+
+
+def _network(results: RunResults, clean: Callable[[str | None, int], str | None]) -> dict[str, Any] | None:
+    if results.network is None:
+        return None
+    network = results.network.model_dump()
+    network["reason"] = clean(network["reason"], MESSAGE_CHARS) if network["reason"] else None
+    return network
 
 
 _FILTER_FLAGS = {"evals": "--eval", "tags": "--tag", "experiments": "--experiment",

@@ -74,6 +74,11 @@ MIGRATIONS: list[list[str | Callable[[Any, Dialect], None]]] = [
         lambda cur, dialect: _names_once(cur, dialect),
         "DROP TABLE evalrun_checks",
     ],
+    [
+        # Whether the run phase was isolated from the network, and how: the results' ``network`` as JSON
+        # (isolated, mechanism, reason). Null: t3, or a run stored before evalrun recorded it.
+        "ALTER TABLE evalrun_runs ADD COLUMN network TEXT",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS evalrun_schema (version INTEGER NOT NULL)"
@@ -121,11 +126,11 @@ def insert_run(cur: Cursor, dialect: Dialect, run: StoredRun, evals: Iterable[St
     """
     cur.execute(
         _q(dialect, """INSERT INTO evalrun_runs (run_id, tier, started_at, finished_at, recorded_at, source,
-            git_commit, git_branch, git_dirty, evalrun_version, exit_code, interrupted, baseline)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING pk"""),
+            git_commit, git_branch, git_dirty, evalrun_version, exit_code, interrupted, baseline, network)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING pk"""),
         (run.run_id, run.tier, run.started_at, run.finished_at, run.recorded_at, run.source, run.git_commit,
          run.git_branch, _bool(run.git_dirty), run.evalrun_version, run.exit_code, int(run.interrupted),
-         json.dumps(run.baseline)),
+         json.dumps(run.baseline), json.dumps(run.network) if run.network is not None else None),
     )
     row = cur.fetchone()
     if row is None:
@@ -191,7 +196,7 @@ def _names_once(cur: Cursor, dialect: Dialect) -> None:
 
 
 _RUN_COLUMNS = ("pk, run_id, tier, started_at, finished_at, recorded_at, source, git_commit, git_branch, git_dirty, "
-                "evalrun_version, exit_code, interrupted, baseline")
+                "evalrun_version, exit_code, interrupted, baseline, network")
 
 
 def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shards: bool = False) -> list[StoredRun]:
@@ -239,13 +244,24 @@ def select_runs(cur: Cursor, dialect: Dialect, tier: str | None, last: int, shar
                 checks=sorted(checks.get((pk, name), []), key=lambda c: c.name)))
     runs = []
     for (pk, run_id, tier_, started, finished, recorded, source, commit, branch, dirty, version, code, interrupted,
-         baseline) in rows:
+         baseline, network) in rows:
         runs.append(StoredRun(
             run_id=run_id, tier=tier_, started_at=started, finished_at=finished, recorded_at=recorded, source=source,
             git_commit=commit, git_branch=branch, git_dirty=None if dirty is None else bool(dirty),
             evalrun_version=version, exit_code=code, interrupted=bool(interrupted), baseline=json.loads(baseline),
-            evals=sorted(evals.get(pk, []), key=lambda e: e.name)))
+            evals=sorted(evals.get(pk, []), key=lambda e: e.name), network=_json_object(network)))
     return runs
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    """A stored JSON object; None for a null, or for anything else a hand-edited row may hold."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 # The runs whose durations plan the next one: whole runs, as one machine or merged from shards. Never

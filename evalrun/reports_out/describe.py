@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 from evalrun.baseline import update_command
 from evalrun.errors import ExitCode
 from evalrun.models.cost import unpriced_note
-from evalrun.results import BaselineChange, CheckResult, EvalResult, JudgeCalibration, RunResults, Status
+from evalrun.results import (
+    BaselineChange, CheckResult, EvalResult, JudgeCalibration, NetworkIsolation, RunResults, Status,
+)
 from evalrun.text import plural, seen_words
 from evalrun.verdict import VERDICT_WORDS
 
@@ -212,3 +214,19 @@ def calibration_lines(cal: JudgeCalibration) -> list[str]:
             text += "; no correction: the judge is no better than chance on its anchors"
         lines.append(text)
     return lines
+
+
+def network_exception(network: NetworkIsolation) -> str | None:
+    """What an isolated run still reaches: a unix socket bound to a path is reached through the filesystem from
+    any namespace, and without Landlock's scopes (``seccomp`` alone) an abstract one too."""
+    if not network.isolated:
+        return None
+    return "unix sockets" if network.mechanism == "seccomp" else "unix sockets bound to a path"
+
+
+def network_line(network: NetworkIsolation) -> str:
+    """``network: isolated (namespace), except unix sockets bound to a path`` / ``network: not isolated: <why>``:
+    the run's header, and the same words in the step summary, Markdown and the HTML report."""
+    if not network.isolated:
+        return f"network: not isolated: {network.reason or 'unknown'}"
+    return f"network: isolated ({network.mechanism}), except {network_exception(network)}"

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from evalrun.errors import ReportError
-from evalrun.reports_out.describe import describe_failure, describe_unchecked, update_hint
+from evalrun.reports_out.describe import describe_failure, describe_unchecked, network_line, update_hint
 from evalrun.reports_out.markdown import render_markdown
 from evalrun.results import RunResults, Status
 from evalrun.text import neutralise, plural
@@ -42,6 +42,10 @@ def github_annotations(results: RunResults) -> list[str]:
         if result.status is Status.PASSED and result.repeats is not None and result.repeats.flaky:
             text = f"flaky (passed the floor, not every run): {result.message}"
             warnings.append(_command("warning", result.dir, f"evalrun {result.name}", text))
+    if results.network is not None and not results.network.isolated:
+        manifest = results.manifest.rsplit("/", 1)[-1] or "manifest.toml"
+        title = f"evalrun {results.tier} not isolated from the network"
+        warnings.append(_command("warning", manifest, title, network_line(results.network)))
     baseline = results.baseline
     if baseline is not None:
         for change in baseline.regressions:

@@ -5,8 +5,9 @@ GitHub test-report actions):
 
 - a ``<testsuites>`` root with totals;
 - a ``<testsuite>`` per eval, named after it, with tests/failures/errors/
-  skipped/time, its tier, status and metrics as ``<properties>`` (first, as
-  the schema orders them) and, when it did not pass, the scorer's output tail
+  skipped/time, its tier, status, metrics and the run's ``network`` (``isolated
+  (namespace), except unix sockets bound to a path`` / ``not isolated: <why>``)
+  as ``<properties>`` (first, as the schema orders them) and, when it did not pass, the scorer's output tail
   as ``<system-out>``;
 - a ``<testcase>`` per check (``classname`` = ``<tier>.<eval>``, ``assertions``)
   with a ``<failure>`` when it failed, its note (an expected failure's "xfail
@@ -38,8 +39,8 @@ from typing import Any
 
 from evalrun.atomic import write_atomic
 from evalrun.text import neutralise, truncate
-from evalrun.reports_out.describe import describe_failure, describe_unchecked, regression_case_name
-from evalrun.results import BaselineChange, EvalResult, RunResults, Status
+from evalrun.reports_out.describe import describe_failure, describe_unchecked, network_line, regression_case_name
+from evalrun.results import BaselineChange, EvalResult, NetworkIsolation, RunResults, Status
 
 EVAL_CASE = "(eval)"
 BASELINE_SUITE = "evalrun baseline"
@@ -57,7 +58,7 @@ def render_junit(results: RunResults) -> bytes:
     regressions = _regressions_by_eval(results)
     known = {result.name for result in results.evals}
     for result in results.evals:
-        root.append(_suite_for_eval(result, regressions.get(result.name, [])))
+        root.append(_suite_for_eval(result, regressions.get(result.name, []), results.network))
     orphans = [change for name, changes in regressions.items() if name not in known for change in changes]
     if orphans:
         root.append(_suite_for_orphans(orphans))
@@ -80,10 +81,15 @@ def _regressions_by_eval(results: RunResults) -> dict[str, list[BaselineChange]]
     return grouped
 
 
-def _suite_for_eval(result: EvalResult, regressions: list[BaselineChange]) -> ET.Element:
+def _suite_for_eval(
+    result: EvalResult, regressions: list[BaselineChange], network: NetworkIsolation | None = None
+) -> ET.Element:
     suite = ET.Element("testsuite", {"name": _clean(result.name), "time": _seconds(result.duration_s)})
     properties = ET.SubElement(suite, "properties")
-    for name, value in _properties(result):
+    pairs = _properties(result)
+    if network is not None:  # the run's: a test report read on its own says whether the eval could reach out
+        pairs.insert(1, ("network", network_line(network).removeprefix("network: ")))
+    for name, value in pairs:
         ET.SubElement(properties, "property", {"name": _clean(name), "value": _clean(value)})
     classname = f"{result.tier}.{result.name}"
     if result.status.is_unchecked:

@@ -20,7 +20,9 @@ from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.matrix import markdown_lines, side_by_side
 from evalrun.text import neutralise, one_line, plural, truncate
 from evalrun.repeats import flaky_checks
-from evalrun.reports_out.describe import describe_repeats, describe_unchecked, describe_verdict, rate_line, update_hint
+from evalrun.reports_out.describe import (
+    describe_repeats, describe_unchecked, describe_verdict, network_line, rate_line, update_hint,
+)
 from evalrun.results import BaselineChange, CheckResult, RunResults, Status
 
 _ICONS = {
@@ -42,7 +44,7 @@ _EXITED = re.compile(r"\((exited -?\d+)\)$")
 
 def render_markdown(results: RunResults) -> str:
     """The Markdown summary of ``results``."""
-    parts = [_heading(results), _counts(results), _table(results), _side_by_side(results)]
+    parts = [_heading(results), _counts(results), _network(results), _table(results), _side_by_side(results)]
     parts += _failures(results)
     parts += _flaky(results)
     parts += _rates(results)
@@ -64,6 +66,14 @@ def write_markdown(results: RunResults, path: Path) -> None:
 def _heading(results: RunResults) -> str:
     icon = "✅" if results.exit_code == 0 else "❌"
     return f"## {icon} evalrun {_md(results.tier)}: {describe_verdict(results)}"
+
+
+def _network(results: RunResults) -> str:
+    """The run's header line on the network, bold when it was not isolated; none for t3."""
+    if results.network is None:
+        return ""
+    line = _md(one_line(network_line(results.network)))
+    return line if results.network.isolated else f"⚠️ **{line}**"
 
 
 def _counts(results: RunResults) -> str:

@@ -64,6 +64,7 @@ class _Running:
     pgid: int
     pidfile: Path
     data_dir: Path | None
+    ports: tuple[int, ...] = ()  # the TCP ports it serves on, as far as evalrun knows (its ready probe, its -p)
 
 
 class _StartFailed(Exception):
@@ -104,6 +105,12 @@ class ServiceManager:
         self._died: dict[str, str] = {}
         self._locks = {name: threading.Lock() for name in self._specs}
         self._closed = False
+        self._restricted: tuple[str, tuple[int, ...]] | None = None  # the isolation fallback: tier, ports allowed
+
+    def restrict(self, tier: str, ports: Iterable[int]) -> None:
+        """Start every service from now on under the isolation fallback (``evalrun.sandbox``), as the scorers: TCP
+        only, and ``connect`` only to ``ports`` (the replay proxy's), the services already up and its own."""
+        self._restricted = (tier, tuple(ports))
 
     def __enter__(self) -> ServiceManager:
         return self
@@ -128,6 +135,12 @@ class ServiceManager:
             if state is not None and state.ok:
                 env.update(state.env)
         return env
+
+    def tcp_ports(self) -> list[int]:
+        """The TCP ports of the services that are up: an embedded PostgreSQL's, and a ``run`` service's whose
+        ``ready`` is ``tcp:HOST:PORT`` or an ``http://HOST:PORT/...`` URL (what the isolation fallback lets a
+        t2 scorer connect to)."""
+        return sorted({port for running in self._running.values() for port in running.ports})
 
     def failure_for(self, names: Iterable[str]) -> str | None:
         """A one-line reason if any of those services failed to start or has died since."""
@@ -193,8 +206,10 @@ class ServiceManager:
         if program is None:
             raise _StartFailed(f"service {spec.name}: {problem} (run[0] of [services.{spec.name}])")
         requirement = _expand(spec.ready, child_env, spec.name, "ready") if spec.ready else None
-        running = self._spawn(spec, [program, *spec.run[1:]], spec.dir, child_env, log_path, None, None)
+        running = self._spawn(spec, [program, *spec.run[1:]], spec.dir, child_env, log_path, None, None,
+                              _port_of(requirement))
         self._await_ready(spec, running, requirement, child_env, deadline, None)
+        running.ports = _port_of(requirement)
         return exports, running
 
     def _launch_postgres(self, spec: ServiceSpec, log_path: Path, deadline: float) -> tuple[dict[str, str], _Running]:
@@ -234,36 +249,53 @@ class ServiceManager:
             ready_env = {**self._environ, **exports}
             requirement = _expand(spec.ready, ready_env, spec.name, "ready") if spec.ready else None
             # Each try replaces the tracked process, so a failure still removes the cluster.
-            running = self._spawn(spec, argv, data_dir, env, log_path, data_dir, user)
+            running = self._spawn(spec, argv, data_dir, env, log_path, data_dir, user, (port,))
             try:
                 self._await_ready(spec, running, requirement, ready_env, deadline, (cluster, port))
             except _StartFailed:
                 if running.proc.poll() is not None and "could not bind" in _log_tail(log_path, 20):
                     continue
                 raise
+            running.ports = (port,)
             return exports, running
         raise _StartFailed(f"service {spec.name}: no free port on 127.0.0.1 after 3 tries: {_log_tail(log_path, secrets=self._secrets)}")
 
     def _spawn(
         self, spec: ServiceSpec, argv: list[str], cwd: Path, env: Mapping[str, str], log_path: Path,
-        data_dir: Path | None, user: tuple[int, int] | None,
+        data_dir: Path | None, user: tuple[int, int] | None, ports: tuple[int, ...] = (),
     ) -> _Running:
         as_user: dict[str, Any] = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
+        sandbox = self._sandbox(spec, ports)
         with open(log_path, "ab") as log:
             try:
-                proc = spawn(argv, cwd, env, stdout=log, stderr=subprocess.STDOUT, **as_user)
+                proc = spawn(argv, cwd, env, stdout=log, stderr=subprocess.STDOUT, sandbox=sandbox, **as_user)
             except OSError as exc:
                 hint = ""
                 if user is not None:
                     hint = (f" (PostgreSQL refuses to run as root, so it runs as uid {user[0]}, who must be able to "
                             f"read {argv[0]})")
                 raise _StartFailed(f"service {spec.name}: cannot run {argv[0]}: {exc.strerror or exc}{hint}") from None
+            finally:
+                if sandbox is not None:
+                    sandbox.close()  # the service keeps its restrictions; the thread that started it is done
         running = _Running(spec.name, "postgres" if spec.postgres else "run", proc, proc.pid,
                            self._state_dir / f"{spec.name}.{os.getpid()}.json", data_dir)
         self._running[spec.name] = running
         write_pidfile(running.pidfile, running.name, running.kind, proc.pid, running.pgid, data_dir)
         self._raise_if_closed(spec)  # stop_all ran while we spawned: _drop stops this one
         return running
+
+    def _sandbox(self, spec: ServiceSpec, own: tuple[int, ...]) -> Any:
+        """Under the isolation fallback: a restricted thread to start this service from (``evalrun.sandbox``)."""
+        if self._restricted is None:
+            return None
+        from evalrun.sandbox import Rules, Sandbox
+
+        tier, allowed = self._restricted
+        sandbox, why = Sandbox.open(Rules(tier, tuple(sorted({*allowed, *self.tcp_ports(), *own}))))
+        if sandbox is None:
+            raise _StartFailed(f"service {spec.name}: cannot start it isolated: {why}")
+        return sandbox
 
     def _raise_if_closed(self, spec: ServiceSpec) -> None:
         if self._closed:  # stop_all (a signal, another thread) got here first
@@ -370,3 +402,20 @@ def _expand_env(spec: ServiceSpec, environ: Mapping[str, str], own: Mapping[str,
         exports[key] = sources[key] = _expand(value, sources, spec.name, f"env.{key}")
     return exports
 
+
+def _port_of(requirement: str | None) -> tuple[int, ...]:
+    """The TCP port a ``ready`` requirement names: ``tcp:HOST:PORT``, or an http(s) URL's; none otherwise."""
+    from urllib.parse import urlsplit
+
+    if not requirement:
+        return ()
+    try:
+        if requirement.startswith("tcp:"):
+            port = int(requirement.rsplit(":", 1)[1])
+            return (port,) if 0 < port < 65536 else ()
+        if requirement.startswith(("http://", "https://", "http:")):
+            url = urlsplit(requirement if "://" in requirement else "http://" + requirement[5:])
+            return (url.port or (443 if url.scheme == "https" else 80),)
+    except ValueError:
+        pass
+    return ()

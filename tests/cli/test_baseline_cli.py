@@ -280,24 +280,26 @@ def test_a_results_file_of_a_newer_evalrun_is_one_line_naming_it_and_the_baselin
     baseline = (proj.root / "baselines" / "t1.toml").read_bytes()
     path = proj.root / ".evalrun" / "results" / "t1.json"
     doc = json.loads(path.read_text())
-    assert doc["version"] == 3 and doc["run_id"], doc  # this evalrun writes version 3, with the run's id
+    assert doc["version"] == 4 and doc["run_id"] and doc["network"], doc  # version 4, with the run's id and network
     newer = proj.root / "newer.json"
-    newer.write_text(json.dumps(dict(doc, version=4)))
+    newer.write_text(json.dumps(dict(doc, version=5)))
     for args in (("baseline", "--update", "t1", "--from-results", "newer.json"), ("merge", "newer.json")):
         r = proj.run(*args)
         assert r.code == 2, r.output
         assert r.err.strip().splitlines() == [
-            "evalrun: error: newer.json: results version 4 is newer than this evalrun reads (3);"
+            "evalrun: error: newer.json: results version 5 is newer than this evalrun reads (4);"
             " upgrade evalrun to read it, or rerun the tier with this one"], r.err
     assert (proj.root / "baselines" / "t1.toml").read_bytes() == baseline
-    # A version 2 file of the previous evalrun, which already held run_id (and kind on bites files), still reads.
+    # Version 2 and 3 files of earlier evalruns, which already held run_id (and kind on bites files) but no
+    # network, still read.
     older = proj.root / "older.json"
-    older.write_text(json.dumps(dict(doc, version=2)))
-    r = proj.run("baseline", "--update", "t1", "--from-results", "older.json")
-    assert r.code == 0, r.output
+    for version in (2, 3):
+        older.write_text(json.dumps(dict({k: v for k, v in doc.items() if k != "network"}, version=version)))
+        r = proj.run("baseline", "--update", "t1", "--from-results", "older.json")
+        assert r.code == 0, r.output
     for bad, shown in ((0, "0"), ("3", "'3'"), (None, "None")):
         older.write_text(json.dumps(dict(doc, version=bad)))
         r = proj.run("merge", "older.json")
         assert r.code == 2 and r.err.strip().splitlines() == [
-            f"evalrun: error: older.json: results version {shown} is not one this evalrun reads (1 to 3);"
+            f"evalrun: error: older.json: results version {shown} is not one this evalrun reads (1 to 4);"
             " rerun the tier with this evalrun"], r.err

@@ -151,6 +151,10 @@ def test_reports_show_bites(repo, tmp_path: Path) -> None:
     assert "toothless: bite leaky-file" in text and "replaced: bite leaky-file" in text
     page = html.read_text()
     assert "toothless: bite leaky-file" in page and "not caught" in page
+    [header] = [line for line in r.out.splitlines() if line.startswith("network: ")]  # the bites' run phase, once
+    assert {s.find("properties/property[@name='network']").get("value") for s in suites.values()} == {
+        header.removeprefix("network: ")}
+    assert header in page
 
 
 def test_shards_split_the_bites_and_cover_them_once(repo) -> None:
@@ -251,6 +255,10 @@ def test_two_bites_shards_merge_into_one_green_bites_verdict(sharded: dict) -> N
     assert sorted(e["name"] for e in merged["evals"]) == [
         "by-env: bite leaky-env", "patched: bite leaky-patch", "replaced: bite leaky-file"]
     assert {e["metrics"]["outcome"] for e in merged["evals"]} == {"caught"}
+    # every bite's run phase was isolated alike (as this machine allows): the merge says so as the shards did
+    shards = [json.loads(sharded[k].read_text())["network"] for k in ("one", "two")]
+    assert shards[0] is not None and merged["network"] == shards[0] == shards[1]
+    assert any(line.startswith("network: ") for line in sharded["shards"][1].out.splitlines())
 
 
 def test_merged_bites_are_not_compared_with_the_baseline_nor_written_to_the_history(sharded: dict) -> None:

@@ -26,7 +26,7 @@ def test_passing_suite_exits_0_and_records_everything(project) -> None:
     assert "PASS        good  2 checks, 3 assertions" in r.out
     assert "1 passed, 0 failed, 0 skipped" in r.out.splitlines()
     res = proj.results()
-    assert res["version"] == 3 and res["tier"] == "t1" and res["exit_code"] == 0 and not res["interrupted"]
+    assert res["version"] == 4 and res["tier"] == "t1" and res["exit_code"] == 0 and not res["interrupted"]
     good = res["evals"][0]
     assert good["status"] == "passed"
     assert good["metrics"] == {"latency_ms": 12.5}

@@ -1,4 +1,5 @@
-"""Isolation: t1 and t2 run in a network namespace with only loopback, where the system allows it.
+"""Isolation: t1 and t2 run in a network namespace with only loopback, where the system allows it; elsewhere their
+scorers start under seccomp and Landlock (the fallback).
 
 Every listener here is the test's own, on the host's 127.0.0.1; nothing is
 sent anywhere else. Inside an isolated run that address is the namespace's own
@@ -7,7 +8,11 @@ loopback, where nothing of the host listens: a t1 scorer and a t2 service get
 started (they share that loopback), and the repository's own t2 (embedded
 PostgreSQL, the replay proxy) passes inside. The fallback is tested by really
 dropping the privilege: evalrun as uid 65534 in a user namespace whose own
-``user.max_user_namespaces`` is 0 (tests/stubs/drop_privilege.py).
+``user.max_user_namespaces`` is 0 (tests/stubs/drop_privilege.py), where the
+fallback's scorers are proven, with real sockets to the test's own listeners
+on the host's 127.0.0.1 (TCP and UDP), to reach nothing but the run's own
+service and the replay proxy; and with the fallback taken away too (a seccomp
+filter that forbids seccomp and Landlock, as a container's profile can).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import pytest
 from harness import REPO, STUBS, warm_evalrun
 
 DROP = STUBS / "drop_privilege.py"
+NAMESPACE = "network: isolated (namespace), except unix sockets bound to a path"
+FALLBACK = "network: isolated (seccomp+landlock), except unix sockets bound to a path"
 
 
 def _why_not_isolated() -> str | None:
@@ -94,10 +101,11 @@ def test_a_t1_scorer_cannot_reach_a_host_listener_and_the_header_says_isolated(p
     proj = project({"manifest.toml": _t1_manifest(host_listener), "e/score.py": REACH_SCORER})
     r = proj.run("t1")
     assert r.code == 1, r.output
-    assert r.out.splitlines()[0] == "network: isolated (loopback only)"
+    assert r.out.splitlines()[0] == NAMESPACE
     result = proj.eval_result("reach")
     assert "Connection refused" in result["checks"][0]["message"]  # the error the scorer can show
-    assert "t1 is isolated (loopback only)" in result["message"]  # evalrun says why
+    assert "t1 is isolated (namespace)" in result["message"]  # evalrun says why
+    assert proj.results("t1")["network"] == {"isolated": True, "mechanism": "namespace", "reason": None}
     assert 'set network = "host" in [tiers.t1]' in result["message"]
 
 
@@ -121,16 +129,23 @@ def test_as_root_every_thread_of_evalrun_is_inside_while_the_phase_runs(project)
     proj = project({"manifest.toml": entry.format("a") + entry.format("b"), "e/score.py": THREADS_SCORER})
     r = proj.run("t1", "-j", "2")
     assert r.code == 0, r.output + json.dumps([proj.eval_result(n)["checks"] for n in "ab"])
-    assert r.out.splitlines()[0] == "network: isolated (loopback only)"
+    assert r.out.splitlines()[0] == NAMESPACE
 
 
 @needs_isolation
 def test_network_host_opts_a_tier_out_and_the_header_says_why(project, host_listener: int) -> None:
     proj = project({"manifest.toml": _t1_manifest(host_listener, '[tiers.t1]\nnetwork = "host"\n\n'),
                     "e/score.py": REACH_SCORER})
-    r = proj.run("t1")
+    summary = proj.root / "summary.md"
+    r = proj.run("t1", env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
     assert r.code == 0, r.output
     assert 'network: not isolated: tiers.t1 sets network = "host"' in r.out
+    # in CI: an annotation, and the step summary says it too
+    assert ('::warning file=manifest.toml,title=evalrun t1 not isolated from the network::'
+            'network: not isolated: tiers.t1 sets network = "host"') in r.out.splitlines()
+    assert '⚠️ **network: not isolated: tiers.t1 sets network = "host"**' in summary.read_text()
+    assert proj.results("t1")["network"] == {"isolated": False, "mechanism": None,
+                                             "reason": 'tiers.t1 sets network = "host"'}
 
 
 SERVICE = """
@@ -191,7 +206,7 @@ def test_a_t2_service_cannot_reach_a_host_listener_but_its_scorer_reaches_the_se
     (proj.root / "manifest.toml").write_text(manifest.replace("{root}", str(proj.root)))
     r = proj.run("t2")
     assert r.code == 0, r.output + json.dumps(proj.eval_result("svc", "t2"), indent=1)
-    assert "network: isolated (loopback only)" in r.out
+    assert NAMESPACE in r.out
     assert (proj.root / outcome).read_text().startswith("refused: [Errno 111] Connection refused")
 
 
@@ -203,7 +218,7 @@ def test_the_own_t2_passes_isolated_embedded_postgres_and_the_replay_proxy_insid
     out = tmp_path / "t2.json"
     proc = warm_evalrun(REPO, "t2", "-j", "2", "--json", str(out), env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines()[0] == "network: isolated (loopback only)"
+    assert proc.stdout.splitlines()[0] == NAMESPACE
     results = json.loads(out.read_text())
     assert {e["name"]: e["status"] for e in results["evals"]} == {
         "rls-isolation": "passed", "agent-tools[mini]": "passed", "agent-tools[nano]": "passed",
@@ -289,13 +304,14 @@ def nobody_site() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _as_nobody(root: Path, site_dir: Path, no_user_namespaces: bool, *args: str) -> subprocess.CompletedProcess[str]:
+def _as_nobody(root: Path, site_dir: Path, no_user_namespaces: bool, *args: str,
+               no_sandbox: bool = False) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
     env.update({"HOME": str(root), "NO_COLOR": "1", "TMPDIR": str(root)})
     # evalrun and its packages, copied where the user can read them, for an interpreter outside the venv.
     env["PYTHONPATH"] = str(site_dir)
     env.pop("CI", None)
-    flag = ["--no-user-namespaces"] if no_user_namespaces else []
+    flag = (["--no-user-namespaces"] if no_user_namespaces else []) + (["--no-sandbox"] if no_sandbox else [])
     # fresh, not forked: another user, another interpreter, evalrun from a copied site
     return subprocess.run([sys.executable, str(DROP), *flag, "--", str(NOBODY_PYTHON), "-m", "evalrun", *args],
                           cwd=root, env=env, capture_output=True, text=True, timeout=120)
@@ -314,25 +330,170 @@ def _write(root: Path, files: dict[str, str]) -> None:
         path.chmod(0o666)
 
 
+@pytest.fixture
+def udp_listener() -> Iterator[socket.socket]:
+    """A UDP socket on the host's 127.0.0.1: what reaches it can be read back."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.setblocking(False)
+        yield sock
+
+
+def _received(sock: socket.socket) -> list[bytes]:
+    got = []
+    while True:
+        try:
+            got.append(sock.recv(100))
+        except BlockingIOError:
+            return got
+
+
+# What a scorer tries on the network, each attempt one check that passes when it got through.
+TRY_SCORER = """
+import json, os, socket, urllib.error, urllib.request
+
+def tcp(port):
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=5) as s:
+        s.sendall(b"hello\\n")
+        return s.recv(16).decode().strip()
+
+def tcp6(port):
+    with socket.create_connection(("::1", int(port)), timeout=5) as s:
+        return "connected"
+
+def udp(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(b"from the scorer", ("127.0.0.1", int(port)))
+        return "sent"
+
+def proxy(url):
+    try:
+        with urllib.request.urlopen(url + "/v1/models", timeout=10) as r:
+            return f"HTTP {r.status}"
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}"  # an answer from the proxy, whatever it says
+
+attempts = {"host tcp": (tcp, "HOST_PORT"), "host tcp6": (tcp6, "HOST_PORT"), "host udp": (udp, "UDP_PORT"),
+            "service": (tcp, "SERVICE_PORT"), "proxy": (proxy, "EVALRUN_MODEL_URL")}
+checks = []
+for name, (attempt, var) in attempts.items():
+    if var not in os.environ:
+        continue
+    try:
+        got, error = attempt(os.environ[var]), None
+    except OSError as exc:
+        got, error = None, str(exc) or type(exc).__name__
+    except Exception as exc:
+        got, error = None, f"{type(exc).__name__}: {exc}"
+    checks.append({"name": name, "assertions": 1, "passed": got is not None, "message": error or got})
+json.dump({"checks": checks}, open(os.environ["EVALRUN_REPORT"], "w"))
+"""
+
+
+def _checks(root: Path, tier: str) -> tuple[dict[str, tuple[bool, str]], dict]:
+    results = json.loads((root / f".evalrun/results/{tier}.json").read_text())
+    return {c["name"]: (c["passed"], c["message"]) for c in results["evals"][0]["checks"]}, results
+
+
 @needs_root
 @needs_nobody_python
-def test_without_permission_the_run_falls_back_and_says_why(open_project: Path, host_listener: int, nobody_site: Path) -> None:
+def test_without_a_namespace_a_t1_scorer_opens_no_ip_socket(
+    open_project: Path, host_listener: int, udp_listener: socket.socket, nobody_site: Path
+) -> None:
+    """uid 65534 with no user namespaces: the scorer starts under seccomp, and TCP, TCP over IPv6 and UDP to
+    the test's own listeners on the host's loopback all fail at socket(), while evalrun itself runs on."""
+    udp_port = udp_listener.getsockname()[1]
+    manifest = _nobody_manifest(host_listener).replace("env = {", f'env = {{ UDP_PORT = "{udp_port}",')
+    _write(open_project, {"manifest.toml": manifest, "e/score.py": TRY_SCORER})
+    proc = _as_nobody(open_project, nobody_site, True, "t1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == FALLBACK
+    checks, results = _checks(open_project, "t1")
+    for name in ("host tcp", "host tcp6", "host udp"):
+        assert checks.pop(name) == (False, "[Errno 13] Permission denied"), name
+    assert all(not passed for passed, _ in checks.values()), checks  # t1's unreachable model URL, if set
+    assert _received(udp_listener) == []
+    assert results["network"] == {"isolated": True, "mechanism": "seccomp+landlock", "reason": None}
+    assert "t1 is isolated (seccomp+landlock): a t1 scorer can open no IP socket" in results["evals"][0]["message"]
+
+
+T2_SERVICE = """
+import os, socket
+try:
+    with socket.create_connection(("127.0.0.1", int(os.environ["HOST_PORT"])), timeout=5) as s:
+        outcome = "reached the host: " + s.recv(16).decode().strip()
+except OSError as exc:
+    outcome = f"refused: {exc}"
+open(os.environ["OUTCOME"], "w").write(outcome)
+server = socket.create_server(("127.0.0.1", int(os.environ["SERVICE_PORT"])))
+while True:
+    conn, _ = server.accept()
+    with conn:
+        conn.sendall(b"service\\n")
+"""
+
+
+@needs_root
+@needs_nobody_python
+def test_without_a_namespace_a_t2_scorer_reaches_the_proxy_and_its_service_only(
+    open_project: Path, host_listener: int, udp_listener: socket.socket, nobody_site: Path
+) -> None:
+    """uid 65534 with no user namespaces, t2: Landlock lets the scorer connect to the replay proxy and to the
+    service evalrun started, on the host's own loopback; the host's other listener (TCP) and UDP stay out of reach.
+    The service starts restricted too: it cannot reach the host's listener either."""
+    service_port, udp_port = _free_port(), udp_listener.getsockname()[1]
+    manifest = textwrap.dedent(f"""
+        [services.svc]
+        run = ["{NOBODY_PYTHON}", "svc.py"]
+        ready = "tcp:127.0.0.1:{service_port}"
+        ready_timeout = 20
+        env = {{ SERVICE_PORT = "{service_port}", HOST_PORT = "{host_listener}", OUTCOME = "{open_project}/outcome.txt" }}
+
+        [[evals]]
+        name = "try"
+        tier = "t2"
+        dir = "e"
+        run = ["{NOBODY_PYTHON}", "score.py"]
+        services = ["svc"]
+        model = true
+        env = {{ SERVICE_PORT = "{service_port}", HOST_PORT = "{host_listener}", UDP_PORT = "{udp_port}" }}
+    """)
+    _write(open_project, {"manifest.toml": manifest, "e/score.py": TRY_SCORER, "svc.py": T2_SERVICE})
+    proc = _as_nobody(open_project, nobody_site, True, "t2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == FALLBACK
+    checks, results = _checks(open_project, "t2")
+    assert checks["service"] == (True, "service")
+    assert checks["proxy"][0] and checks["proxy"][1].startswith("HTTP "), checks["proxy"]
+    assert checks["host tcp"] == (False, "[Errno 13] Permission denied")  # Landlock: not a port of this run
+    assert checks["host udp"] == (False, "[Errno 13] Permission denied")  # seccomp: TCP only
+    assert _received(udp_listener) == []
+    assert results["network"] == {"isolated": True, "mechanism": "seccomp+landlock", "reason": None}
+    assert (open_project / "outcome.txt").read_text() == "refused: [Errno 13] Permission denied"
+
+
+@needs_root
+@needs_nobody_python
+def test_without_a_namespace_or_the_fallback_the_run_says_why_and_require_isolation_exits_2(
+    open_project: Path, host_listener: int, nobody_site: Path
+) -> None:
+    """No user namespaces, and seccomp and Landlock forbidden (as a container's profile can): the run goes on,
+    on the host network, saying why in the header and the results; with require_isolation it is one line, exit 2."""
     _write(open_project, {"manifest.toml": _nobody_manifest(host_listener), "e/score.py": REACH_SCORER})
-    proc = _as_nobody(open_project, nobody_site, True, "t1")
+    proc = _as_nobody(open_project, nobody_site, True, "t1", no_sandbox=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # not isolated: the host listener is reached
-    assert ("network: not isolated: uid 65534 cannot create a network namespace: unshare: No space left on device; "
-            "user namespaces are limited to 0 here (user.max_user_namespaces)") in proc.stdout
+    why = ("uid 65534 cannot create a network namespace: unshare: No space left on device; "
+           "user namespaces are limited to 0 here (user.max_user_namespaces); "
+           "and no fallback: prctl(PR_SET_SECCOMP): Operation not permitted")
+    assert f"network: not isolated: {why}" in proc.stdout
+    results = json.loads((open_project / ".evalrun/results/t1.json").read_text())
+    assert results["network"] == {"isolated": False, "mechanism": None, "reason": why}
 
-
-@needs_root
-@needs_nobody_python
-def test_without_permission_require_isolation_is_one_line_exit_2(open_project: Path, host_listener: int, nobody_site: Path) -> None:
-    _write(open_project, {"manifest.toml": _nobody_manifest(host_listener, "[tiers.t1]\nrequire_isolation = true\n\n"),
-                          "e/score.py": REACH_SCORER})
-    proc = _as_nobody(open_project, nobody_site, True, "t1")
+    _write(open_project, {"manifest.toml": _nobody_manifest(host_listener, "[tiers.t1]\nrequire_isolation = true\n\n")})
+    proc = _as_nobody(open_project, nobody_site, True, "t1", no_sandbox=True)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "t1: require_isolation = true, but the run cannot be isolated: uid 65534" in lines[0], lines
+    assert len(lines) == 1 and f"t1: require_isolation = true, but the run cannot be isolated: {why}" in lines[0], lines
     assert "reach" not in proc.stdout  # no scorer ran
 
 
@@ -344,7 +505,7 @@ def test_an_unprivileged_user_with_user_namespaces_is_isolated(open_project: Pat
     if "unshare(CLONE_NEWUSER)" in proc.stderr:
         pytest.skip(f"this machine allows no user namespace even to root: {proc.stderr.strip()}")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines()[0] == "network: isolated (loopback only)"
+    assert proc.stdout.splitlines()[0] == NAMESPACE
     results = json.loads((open_project / ".evalrun/results/t1.json").read_text())
     assert "Connection refused" in results["evals"][0]["checks"][0]["message"]
     assert (open_project / ".evalrun/results/t1.json").stat().st_uid == 65534  # files stay the user's own

@@ -26,7 +26,9 @@ def test_the_report_renders_in_chromium(project, tmp_path: Path) -> None:
     p = project()
     three_runs(p, {})  # good, broken, good
     commit_state(p, "vanished")  # the latest run drops a baselined check: a regression
-    assert p.run("t1").code == 3
+    latest = p.run("t1")
+    assert latest.code == 3
+    header = latest.out.splitlines()[0]  # "network: isolated (namespace), except ...", as this machine allows
     assert p.run("report", "--html", "report.html").code == 0
     page = (p.root / "report.html").resolve().as_uri()
 
@@ -40,6 +42,7 @@ def test_the_report_renders_in_chromium(project, tmp_path: Path) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and HOSTILE not in dom
     assert dom.count("<script") == 1
     assert "flaky" in dom and "stays green" in dom
+    assert header.startswith("network: ") and re.search(rf'<div id="network" class="\w+">{re.escape(header)}</div>', dom)
 
     shot = tmp_path / "report.png"
     browse(tmp_path, "--window-size=1280,1500", "--hide-scrollbars", f"--screenshot={shot}", page)

@@ -23,9 +23,10 @@ from evalrun.history.location import HistoryLocation, locate_history, parse_hist
 from evalrun.history.records import EVIDENCE_CHARS, GitInfo, make_record, read_git
 from evalrun.history.series import check_series, failing_since, ordered_for_attention
 from evalrun.history.backends import open_store
+from evalrun.history.sql import MIGRATIONS
 from evalrun.history.store import HistoryError
 from evalrun.manifest import load_manifest
-from evalrun.results import CheckResult, EvalResult, RunResults, Status
+from evalrun.results import CheckResult, EvalResult, NetworkIsolation, RunResults, Status
 
 from harness import HARNESS_PYTHONPATH, REPO
 from harness.history_data import results
@@ -40,7 +41,9 @@ def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> HistoryLoc
 
 
 def test_a_run_goes_in_and_comes_back_whole(store_location: HistoryLocation) -> None:
-    record = make_record(results(1, passed=False, evidence="row 17"), GitInfo("a" * 40, "main", True), "run")
+    run = results(1, passed=False, evidence="row 17").model_copy(update={"network": NetworkIsolation(
+        isolated=False, reason="uid 1001 cannot create a network namespace; and no fallback: sk-SECRET1234 here")})
+    record = make_record(run, GitInfo("a" * 40, "main", True), "run", secrets=["sk-SECRET1234"])
     store = open_store(store_location)
     try:
         assert store.append(record) is True
@@ -56,6 +59,10 @@ def test_a_run_goes_in_and_comes_back_whole(store_location: HistoryLocation) -> 
     assert alpha.checks[0].runs is None and alpha.checks[0].passes is None
     assert back.baseline["regressions"] == ['alpha: check "gone" vanished (baseline: 2 assertions)']
     assert back.counts() == {"passed": 0, "failed": 1, "skipped": 1}
+    # whether the run was isolated from the network, and why not: redacted like every text a run stores
+    assert back.network == {"isolated": False, "mechanism": None,
+                            "reason": "uid 1001 cannot create a network namespace; and no fallback: [redacted by evalrun] here"}
+    assert back.network_line == f"network: not isolated: {back.network['reason']}"
 
 
 def test_runs_are_the_last_n_of_a_tier_oldest_first(store_location: HistoryLocation) -> None:
@@ -135,13 +142,14 @@ def test_an_old_schema_is_migrated_on_open_and_keeps_its_runs(store_location: Hi
     finally:
         store.close()
     assert back.evals[0].checks[0].judge is None  # the column migration 4 added
-    assert schema_version(store_location) == 5
+    assert back.network is None and back.network_line is None  # migration 6's column: a run without it is unknown
+    assert schema_version(store_location) == 6
 
 
 def test_a_schema_newer_than_evalrun_is_refused_in_one_line(store_location: HistoryLocation) -> None:
     open_store(store_location).close()
     set_schema_version(store_location, 99)
-    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(5\); upgrade"):
+    with pytest.raises(HistoryError, match=r"history schema version 99 is newer than this evalrun's \(6\); upgrade"):
         open_store(store_location)
 
 
@@ -398,7 +406,7 @@ def test_checks_stored_before_names_were_kept_once_survive_the_migration(store_l
                                     "judge) VALUES (?, 'alpha', ?, ?, 1, ?, 'm#1')"), (pk, name, count, f"ev {run_id}"))
     finally:
         old.close()
-    store = open_store(store_location)  # migrates 4 -> 5
+    store = open_store(store_location)  # migrates 4 -> 5 (and on)
     try:
         runs = store.runs("t1", 10)
     finally:
@@ -408,7 +416,7 @@ def test_checks_stored_before_names_were_kept_once_survive_the_migration(store_l
         checks = {c.name: (c.assertions, c.evidence) for c in run.evals[0].checks}
         assert checks == {"one": (3, f"ev {run.run_id}"), "a long name " * 50: (1, f"ev {run.run_id}")}
         assert {c.judge for c in run.evals[0].checks} == {"m#1"}
-    assert schema_version(store_location) == 5
+    assert schema_version(store_location) == len(MIGRATIONS)
 
 
 def test_durations_are_the_whole_runs_of_the_tier_most_recent_first(store_location: HistoryLocation) -> None:

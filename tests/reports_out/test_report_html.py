@@ -31,6 +31,22 @@ def test_the_latest_run_is_shown_whole() -> None:
     assert "commit <span class=\"mono\">0101010101</span> on main" in html
 
 
+def test_the_latest_run_says_whether_it_was_isolated_from_the_network() -> None:
+    from evalrun.results import NetworkIsolation
+
+    def shown(network: NetworkIsolation | None) -> str:
+        run = results(1).model_copy(update={"network": network})
+        return render_report([make_record(run, GitInfo(), "run")])
+
+    namespace = shown(NetworkIsolation(isolated=True, mechanism="namespace"))
+    assert ('<div id="network" class="muted">network: isolated (namespace), except unix sockets bound to a path</div>'
+            in namespace)
+    refused = shown(NetworkIsolation(isolated=False, reason='tiers.t1 sets network = "host" <b>'))
+    assert ('<div id="network" class="partial">network: not isolated: tiers.t1 sets network = &#34;host&#34; &lt;b&gt;'
+            '</div>') in refused  # the warning's colour, and escaped as any text
+    assert 'id="network"' not in shown(None)  # t3, or a run stored before evalrun recorded it: nothing claimed
+
+
 def test_newly_failing_checks_come_first_with_since_when() -> None:
     html = page(True, True, False)
     attention = re.search(r'<section id="attention">(.*?)</section>', html, re.S).group(1)

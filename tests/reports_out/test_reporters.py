@@ -14,7 +14,9 @@ from evalrun.reports_in.junit import parse_junit
 from evalrun.reports_out.github import append_github_step_summary, github_annotations
 from evalrun.reports_out.junit import render_junit, write_junit
 from evalrun.reports_out.markdown import render_markdown, write_markdown
-from evalrun.results import BaselineChange, BaselineComparison, CheckResult, EvalResult, RunResults, SkippedTest, Status
+from evalrun.results import (
+    BaselineChange, BaselineComparison, CheckResult, EvalResult, NetworkIsolation, RunResults, SkippedTest, Status,
+)
 
 from harness.junit_schema import published_junit_schema
 
@@ -466,3 +468,41 @@ def test_closing_line_counts_the_tests_skipped_inside_evals() -> None:
     from evalrun.reports_out.terminal import closing_line
 
     assert closing_line(_with_skips().evals) == "1 passed, 0 failed, 0 skipped (2 tests skipped inside evals)"
+
+
+# --- the network: whether the run was isolated, in every output ------------------------------------
+
+NOT_ISOLATED = NetworkIsolation(isolated=False, reason="uid 1001 cannot create a network namespace: unshare: "
+                                "Operation not permitted; and no fallback: prctl(PR_SET_SECCOMP): Operation not permitted")
+FALLBACK = NetworkIsolation(isolated=True, mechanism="seccomp+landlock")
+
+
+def test_a_run_not_isolated_says_so_in_junit_markdown_the_step_summary_and_a_warning(tmp_path: Path) -> None:
+    results = _results(network=NOT_ISOLATED)
+    line = f"network: not isolated: {NOT_ISOLATED.reason}"
+    root = _junit(tmp_path, results)
+    _check_junit_10(root)  # a property more: still the schema's shape
+    suites = [s for s in root.iter("testsuite") if s.get("name") != "evalrun baseline"]  # one per eval
+    assert len(suites) == 7
+    for suite in suites:
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        assert props["network"] == line.removeprefix("network: "), suite.get("name")
+    shown = f"<p>⚠️ <strong>{line}</strong></p>"  # as GitHub renders it: the markup escaped, the words intact
+    assert shown in _html(render_markdown(results))
+    summary = tmp_path / "summary.md"
+    append_github_step_summary(results, {"GITHUB_STEP_SUMMARY": str(summary)})
+    assert shown in _html(summary.read_text(encoding="utf-8"))
+    warning = [w for w in github_annotations(results) if "not isolated" in w]
+    assert warning == [f"::warning file=manifest.toml,title=evalrun t2 not isolated from the network::{line}"]
+
+
+def test_an_isolated_run_names_its_mechanism_and_warns_of_nothing(tmp_path: Path) -> None:
+    results = _results(network=FALLBACK)
+    line = "network: isolated (seccomp+landlock), except unix sockets bound to a path"
+    props = {p.get("name"): p.get("value") for p in _junit(tmp_path, results).iter("property")}
+    assert props["network"] == line.removeprefix("network: ")
+    assert f"<p>{line}</p>" in _html(render_markdown(results))
+    assert not [w for w in github_annotations(results) if "network" in w]
+    # t3 (never isolated, no record): no line, no property, no warning
+    t3 = _results(network=None)
+    assert "network" not in render_markdown(t3) and "network" not in {p.get("name") for p in _junit(tmp_path, t3).iter("property")}

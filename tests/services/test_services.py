@@ -452,14 +452,24 @@ def test_a_record_of_a_still_running_invocation_is_left_alone(tmp_path: Path) ->
 def test_embedded_postgres_serves_a_url_and_leaves_nothing_behind(tmp_path: Path) -> None:
     import psycopg
 
+    from evalrun.sandbox import mechanism
+
     spec = ServiceSpec("db", None, "embedded", None, 30.0, {"PGURL": "${DATABASE_URL}"}, tmp_path)
+    restricted = mechanism("t2")[0] is not None  # started as under the isolation fallback, where the kernel offers it
     with manager(tmp_path, spec) as services:
+        if restricted:
+            services.restrict("t2", [])
         state = services.start("db")
         assert state.ok, state.failure
         url = services.env_for(["db"])["DATABASE_URL"]
         assert url.startswith("postgresql://postgres@127.0.0.1:") and services.env_for(["db"])["PGURL"] == url
         with psycopg.connect(url, connect_timeout=5) as conn:
             assert conn.execute("select 1").fetchone() == (1,)
+        assert services.tcp_ports() == [int(url.rsplit(":", 1)[1].split("/")[0])]  # what a t2 scorer may reach
+        if restricted:  # serving under seccomp (mode 2: a filter) and Landlock, with no new privileges
+            status = dict(line.split(":\t", 1) for line in open(f"/proc/{state.pid}/status").read().splitlines()
+                          if ":\t" in line)
+            assert (status["Seccomp"].strip(), status["NoNewPrivs"].strip()) == ("2", "1")
         if os.geteuid() == 0:  # PostgreSQL refuses root: it must run as another user
             assert os.stat(f"/proc/{state.pid}").st_uid != 0
         assert state.data_dir is not None and state.data_dir.is_dir()
