@@ -133,7 +133,12 @@ def _read_report(
         from evalrun.reports_in.junit import parse_junit
 
         assert spec.junit is not None
-        return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}", secrets=secrets)
+        counts = None
+        if workdir is not None:  # what evalrun's vitest/jest setup file recorded in this run's own workdir
+            from evalrun.reports_in.assertion_counts import COUNTS_DIR_NAME, read_assertion_counts
+
+            counts = read_assertion_counts(workdir / COUNTS_DIR_NAME, f"$EVALRUN_WORKDIR/{COUNTS_DIR_NAME}")
+        return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}", secrets=secrets, counts=counts)
     if spec.format == "pytest-reportlog":
         from evalrun.reports_in.reportlog import parse_reportlog
 
