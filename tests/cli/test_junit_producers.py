@@ -68,11 +68,13 @@ def _take_baseline(proj) -> None:
 
 
 def _scenarios(proj, ok: str, *, removed: Path, failing: str, skipped: str, crash: str, crash_line: str,
-               vanished: str) -> None:
+               vanished: str, colour_asked: bool = False) -> None:
     """The scenarios after a passing baseline of ``ok``: each eval alone, so each exit code is its own."""
     r = proj.run("t1", "-e", failing)
     assert r.code == 1, r.output
     res = proj.eval_result(failing)
+    if colour_asked:  # the eval's env says FORCE_COLOR: evalrun leaves colours to it
+        assert "\x1b[" in res["output_tail"], res["output_tail"]
     assert res["status"] == "failed" and res["message"].startswith('check "'), res["message"]
 
     r = proj.run("t1", "-e", skipped)
@@ -303,7 +305,7 @@ def test_vitest_scenarios(project, npm_modules: Path) -> None:
         {
             "manifest.toml": _manifest(
                 ("ok", "e", VITEST_ARGV, ""),
-                ("failing", "e", VITEST_ARGV, 'env = { BREAK = "1" }'),
+                ("failing", "e", VITEST_ARGV, 'env = { BREAK = "1", FORCE_COLOR = "1" }'),  # asks for colours
                 ("skipped", "e", VITEST_ARGV, 'env = { SKIP_ALL = "1" }'),
                 ("crash", "crash", VITEST_ARGV, ""),
             ),
@@ -321,10 +323,12 @@ def test_vitest_scenarios(project, npm_modules: Path) -> None:
     )
     _link_tools(proj.root / "e", npm_modules, "vitest")
     _link_tools(proj.root / "crash", npm_modules, "vitest")
-    r = proj.run("t1", "-e", "ok")
+    r = proj.run("t1", "-e", "ok", env={"FORCE_COLOR": "1"})  # a CI that forces colours
     assert r.code == 0, r.output
     passed, skipped = _suite_passes(_junit(proj, "e"))
     res = proj.eval_result("ok")
+    # scorers run with NO_COLOR=1 FORCE_COLOR=0: vitest's own summary, without a colour code
+    assert "Tests  4 passed | 1 skipped" in res["output_tail"] and "\x1b" not in res["output_tail"], res["output_tail"]
     # vitest names each suite after its file: the same names in two files stay two checks
     assert sorted(_names(proj, "ok")) == [
         "tests/a.test.ts.math > adds", "tests/a.test.ts.math > multiplies",
@@ -337,7 +341,7 @@ def test_vitest_scenarios(project, npm_modules: Path) -> None:
 
     _scenarios(proj, "ok", removed=proj.root / "e/tests/b.test.ts", failing="failing", skipped="skipped",
                crash="crash", crash_line="[PARSE_ERROR] Expected `}` but found `EOF`",
-               vanished="tests/b.test.ts.math > subtracts")
+               vanished="tests/b.test.ts.math > subtracts", colour_asked=True)
 
 
 JEST_CONFIG = """
