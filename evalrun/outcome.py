@@ -122,6 +122,11 @@ def _read_report(
     workdir: Path | None,
 ) -> ParsedReport:
     spec = planned.spec
+    if spec.format == "exit":
+        from evalrun.reports_in.exit_code import parse_exit
+
+        assert outcome.exit_code is not None  # a program that did not start is judged before
+        return parse_exit(spec.name, outcome.exit_code, outcome.text_tail(), secrets=secrets)
     if spec.format == "tap":
         from evalrun.reports_in.tap import parse_tap
 

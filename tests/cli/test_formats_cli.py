@@ -275,3 +275,37 @@ def test_sdk_check_that_asserted_nothing_says_so_once(project) -> None:
     res = proj.eval_result("sdk")
     assert res["checks"][0]["message"] == "asserted nothing"
     assert res["message"] == 'check "looks fine" failed: asserted nothing'
+
+
+TSC_ARGV = '["node", "node_modules/typescript/bin/tsc", "-p", "."]'
+
+
+def test_exit_format_with_the_real_tsc(project) -> None:
+    """A static check writes no report: its exit code is the verdict, its error lines the message."""
+    from harness.eval_tools import npm_package
+
+    typescript = npm_package("typescript")
+    proj = project(
+        {
+            "manifest.toml": f'[[evals]]\nname = "types"\ntier = "t1"\ndir = "web"\nrun = {TSC_ARGV}\nformat = "exit"\n',
+            "web/tsconfig.json": '{"compilerOptions": {"strict": true, "noEmit": true}, "include": ["src"]}\n',
+            "web/src/cart.ts": "export const total: number = 1 + 2;\n",
+        }
+    )
+    (proj.root / "web/node_modules").mkdir()
+    (proj.root / "web/node_modules/typescript").symlink_to(typescript, target_is_directory=True)
+    r = proj.run("t1")
+    assert r.code == 0, r.output  # a clean tsc writes nothing: passed, not "exited 0 but no report was written"
+    res = proj.eval_result("types")
+    assert [(c["name"], c["assertions"], c["passed"]) for c in res["checks"]] == [("types", 1, True)]
+    assert proj.run("baseline", "--update", "t1", "--from-results", ".evalrun/results/t1.json").code == 0
+
+    (proj.root / "web/src/cart.ts").write_text('export const total: number = "3";\nexport const n: string = 4;\n')
+    r = proj.run("t1")
+    assert r.code == 1, r.output
+    res = proj.eval_result("types")
+    assert res["status"] == "failed" and res["message"] == (
+        "check \"types\" failed: src/cart.ts(1,14): error TS2322: Type 'string' is not assignable to type "
+        "'number'.; src/cart.ts(2,14): error TS2322: Type 'number' is not assignable to type 'string'. (exited 1)"
+    ), res["message"]
+    assert "src/cart.ts(1,14): error TS2322" in r.out, r.out
