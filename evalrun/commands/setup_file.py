@@ -10,18 +10,8 @@ names a path that exists on every machine.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from evalrun.errors import UsageError
-
-SETUP_DIR = Path(__file__).resolve().parent.parent / "reports_in" / "js"
-SETUP_FILES = {"vitest": "vitest.setup.mjs", "jest": "jest.setup.cjs"}
-
-
-def setup_file_path(runner: str) -> Path:
-    if runner not in SETUP_FILES:
-        raise UsageError(f"no setup file for {runner!r}; use one of {', '.join(SETUP_FILES)}")
-    return SETUP_DIR / SETUP_FILES[runner]
+from evalrun.reports_in.assertion_counts import setup_file_path
 
 
 def setup_file(runner: str) -> int:

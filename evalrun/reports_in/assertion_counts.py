@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalrun.errors import ReportError
+from evalrun.errors import ReportError, UsageError
 from evalrun.files import FileReadError, read_bounded
 from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, CHECK_LIMIT, NAME_LIMIT, REPORT_LIMIT, REPORT_WHAT
 
@@ -36,6 +36,8 @@ RUNNERS = ("vitest", "jest")
 SEPARATOR = " > "  # the titles are joined so, as vitest names a testcase and jest-junit's recipe settings do
 _FILES_LIMIT = 1000  # a worker writes one file: far above any machine's workers
 _TITLES_LIMIT = 100  # describe blocks deep
+SETUP_DIR = Path(__file__).resolve().parent / "js"  # package data
+SETUP_FILES = {"vitest": "vitest.setup.mjs", "jest": "jest.setup.cjs"}
 _FIX = "copy the setup file again (evalrun setup-file vitest|jest, see docs/recipes-junit.md)"
 
 
@@ -65,6 +67,13 @@ class AssertionCounts:
                 if any(file == w or file.endswith("/" + w) for w in wanted):
                     best = count if best is None else max(best, count)
         return best
+
+
+def setup_file_path(runner: str) -> Path:
+    """The setup file that records assertion counts for ``runner`` (vitest or jest), shipped in the package."""
+    if runner not in SETUP_FILES:
+        raise UsageError(f"no setup file for {runner!r}; use one of {', '.join(SETUP_FILES)}")
+    return SETUP_DIR / SETUP_FILES[runner]
 
 
 def _normal(file: str) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.commands.setup_file import setup_file_path
+from evalrun.reports_in.assertion_counts import setup_file_path
 
 NPM_TOOLS = ("vitest", "jest", "jest-junit")
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
