@@ -72,7 +72,7 @@ from evalrun.reports_in.parsed import (
 )
 from evalrun.results import CheckResult
 from evalrun.secrets import scrub
-from evalrun.text import EVIDENCE_LIMIT, one_line, shorten, truncate
+from evalrun.text import EVIDENCE_LIMIT, one_line, plural, shorten, truncate
 
 _TEXT_LIMIT = 2 * EVIDENCE_LIMIT  # characters of one failure's text kept while reading
 _WHOLE = re.compile(r"(\d{1,10})(?:\.0+)?")  # "3" or "3.0"; "3.5" is refused, never rounded
@@ -369,7 +369,7 @@ def _count(reader: _Reader, counts: AssertionCounts, secrets: tuple[str, ...]) -
         runner = "/".join(sorted(counts.runners)) or "vitest/jest"
         first = shorten(scrub(missed[0].name, secrets), 200)
         reader.notes.append(
-            f"{len(missed)} testcase{'s' if len(missed) != 1 else ''} (first: {first!r}, line {missed[0].line}) "
+            f"{plural(len(missed), 'testcase')} (first: {first!r}, line {missed[0].line}) "
             f"{'have' if len(missed) != 1 else 'has'} no assertion count from evalrun's {runner} setup file, "
             f"counted as 1 assertion: a concurrent test, or the JUnit names differ from the recipe's settings "
             f"(see {_RECIPES})"
