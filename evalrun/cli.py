@@ -313,6 +313,14 @@ def schema(name: Annotated[str, typer.Argument(metavar="NAME", help="report, man
     return schema_command(name)
 
 
+@app.command("setup-file")
+def setup_file(runner: Annotated[str, typer.Argument(metavar="RUNNER", help="vitest or jest.")]) -> int:
+    """Print the path of evalrun's setup file that records assertion counts for vitest or jest."""
+    from evalrun.commands.setup_file import setup_file as setup_file_command
+
+    return setup_file_command(runner)
+
+
 @baseline_app.callback(invoke_without_command=True)
 def baseline(
     ctx: typer.Context,

@@ -1,7 +1,8 @@
 """Running the planned evals: one scorer subprocess each, ``-j`` at a time.
 
 This module owns running one eval: what the caller decided before it starts
-(``Preparation``), the scorer's environment (``EVALRUN_*``), starting it in a
+(``Preparation``), the scorer's environment (``EVALRUN_*``; ``NO_COLOR=1`` and
+``FORCE_COLOR=0`` unless its env sets either), starting it in a
 fresh workdir with a pidfile of its group so a later run can stop it, and handing
 the outcome to ``evalrun.outcome`` to be judged; on Ctrl-C every eval that
 did not finish is marked interrupted. The threads are ``evalrun.pool``'s, the
@@ -159,7 +160,12 @@ def run_scorer(
     stdout_path = scratch.stdout if spec.format == "tap" else None
     env = dict(base_env)
     env.update(extra_env)
-    env.update(planned.env())  # the eval's env, its experiment's over it
+    own_env = planned.env()  # the eval's env, its experiment's over it
+    if not COLOR_VARIABLES & own_env.keys():
+        # Scorer output is captured into files and shown in -v and the results: colour codes only bury it.
+        # The eval's env says otherwise by setting either variable (then evalrun sets neither).
+        env.update(NO_COLOR="1", FORCE_COLOR="0")
+    env.update(own_env)
     # The tier's key rule wins over anything an eval or service sets: in t1/t2 the
     # key variables keep the placeholder the base environment gave them.
     env.update({name: value for name, value in base_env.items() if value == PLACEHOLDER})
@@ -198,6 +204,8 @@ def run_scorer(
     )
     return note_escaped(result, outcome)
 
+
+COLOR_VARIABLES = frozenset({"NO_COLOR", "FORCE_COLOR"})
 
 _pidfile_numbers = itertools.count()
 

@@ -122,6 +122,11 @@ def _read_report(
     workdir: Path | None,
 ) -> ParsedReport:
     spec = planned.spec
+    if spec.format == "exit":
+        from evalrun.reports_in.exit_code import parse_exit
+
+        assert outcome.exit_code is not None  # a program that did not start is judged before
+        return parse_exit(spec.name, outcome.exit_code, outcome.text_tail(), secrets=secrets)
     if spec.format == "tap":
         from evalrun.reports_in.tap import parse_tap
 
@@ -133,7 +138,12 @@ def _read_report(
         from evalrun.reports_in.junit import parse_junit
 
         assert spec.junit is not None
-        return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}", secrets=secrets)
+        counts = None
+        if workdir is not None:  # what evalrun's vitest/jest setup file recorded in this run's own workdir
+            from evalrun.reports_in.assertion_counts import COUNTS_DIR_NAME, read_assertion_counts
+
+            counts = read_assertion_counts(workdir / COUNTS_DIR_NAME, f"$EVALRUN_WORKDIR/{COUNTS_DIR_NAME}")
+        return parse_junit(planned.dir / spec.junit, label=f"{spec.dir}/{spec.junit}", secrets=secrets, counts=counts)
     if spec.format == "pytest-reportlog":
         from evalrun.reports_in.reportlog import parse_reportlog
 

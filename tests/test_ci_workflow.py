@@ -105,3 +105,17 @@ def test_the_workflow_does_what_the_readme_says() -> None:
 
 def _runs(job: dict[str, list[dict[str, str]]]) -> str:
     return "\n".join(step.get("run", "") for step in job["steps"])
+
+
+@pytest.mark.parametrize("lockfile", [False, True], ids=["npm-install", "npm-ci"])
+def test_the_workflow_init_writes_for_a_node_project_is_valid_and_sets_up_node(tmp_path: Path, lockfile: bool) -> None:
+    from evalrun.commands.init_node import NodeProject, workflow
+
+    text = workflow(NodeProject(runner="vitest", lockfile=lockfile))
+    assert "uses: actions/setup-node@v4" in text and "uses: actions/setup-python@v5" in text
+    assert ("run: npm ci" in text and "cache: npm" in text) if lockfile else ("run: npm install" in text and "cache:" not in text)
+    path = tmp_path / "evals.yml"
+    path.write_text(text)
+    proc = check_jsonschema(path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert actionlint(path, tmp_path) == []

@@ -15,7 +15,7 @@ from evalrun.pipeline import RunRequest, load, select
 from evalrun.plan import make_plan
 from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
 from evalrun.repeats import settings_for
-from evalrun.reports_out.describe import describe_filters
+from evalrun.reports_out.describe import describe_budget, describe_filters
 from evalrun.reports_out.matrix import dry_matrix, plain_lines
 from evalrun.reports_out.terminal import Console
 from evalrun.text import plural
@@ -63,6 +63,12 @@ def dry(
             found = probe_evals(manifest, of_tier, probe_envs[t], skips_fail=False)
             pre.decisions.update(found.decisions)
     console.line(f"planned in {scope}: {plural(len(plan.evals), 'eval')} (nothing is run)")
+    for t in tiers:  # the cap on the tier's model calls, where any planned eval of it calls a model
+        if any(p.spec.tier == t and manifest.uses_model(p.spec) for p in plan.evals):
+            budget = manifest.tier(t).budget
+            what = " (the run's model calls, all evals together)" if budget is not None else (
+                " (live model calls are not capped)" if t == "t3" else "")
+            console.line(f"tier {t} budget: {describe_budget(budget)}{what}")
     refused: dict[str, str] = {}
     for t in tiers:
         problem = tier_guard_problem(manifest, t, probe_envs[t]) if probe else None
@@ -99,6 +105,8 @@ def dry(
             console.line(f"  requires: {', '.join(s.requires)}")
         if s.services:
             console.line(f"  services: {', '.join(s.services)}")
+        if s.budget is not None:
+            console.line(f"  budget: {describe_budget(s.budget)} (this eval's calls)")
         for bite in s.bites:  # evalrun bites: what it breaks and what must go red
             console.line(f"  bite {bite.name}: {describe_bite(bite)}; must fail: {', '.join(bite.fails)}")
         if fixtures is not None:
@@ -107,7 +115,8 @@ def dry(
         if p.column is not None:
             changes = ", ".join([*p.column.env, *([f"model {p.column.model}"] if p.column.model else [])]) or "nothing"
             console.line(f"  experiment {p.experiment}: changes {changes}"
-                         + (f"; requires {', '.join(p.column.requires)}" if p.column.requires else ""))
+                         + (f"; requires {', '.join(p.column.requires)}" if p.column.requires else "")
+                         + (f"; budget {describe_budget(p.column.budget)} (the column's calls)" if p.column.budget else ""))
     for name, reason in plan.rule_skips.items():
         console.line(f"{name}: not planned: {reason}")
     matrix = dry_matrix(cells, plan.rule_skips)

@@ -6,7 +6,10 @@ overwrite anything: every file is checked before the first one is written.
 With ``--model`` it also writes a t2/t3 pair sharing one set of fixtures
 (``fixtures_for``), a ``[models]`` table, a t3 ``require`` on the key, a scorer
 that calls the model through the official openai SDK, and a fake upstream to
-try ``t3 --record`` without a key.
+try ``t3 --record`` without a key. In a folder with a ``package.json`` (and
+without ``--model``) it writes a Node start instead (``init_node``): a
+JavaScript scorer, the project's vitest or jest as an eval with evalrun's
+assertion counts, and a workflow that sets up Node.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
+from evalrun.commands.init_node import node_files, node_manifest, node_next_lines, node_project
 from evalrun.reports_out.terminal import Console
 from evalrun.errors import UsageError, file_label
 from evalrun.workspace import PROJECT_GITIGNORE_LINE
@@ -212,9 +216,11 @@ if __name__ == "__main__":
 '''
 
 GITIGNORE_LINE = PROJECT_GITIGNORE_LINE
+UNIT_OUT_LINE = "evals/unit/out/"  # the Node unit eval's JUnit report: written by every run, never committed
 
 
 def init_project(*, folder: Path, console: Console, model: bool = False) -> int:
+    node = node_project(folder) if not model else None  # --model writes the Python openai pair (below)
     manifest = MANIFEST.format(
         t3_extra=(T3_MODEL if model else T3_PLAIN).format(),
         models=MODELS.format() if model else "",
@@ -226,6 +232,12 @@ def init_project(*, folder: Path, console: Console, model: bool = False) -> int:
         folder / "baselines" / ".gitkeep": "",
     }
     folders = [folder / "evals" / "example", folder / "baselines"]
+    if node is not None:  # a package.json: a Node scorer, the project's test runner, a workflow with Node
+        del files[folder / "evals" / "example" / "score.py"]
+        files[folder / "manifest.toml"] = node_manifest(node)
+        files.update(node_files(folder, node))
+        if node.runner:
+            folders.append(folder / "evals" / "unit")
     if model:
         files[folder / "evals" / "answer" / "score.py"] = MODEL_SCORER
         files[folder / "evals" / "fake_upstream.py"] = FAKE_UPSTREAM
@@ -236,15 +248,22 @@ def init_project(*, folder: Path, console: Console, model: bool = False) -> int:
                          f"run it in an empty folder")
     gitignore = folder / ".gitignore"
     current = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    ignored = [GITIGNORE_LINE, *([UNIT_OUT_LINE] if node is not None and node.runner else [])]
     for path, text in files.items():
         write_atomic(path, text)
         path.chmod(0o644)  # files to commit, not private temp files
         console.line(f"wrote {file_label(path)}")
-    if GITIGNORE_LINE not in current.splitlines():
+    missing = [line for line in ignored if line not in current.splitlines()]
+    if missing:
         joiner = "" if not current or current.endswith("\n") else "\n"
-        write_atomic(gitignore, f"{current}{joiner}{GITIGNORE_LINE}\n")
+        write_atomic(gitignore, current + joiner + "".join(f"{line}\n" for line in missing))
         gitignore.chmod(0o644)
-        console.line(f"{f'added {GITIGNORE_LINE} to' if current else 'wrote'} {file_label(gitignore)}")
+        added = " and ".join(missing)
+        console.line(f"{f'added {added} to' if current else 'wrote'} {file_label(gitignore)}")
+    if node is not None:
+        for text in node_next_lines(node):
+            console.line(text)
+        return 0
     console.line('scorers import your project\'s code: pythonpath = ["."] in manifest.toml (add "src" if it lives there)')
     if not model:
         console.line("next: evalrun t1, then evalrun baseline --update t1 and commit baselines/")

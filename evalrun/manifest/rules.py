@@ -74,6 +74,13 @@ def check_rules(label: str, manifest: Manifest) -> None:
             raise ManifestError(
                 f"{where}.fixtures_for: no eval is named {spec.fixtures_for!r}; name the eval whose fixtures this one records"
             )
+        if spec.fixtures_for is not None and not manifest.uses_model(spec):
+            # Without the proxy the eval records and replays nothing: the line would be silently inert.
+            why = "t1 makes no model calls" if spec.tier == "t1" else "its model calls do not go through evalrun"
+            raise ManifestError(
+                f"{where}.fixtures_for: {why}, so it records no fixtures; "
+                + ("remove fixtures_for" if spec.tier == "t1" else f"add model = true (or [tiers.{spec.tier}] model = true), or remove fixtures_for")
+            )
         if spec.tier == "t1" and spec.services:
             raise ManifestError(f"{where}.services: t1 is static by promise and uses no services; move the eval to t2")
         _check_bites(where, manifest, spec, folder)

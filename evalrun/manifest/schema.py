@@ -200,7 +200,7 @@ class EvalSpec(_Strict):
     tags: list[str] = Field(default_factory=list)
     shell: bool = False
     env: EnvTable = Field(default_factory=dict)
-    format: Literal["json", "tap", "junit", "pytest-reportlog", "inspect", "promptfoo"] = "json"
+    format: Literal["json", "tap", "junit", "pytest-reportlog", "inspect", "promptfoo", "exit"] = "json"
     junit: str | None = None
     reportlog: str | None = None  # with format = "pytest-reportlog": the file pytest --report-log writes
     promptfoo: str | None = None  # with format = "promptfoo": the file `promptfoo eval -o` writes

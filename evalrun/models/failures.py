@@ -11,11 +11,14 @@ scorer's message shortened to the file it is about.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from evalrun.errors import file_label
 
+_MISMATCH = re.compile(r"does not match its recording (\S+?\.json):")  # the player's mismatch text
 RECORD_THEM = "record them with `evalrun t3 --record`, or make the code call the model as it did when recorded"
 RECORD_IT = "record it with `evalrun t3 --record`, or make the code call the model as it did when recorded"
 
@@ -50,11 +53,30 @@ def shortened(message: str, failures: Sequence[str], missing_fixtures: Sequence[
     short = {text: f"evalrun replay: missing fixture {_short_name(path)}" for path, text in missing_fixtures}
     for text in failures:
         if text not in short and len(text) > 80 and "; " in text:
-            short[text] = text.split("; ", 1)[0]  # the finding without its fix, said once in the eval's line
+            mismatch = _MISMATCH.search(text)
+            if mismatch:  # the finding names the call, the file and the difference: the quote names the file
+                short[text] = f"evalrun replay: does not match {_short_name(Path(mismatch[1]))}"
+            else:
+                short[text] = text.split("; ", 1)[0]  # the finding without its fix, said once in the eval's line
     for text, replacement in short.items():
-        if text in message:
-            message = message.replace(text, replacement)
+        # As the scorer quotes it: verbatim, or inside a JSON body (the JS SDKs' error messages carry the
+        # response's JSON, where its quotes are escaped), whole or cut short after the finding.
+        for quoted in dict.fromkeys((text, json.dumps(text)[1:-1])):
+            message = _replace_quoted(message, quoted, replacement)
     return message
+
+
+def _replace_quoted(message: str, quoted: str, replacement: str) -> str:
+    if quoted in message:
+        return message.replace(quoted, replacement)
+    head = quoted.split("; ", 1)[0]
+    start = message.find(head) if len(head) >= 40 else -1
+    if start < 0:
+        return message
+    end = start + len(head)
+    while end < len(message) and end - start < len(quoted) and message[end] == quoted[end - start]:
+        end += 1  # the rest of the quote, as far as the scorer kept it
+    return message[:start] + replacement + message[end:]
 
 
 def _short_name(path: Path) -> str:

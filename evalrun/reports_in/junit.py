@@ -22,7 +22,10 @@ This module owns what a JUnit report means to evalrun:
   otherwise (node's reporter and jest-junit by default write no file) the
   report is refused with one line naming both lines and the fix;
 - its ``assertions`` attribute is its assertion count when present (a whole
-  number, 0 to 1,000,000,000, ``3.0`` allowed: ``3.5`` is refused, not rounded), else 1;
+  number, 0 to 1,000,000,000, ``3.0`` allowed: ``3.5`` is refused, not rounded),
+  else the count evalrun's vitest/jest setup file recorded for it
+  (``evalrun.reports_in.assertion_counts``; a testcase that ran without one is
+  said in a note), else 1;
 - ``<failure>`` or ``<error>`` fails it: the message is the ``message``
   attribute (else the text's first line; ``error: `` is prefixed for an
   ``<error>``), the text, cut to about 2 KB, is the evidence;
@@ -55,6 +58,7 @@ from xml.parsers import expat
 
 from evalrun.errors import ReportError
 from evalrun.files import FileReadError, iter_chunks
+from evalrun.reports_in.assertion_counts import SEPARATOR, AssertionCounts
 from evalrun.reports_in.crash_line import js_error_line
 from evalrun.reports_in.parsed import (
     ASSERTIONS_LIMIT,
@@ -68,7 +72,7 @@ from evalrun.reports_in.parsed import (
 )
 from evalrun.results import CheckResult
 from evalrun.secrets import scrub
-from evalrun.text import EVIDENCE_LIMIT, one_line, shorten, truncate
+from evalrun.text import EVIDENCE_LIMIT, one_line, plural, shorten, truncate
 
 _TEXT_LIMIT = 2 * EVIDENCE_LIMIT  # characters of one failure's text kept while reading
 _WHOLE = re.compile(r"(\d{1,10})(?:\.0+)?")  # "3" or "3.0"; "3.5" is refused, never rounded
@@ -144,14 +148,24 @@ class _Case:
     place: tuple[int, str]  # (its suite element's number, its file): same name, same place = one check
     outcomes: list[_Outcome] = field(default_factory=list)
     todo: bool = False  # its property "status" says "todo" (jest-junit with a testcase properties file)
+    titles: tuple[str, ...] = ()  # the title paths and files its count is found by (``assertion_counts``)
+    files: tuple[str, ...] = ()
+    counted: int | None = None  # its count from evalrun's vitest/jest setup file
 
 
-def parse_junit(path: Path, label: str | None = None, secrets: Iterable[str] = ()) -> ParsedReport:
-    """Translate the JUnit XML file at ``path``; ``label`` names it in messages (default: its name)."""
+def parse_junit(
+    path: Path, label: str | None = None, secrets: Iterable[str] = (), counts: AssertionCounts | None = None
+) -> ParsedReport:
+    """Translate the JUnit XML file at ``path``; ``label`` names it in messages (default: its name).
+
+    ``counts``: what evalrun's vitest/jest setup file recorded (``assertion_counts``), the assertion
+    count of each testcase it names that has no ``assertions`` attribute."""
     name = label or path.name
     reader = _Reader(name)
     reader.read(path)
     secrets = tuple(secrets)
+    if counts is not None:
+        _count(reader, counts, secrets)
     checks: list[CheckResult] = []
     skipped: list[Skip] = []
     for check_name, cases in reader.groups(secrets).items():
@@ -250,11 +264,17 @@ class _Reader:
             file = shorten((attrs.get("file") or "").strip(), NAME_LIMIT) or suite.file
             # A testcase outside every suite has a place of its own: nothing merges with it.
             number = suite.number if self.suites else -ordinal
+            name = (attrs.get("name") or "").strip()
+            classname = (attrs.get("classname") or "").strip()
             self.case = _Case(
                 name=self._name(attrs, ordinal),
                 line=self.parser.CurrentLineNumber,
                 assertions=attrs.get("assertions"),
                 place=(number, file),
+                # vitest: classname = the file, name = the titles joined; jest-junit (the recipe's settings):
+                # classname = the describe path, name = the title, file = the file.
+                titles=(name, f"{classname}{SEPARATOR}{name}") if classname else (name,),
+                files=(file, classname, suite.name),
             )
             self.case_depth = self.depth
             self.cases.append(self.case)
@@ -334,6 +354,26 @@ class _Reader:
                 f"give the tests distinct names, or have the tool name its suites by file (see {_RECIPES})"
             )
         return grouped
+
+
+def _count(reader: _Reader, counts: AssertionCounts, secrets: tuple[str, ...]) -> None:
+    """Give each testcase its count from the setup file; say how many that ran have none (counted 1 each)."""
+    missed: list[_Case] = []
+    for case in reader.cases:
+        if case.assertions is not None and case.assertions.strip():
+            continue  # the report's own count wins
+        case.counted = counts.lookup(case.titles, case.files)
+        if case.counted is None and not case.todo and not any(o.tag == "skipped" for o in case.outcomes):
+            missed.append(case)
+    if missed:
+        runner = "/".join(sorted(counts.runners)) or "vitest/jest"
+        first = shorten(scrub(missed[0].name, secrets), 200)
+        reader.notes.append(
+            f"{plural(len(missed), 'testcase')} (first: {first!r}, line {missed[0].line}) "
+            f"{'have' if len(missed) != 1 else 'has'} no assertion count from evalrun's {runner} setup file, "
+            f"counted as 1 assertion: a concurrent test, or the JUnit names differ from the recipe's settings "
+            f"(see {_RECIPES})"
+        )
 
 
 def _int(text: str | None) -> int:
@@ -417,7 +457,7 @@ def _failure(outcome: _Outcome, secrets: tuple[str, ...]) -> tuple[str, str]:
 def _assertions(case: _Case, check_name: str, file_label: str) -> int:
     raw = case.assertions
     if raw is None or not raw.strip():
-        return 1
+        return 1 if case.counted is None else case.counted
     text = raw.strip()
     whole = _WHOLE.fullmatch(text)
     if whole and int(whole[1]) <= ASSERTIONS_LIMIT:

@@ -24,6 +24,7 @@ from evalrun.text import plural, seen_words
 from evalrun.verdict import VERDICT_WORDS
 
 if TYPE_CHECKING:
+    from evalrun.manifest.schema import Budget
     from evalrun.plan import Plan
     from evalrun.repeats import FlakyCheck
 
@@ -230,3 +231,16 @@ def network_line(network: NetworkIsolation) -> str:
     if not network.isolated:
         return f"network: not isolated: {network.reason or 'unknown'}"
     return f"network: isolated ({network.mechanism}), except {network_exception(network)}"
+
+
+def describe_budget(budget: Budget | None) -> str:
+    """``at most 50 calls, 100,000 tokens, 2.5 USD``, or ``none`` (``evalrun dry``)."""
+    parts = []
+    if budget is not None:
+        if budget.calls is not None:
+            parts.append(plural(budget.calls, "call"))
+        if budget.tokens is not None:
+            parts.append(f"{budget.tokens:,} tokens")
+        if budget.usd is not None:
+            parts.append(f"{budget.usd:g} USD")
+    return "at most " + ", ".join(parts) if parts else "none"

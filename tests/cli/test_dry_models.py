@@ -66,3 +66,26 @@ def test_dry_t3_shows_live_mode_the_upstream_and_where_record_writes(project) ->
         "evalrun: error: EVALRUN_UPSTREAM='http://127.0.0.1:8/v1/chat/completions': is an endpoint, not a base URL "
         '(the SDK adds /chat/completions itself, so it would be doubled); use "http://127.0.0.1:8/v1"'
     ), endpoint.err
+
+
+def test_dry_shows_the_budgets_of_the_tier_the_eval_and_the_experiment(project) -> None:
+    manifest = (
+        "[tiers.t2]\n[tiers.t3]\nbudget = { calls = 50, tokens = 100000, usd = 2.5 }\n"
+        "[experiments.m]\nbudget = { calls = 5 }\n"
+        + eval_entry("a", tier="t2", extra="model = true")
+        + eval_entry("a-live", tier="t3", extra='model = true\nfixtures_for = "a"\nbudget = { tokens = 9000 }')
+        .replace('dir = "evals/a-live"', 'dir = "evals/a"')
+    )
+    proj = project({"manifest.toml": manifest, "evals/a/score.py": NO_CALLS})
+    r = proj.run("dry", "t3")
+    assert r.code == 0, r.output
+    assert "tier t3 budget: at most 50 calls, 100,000 tokens, 2.5 USD (the run's model calls, all evals together)\n" in r.out
+    assert "  budget: at most 9,000 tokens (this eval's calls)\n" in r.out, r.out
+    assert "  experiment m: changes nothing; budget at most 5 calls (the column's calls)\n" in r.out, r.out
+    t2 = proj.run("dry", "t2")
+    assert "tier t2 budget: none\n" in t2.out, t2.out
+
+
+def test_dry_t3_says_when_live_calls_are_not_capped(project) -> None:
+    r = _project(project).run("dry", "t3")
+    assert "tier t3 budget: none (live model calls are not capped)\n" in r.out, r.out

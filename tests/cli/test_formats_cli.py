@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import xml.etree.ElementTree as ET
@@ -275,3 +276,66 @@ def test_sdk_check_that_asserted_nothing_says_so_once(project) -> None:
     res = proj.eval_result("sdk")
     assert res["checks"][0]["message"] == "asserted nothing"
     assert res["message"] == 'check "looks fine" failed: asserted nothing'
+
+
+TSC_ARGV = '["node", "node_modules/typescript/bin/tsc", "-p", "."]'
+
+
+def test_exit_format_with_the_real_tsc(project) -> None:
+    """A static check writes no report: its exit code is the verdict, its error lines the message."""
+    from harness.eval_tools import npm_package
+
+    typescript = npm_package("typescript")
+    proj = project(
+        {
+            "manifest.toml": f'[[evals]]\nname = "types"\ntier = "t1"\ndir = "web"\nrun = {TSC_ARGV}\nformat = "exit"\n',
+            "web/tsconfig.json": '{"compilerOptions": {"strict": true, "noEmit": true}, "include": ["src"]}\n',
+            "web/src/cart.ts": "export const total: number = 1 + 2;\n",
+        }
+    )
+    (proj.root / "web/node_modules").mkdir()
+    (proj.root / "web/node_modules/typescript").symlink_to(typescript, target_is_directory=True)
+    r = proj.run("t1")
+    assert r.code == 0, r.output  # a clean tsc writes nothing: passed, not "exited 0 but no report was written"
+    res = proj.eval_result("types")
+    assert [(c["name"], c["assertions"], c["passed"]) for c in res["checks"]] == [("types", 1, True)]
+    assert proj.run("baseline", "--update", "t1", "--from-results", ".evalrun/results/t1.json").code == 0
+
+    (proj.root / "web/src/cart.ts").write_text('export const total: number = "3";\nexport const n: string = 4;\n')
+    r = proj.run("t1")
+    assert r.code == 1, r.output
+    res = proj.eval_result("types")
+    assert res["status"] == "failed" and res["message"] == (
+        "check \"types\" failed: src/cart.ts(1,14): error TS2322: Type 'string' is not assignable to type "
+        "'number'.; src/cart.ts(2,14): error TS2322: Type 'number' is not assignable to type 'string'. (exited 1)"
+    ), res["message"]
+    assert "src/cart.ts(1,14): error TS2322" in r.out, r.out
+
+
+SIDECAR_SCORER = """
+import os, pathlib, sys
+pathlib.Path("out.xml").write_text(
+    '<testsuite name="tests/a.test.ts"><testcase classname="tests/a.test.ts" name="math &gt; adds"/></testsuite>')
+folder = pathlib.Path(os.environ["EVALRUN_WORKDIR"]) / "assertion-counts"
+folder.mkdir()
+(folder / "vitest-1-0.jsonl").write_text(sys.argv[1])
+"""
+
+
+def test_the_assertion_counts_beside_a_junit_report_fill_its_counts_or_fail_that_eval_alone(project) -> None:
+    good = '{"v": 1, "runner": "vitest", "file": "/w/tests/a.test.ts", "titles": ["math", "adds"], "assertions": 3}'
+    hostile = '{"v": 1, "runner": "vitest"\n\x1b[31m'  # torn, with a colour code
+    entry = '[[evals]]\nname = "{}"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py", {}]\nformat = "junit"\njunit = "out.xml"\n'
+    proj = project({
+        "manifest.toml": entry.format("counted", json.dumps(good)) + entry.format("hostile", json.dumps(hostile)),
+        "e/score.py": SIDECAR_SCORER,
+    })
+    r = proj.run("t1", "-e", "counted")
+    assert r.code == 0, r.output
+    assert [(c["name"], c["assertions"]) for c in proj.eval_result("counted")["checks"]] == [
+        ("tests/a.test.ts.math > adds", 3)]
+    r = proj.run("t1", "-e", "hostile")
+    assert r.code == 1, r.output
+    assert proj.eval_result("hostile")["message"] == (
+        "exited 0 but assertion counts $EVALRUN_WORKDIR/assertion-counts/vitest-1-0.jsonl: line 1: not JSON; "
+        "copy the setup file again (evalrun setup-file vitest|jest, see docs/recipes-junit.md)")

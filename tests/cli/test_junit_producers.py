@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from evalrun.reports_in.assertion_counts import setup_file_path
+
 NPM_TOOLS = ("vitest", "jest", "jest-junit")
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
@@ -66,11 +68,13 @@ def _take_baseline(proj) -> None:
 
 
 def _scenarios(proj, ok: str, *, removed: Path, failing: str, skipped: str, crash: str, crash_line: str,
-               vanished: str) -> None:
+               vanished: str, colour_asked: bool = False) -> None:
     """The scenarios after a passing baseline of ``ok``: each eval alone, so each exit code is its own."""
     r = proj.run("t1", "-e", failing)
     assert r.code == 1, r.output
     res = proj.eval_result(failing)
+    if colour_asked:  # the eval's env says FORCE_COLOR: evalrun leaves colours to it
+        assert "\x1b[" in res["output_tail"], res["output_tail"]
     assert res["status"] == "failed" and res["message"].startswith('check "'), res["message"]
 
     r = proj.run("t1", "-e", skipped)
@@ -265,12 +269,24 @@ group('math', () => {{
 {more}
 }});
 """
-JS_A_MORE = """  it('multiplies', () => { expect(2 * 3).toBe(6); });
+JS_A_MORE = """  it('multiplies', () => { expect(2 * 3).toBe(6); expect(3 * 2).toBe(6); });
   it.todo('divides');
   it.skip('needs a gpu', () => {});"""
 JS_B_MORE = "  it('subtracts', () => { expect(2 - 1).toBe(1); });"
 VITEST_ARGV = ('["node", "node_modules/vitest/vitest.mjs", "run", "--reporter=junit", "--outputFile=out.xml", '
                '"--reporter=default"]')
+
+
+def _asserts_less(proj, ok: str, test_file: Path, check: str) -> None:
+    """With evalrun's setup file the baselined counts are expect()'s own: removing one expect() is exit 3."""
+    assert {c["name"]: c["assertions"] for c in proj.eval_result(ok)["checks"]}[check] == 2
+    source = test_file.read_text()
+    test_file.write_text(source.replace(" expect(3 * 2).toBe(6);", ""))
+    r = proj.run("t1", "-e", ok)
+    assert r.code == 3, r.output
+    assert {c["name"]: c["assertions"] for c in proj.eval_result(ok)["checks"]}[check] == 1
+    assert f'check "{check}" asserts less' in r.out or f'"{check}"' in r.out, r.out
+    test_file.write_text(source)
 
 
 def _suite_passes(root: ET.Element) -> tuple[int, int]:
@@ -289,11 +305,14 @@ def test_vitest_scenarios(project, npm_modules: Path) -> None:
         {
             "manifest.toml": _manifest(
                 ("ok", "e", VITEST_ARGV, ""),
-                ("failing", "e", VITEST_ARGV, 'env = { BREAK = "1" }'),
+                ("failing", "e", VITEST_ARGV, 'env = { BREAK = "1", FORCE_COLOR = "1" }'),  # asks for colours
                 ("skipped", "e", VITEST_ARGV, 'env = { SKIP_ALL = "1" }'),
                 ("crash", "crash", VITEST_ARGV, ""),
             ),
             "e/package.json": '{"type": "module"}\n',
+            "e/evalrun.setup.mjs": setup_file_path("vitest").read_text(),  # as the recipe says: copied in
+            "e/vitest.config.ts": "import { defineConfig } from 'vitest/config';\n"
+                                  "export default defineConfig({ test: { setupFiles: ['./evalrun.setup.mjs'] } });\n",
             "e/tests/a.test.ts": JS_FILE.format(imports=imports, more=JS_A_MORE),
             "e/tests/b.test.ts": JS_FILE.format(imports=imports, more=JS_B_MORE),  # the same describe/it names
             "crash/package.json": '{"type": "module"}\n',
@@ -304,26 +323,31 @@ def test_vitest_scenarios(project, npm_modules: Path) -> None:
     )
     _link_tools(proj.root / "e", npm_modules, "vitest")
     _link_tools(proj.root / "crash", npm_modules, "vitest")
-    r = proj.run("t1", "-e", "ok")
+    r = proj.run("t1", "-e", "ok", env={"FORCE_COLOR": "1"})  # a CI that forces colours
     assert r.code == 0, r.output
     passed, skipped = _suite_passes(_junit(proj, "e"))
     res = proj.eval_result("ok")
+    # scorers run with NO_COLOR=1 FORCE_COLOR=0: vitest's own summary, without a colour code
+    assert "Tests  4 passed | 1 skipped" in res["output_tail"] and "\x1b" not in res["output_tail"], res["output_tail"]
     # vitest names each suite after its file: the same names in two files stay two checks
     assert sorted(_names(proj, "ok")) == [
         "tests/a.test.ts.math > adds", "tests/a.test.ts.math > multiplies",
         "tests/b.test.ts.math > adds", "tests/b.test.ts.math > subtracts",
     ]
     assert (len(res["checks"]), len(res["skipped_tests"])) == (passed, skipped) == (4, 2)  # its todo is a skip
+    assert "no assertion count" not in res["message"], res["message"]  # every test that ran has its count
     _take_baseline(proj)
+    _asserts_less(proj, "ok", proj.root / "e/tests/a.test.ts", "tests/a.test.ts.math > multiplies")
 
     _scenarios(proj, "ok", removed=proj.root / "e/tests/b.test.ts", failing="failing", skipped="skipped",
                crash="crash", crash_line="[PARSE_ERROR] Expected `}` but found `EOF`",
-               vanished="tests/b.test.ts.math > subtracts")
+               vanished="tests/b.test.ts.math > subtracts", colour_asked=True)
 
 
 JEST_CONFIG = """
 module.exports = {
   cacheDirectory: '.jest-cache',
+  setupFilesAfterEnv: ['<rootDir>/evalrun.setup.cjs'],
   reporters: ['default', ['jest-junit', {
     outputName: 'out.xml', suiteNameTemplate: '{filepath}', classNameTemplate: '{classname}', titleTemplate: '{title}',
     ancestorSeparator: ' > ', addFileAttribute: 'true', reportTestSuiteErrors: 'true',
@@ -351,6 +375,7 @@ def test_jest_junit_scenarios(project, npm_modules: Path) -> None:
             ),
             "e/jest.config.js": JEST_CONFIG,
             "e/junitTestCaseProperties.js": JEST_PROPERTIES,
+            "e/evalrun.setup.cjs": setup_file_path("jest").read_text(),
             "e/tests/a.test.js": JS_FILE.format(imports="", more=JS_A_MORE),
             "e/tests/b.test.js": JS_FILE.format(imports="", more=JS_B_MORE),  # the same describe/it names
             "crash/jest.config.js": JEST_CONFIG.rsplit("};", 1)[0],  # cut short: a SyntaxError
@@ -373,7 +398,9 @@ def test_jest_junit_scenarios(project, npm_modules: Path) -> None:
     assert (len(res["checks"]), len(res["skipped_tests"])) == (passed, skipped + 1) == (4, 2)
     assert sorted(str(t["name"]) for t in res["skipped_tests"]) == ["tests/a.test.js > math.divides",
                                                                       "tests/a.test.js > math.needs a gpu"]
+    assert "no assertion count" not in res["message"], res["message"]  # every test that ran has its count
     _take_baseline(proj)
+    _asserts_less(proj, "ok", proj.root / "e/tests/a.test.js", "tests/a.test.js > math.multiplies")
 
     # jest-junit's defaults: suites named after the describe, no file: the two files' "math adds" are refused
     r = proj.run("t1", "-j", "1", "-e", "defaults", "-e", "defaults-one-file")  # one out.xml: one at a time

@@ -124,6 +124,15 @@ def test_fixtures_for_must_name_an_eval_of_the_manifest(project) -> None:
         'evalrun: error: manifest.toml: evals[0] ("caller").fixtures_for: no eval is named \'nobody\'; '
         "name the eval whose fixtures this one records"
     ]
+    # fixtures_for on an eval whose calls do not go through evalrun would record nothing: refused, by check too
+    manifest = proj.root / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('model = true\nfixtures_for = "nobody"', 'fixtures_for = "caller"'))
+    r = proj.run("check")
+    assert r.code == 2, r.output
+    assert r.err.strip().splitlines() == [
+        'evalrun: error: manifest.toml: evals[0] ("caller").fixtures_for: its model calls do not go through evalrun, '
+        "so it records no fixtures; add model = true (or [tiers.t3] model = true), or remove fixtures_for"
+    ]
 
 
 def test_an_evals_own_base_url_is_its_upstream_never_a_way_around_the_proxy(project) -> None:

@@ -145,3 +145,30 @@ def test_sessions_that_fold_together_in_different_folders_or_on_purpose_are_fine
         encoding="utf-8",
     )
     assert len(load_manifest(tmp_path / "manifest.toml").evals) == 4
+
+
+@pytest.mark.parametrize(
+    ("tier", "extra", "fix"),
+    [
+        ("t2", "", "add model = true (or [tiers.t2] model = true), or remove fixtures_for"),
+        ("t1", "", "remove fixtures_for"),
+    ],
+)
+def test_fixtures_for_without_model_calls_through_evalrun_is_refused(tmp_path: Path, tier: str, extra: str, fix: str) -> None:
+    (tmp_path / "e").mkdir()
+    (tmp_path / "manifest.toml").write_text(
+        f'[[evals]]\nname = "a"\ntier = "t2"\ndir = "e"\nrun = ["x"]\nmodel = true\n\n'
+        f'[[evals]]\nname = "b"\ntier = "{tier}"\ndir = "e"\nrun = ["x"]\nfixtures_for = "a"\n{extra}',
+        encoding="utf-8",
+    )
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(tmp_path / "manifest.toml")
+    message = str(caught.value)
+    assert 'manifest.toml: evals[1] ("b").fixtures_for: ' in message and message.endswith(fix), message
+    assert "\n" not in message
+    # the tier's own model = true is enough
+    (tmp_path / "manifest.toml").write_text(
+        "[tiers.t2]\nmodel = true\n" + (tmp_path / "manifest.toml").read_text().replace('tier = "t1"', 'tier = "t2"'),
+        encoding="utf-8",
+    )
+    assert len(load_manifest(tmp_path / "manifest.toml").evals) == 2
