@@ -30,6 +30,15 @@ DEEP = 100_000
 HUGE = "9" * 5000
 
 
+def short_id(value: object) -> str | None:
+    """A case's name for a long input: its length. pytest would name a case by its 200 KB manifest, and the
+    name goes into PYTEST_CURRENT_TEST, past the kernel's 128 KiB for one environment string: no process
+    the test starts could start (E2BIG), evalrun's included."""
+    if isinstance(value, (str, bytes)) and len(value) >= 60:
+        return f"{len(value)} {'characters' if isinstance(value, str) else 'bytes'}"
+    return None  # pytest's own name
+
+
 def assert_one_line(outcome, code: int = 2, name: str = "") -> None:
     assert outcome.code == code, outcome.output
     lines = [line for line in outcome.err.splitlines() if line.strip()]
@@ -49,6 +58,7 @@ def assert_one_line(outcome, code: int = 2, name: str = "") -> None:
         (EVAL + 'env = { "" = "1" }\n', "is not a variable name"),
         ('[services.s]\nrun = ["true"]\nenv = { A = "\\u0000" }\n' + EVAL, "services.s.env.A: contains a NUL"),
     ],
+    ids=short_id,
 )
 def test_a_malformed_manifest_is_one_line_exit_2(project, manifest: str, problem: str) -> None:
     proj = project({"manifest.toml": manifest, "e/score.py": SCORER})
@@ -63,6 +73,7 @@ def test_a_malformed_manifest_is_one_line_exit_2(project, manifest: str, problem
         ('[a]\nok = ' + "[" * DEEP + "]" * DEEP + "\n", "nested too deeply"),
         ("[a]\nok = " + HUGE + "\n", "cannot be read"),
     ],
+    ids=short_id,
 )
 def test_a_malformed_baseline_is_one_line_exit_2(project, baseline: str, problem: str) -> None:
     proj = project({"manifest.toml": EVAL, "e/score.py": SCORER, "baselines/t1.toml": baseline})
@@ -79,7 +90,7 @@ BAD_RESULTS = [
 ]
 
 
-@pytest.mark.parametrize(("raw", "problem"), BAD_RESULTS)
+@pytest.mark.parametrize(("raw", "problem"), BAD_RESULTS, ids=short_id)
 @pytest.mark.parametrize("command", ["merge", "diff", "shard"])
 def test_a_malformed_results_file_is_one_line_exit_2(project, raw: bytes, problem: str, command: str) -> None:
     proj = project({"manifest.toml": EVAL, "e/score.py": SCORER, ".evalrun/results/t1.json": raw})
