@@ -343,18 +343,23 @@ _NETWORK_ERRORS = (
 )
 
 
-def explain_isolation(results: list[EvalResult], tier: str) -> list[EvalResult]:
-    """A failing eval whose words mention a connection error says that its tier is isolated."""
+def connection_failed(result: EvalResult) -> bool:
+    """A failing eval whose words mention a connection error (its message, output, failed checks)."""
     from evalrun.results import Status
 
+    if result.status not in (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.SKIPPED):
+        return False
+    words = " ".join([result.message or "", result.output_tail or "",
+                      *(c.message or "" for c in result.checks if not c.passed)]).lower()
+    return any(marker in words for marker in _NETWORK_ERRORS)
+
+
+def explain_connections(results: list[EvalResult], hint: Callable[[EvalResult], str | None]) -> list[EvalResult]:
+    """A failing eval whose words mention a connection error gets ``hint(result)`` added to its message."""
     out = []
     for result in results:
-        if result.status in (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.SKIPPED):
-            words = " ".join([result.message or "", result.output_tail or "",
-                              *(c.message or "" for c in result.checks if not c.passed)]).lower()
-            if any(marker in words for marker in _NETWORK_ERRORS):
-                note = (f"{tier} is isolated (loopback only): nothing outside this run's own loopback is reachable; "
-                        f'if the eval must reach the network, set network = "host" in [tiers.{tier}] or move it to t3')
-                result = result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
+        note = hint(result) if connection_failed(result) else None
+        if note:
+            result = result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
         out.append(result)
     return out

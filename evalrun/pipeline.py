@@ -43,7 +43,7 @@ from evalrun.preconditions import Preconditions, check_tier_guard, probe_evals, 
 from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
 )
-from evalrun.reports_out.describe import describe_filters, describe_repeated_as_recorded
+from evalrun.reports_out.describe import describe_connection_hint, describe_filters, describe_recorded_nothing, describe_repeated_as_recorded
 from evalrun.reports_out.summary import interrupted_report, report
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, new_run_id, redact_result, write_results
@@ -259,23 +259,47 @@ def collect(
     t1 and t2 do all that inside a loopback-only network namespace where the
     system allows it (evalrun.isolation); the header line says which.
     """
-    from evalrun.isolation import explain_isolation, header, network_policy, refuse, run_isolated
+    from evalrun.isolation import header, network_policy, refuse, run_isolated
 
     tier = context.tier
     policy = network_policy(context.manifest, tier)
     if not policy.isolate:
         if tier in ("t1", "t2"):
             console.warn(header(policy, policy.why_not))
-        return _collect(context, plan, options, console, baseline)
+        return _explained(_collect(context, plan, options, console, baseline), context.manifest, isolated=False)
     entered, results, why = run_isolated(
         lambda: _collect(context, plan, options, console, baseline), lambda: console.note(header(policy, None))
     )
     if entered and results is not None:
-        return results.model_copy(update={"evals": explain_isolation(results.evals, tier)})
+        return _explained(results, context.manifest, isolated=True)
     if policy.required:
         raise refuse(policy, why or "unknown")
     console.warn(header(policy, why))
-    return _collect(context, plan, options, console, baseline)
+    return _explained(_collect(context, plan, options, console, baseline), context.manifest, isolated=False)
+
+
+def _explained(results: RunResults, manifest: Manifest, *, isolated: bool) -> RunResults:
+    """t1/t2 evals that failed on a connection say the likely fix: model = true first, network = "host" last."""
+    from urllib.parse import urlsplit
+
+    from evalrun.isolation import explain_connections
+    from evalrun.models.scorer_env import T1_MODEL_URL
+
+    if results.tier not in ("t1", "t2"):
+        return results
+    specs = {s.name: s for s in manifest.evals}
+    recorders = {s.fixtures_for: (s.name, manifest.uses_model(s)) for s in manifest.evals
+                 if s.tier == "t3" and s.fixtures_for}
+
+    def hint(result: EvalResult) -> str | None:
+        spec = specs.get(result.name.split("[", 1)[0])
+        if spec is None:
+            return None
+        return describe_connection_hint(result.tier, spec.name, uses_model=manifest.uses_model(spec),
+                                        recorder=recorders.get(spec.name), isolated=isolated,
+                                        no_model_at=urlsplit(T1_MODEL_URL).netloc)
+
+    return results.model_copy(update={"evals": explain_connections(results.evals, hint)})
 
 
 def _collect(
@@ -401,7 +425,26 @@ def _start_and_execute(
                 console.note(line)
     finally:
         console.stop_progress()
-    return aggregate_all(planned, runs, outcome.results, settings, tier), outcome.interrupted
+    results = aggregate_all(planned, runs, outcome.results, settings, tier)
+    if options.record and not outcome.interrupted:
+        for line in _recorded_nothing(manifest, planned, results):
+            console.warn(line)
+    return results, outcome.interrupted
+
+
+def _recorded_nothing(manifest: Manifest, planned: list[PlannedEval], results: list[EvalResult]) -> list[str]:
+    """``--record``: an eval that ran and left no fixture says so, and why (it is easily missed: it passes)."""
+    specs = {p.name: p.spec for p in planned}
+    lines = []
+    for result in results:
+        spec = specs.get(result.name)
+        if spec is None or result.status in (Status.SKIPPED, Status.INTERRUPTED, Status.BUDGET):
+            continue
+        uses_model = manifest.uses_model(spec)
+        if uses_model and (result.models or {}).get("calls"):
+            continue
+        lines.append(describe_recorded_nothing(result.name, uses_model, spec.fixtures_for))
+    return lines
 
 
 def default_jobs() -> int:

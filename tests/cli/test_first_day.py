@@ -1,0 +1,61 @@
+"""A new user's first day (issue 34): no mistake passes quietly, no message points the wrong way.
+
+Each test runs evalrun as the user did: a temporary project, the real openai SDK
+against a local fake server where a model is involved.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from harness import eval_entry
+from harness.fakes_upstream import FakeUpstream
+
+needs_openai = pytest.mark.skipif(importlib.util.find_spec("openai") is None,
+                                  reason="the dev extra installs the openai SDK the scorer uses")
+
+# The user's scorer: the official openai SDK, reading OPENAI_BASE_URL as every app does.
+OPENAI_SCORER = """
+from openai import OpenAI
+from evalrun import scorer
+
+client = OpenAI(max_retries=0, timeout=10)
+answer = client.chat.completions.create(
+    model="gpt-4o-mini", messages=[{"role": "user", "content": "What is 2+2?"}]).choices[0].message.content
+with scorer.check("the model answered") as c:
+    c.true(bool(answer), answer)
+"""
+
+
+@needs_openai
+def test_forgetting_model_true_is_said_when_recording_and_when_replaying(project) -> None:
+    # The user forgot `model = true` on both evals; their own OPENAI_BASE_URL points at a local server.
+    proj = project({
+        "manifest.toml": eval_entry("answer", tier="t2")
+        + '[[evals]]\nname = "answer-live"\ntier = "t3"\ndir = "evals/answer"\nrun = ["python", "score.py"]\n'
+                         'fixtures_for = "answer"\n',
+        "evals/answer/score.py": OPENAI_SCORER,
+    })
+    with FakeUpstream() as fake:
+        env = {"OPENAI_API_KEY": "sk-fake-first-day-0123456789", "OPENAI_BASE_URL": f"{fake.url}/v1",
+               "EVALRUN_UPSTREAM": f"{fake.url}/v1"}
+        recorded = proj.run("t3", "--record", env=env)
+        assert fake.requests, "the scorer called the user's server directly"
+    # It passed, but recorded nothing: the run says which eval and why, once.
+    assert recorded.code == 0, recorded.output
+    assert not (proj.root / "evals/answer/fixtures").exists()
+    lines = [line for line in recorded.output.splitlines() if "recorded nothing" in line]
+    assert len(lines) == 1, recorded.output
+    assert "answer-live" in lines[0] and "model = true" in lines[0], lines[0]
+
+    # t2 then fails on a connection: model = true is named first, network = "host" only for host services.
+    replayed = proj.run("t2")
+    assert replayed.code == 1, replayed.output
+    message = proj.eval_result("answer", "t2")["message"]
+    assert "model = true" in message, message
+    if 'network = "host"' in message:
+        assert message.index("model = true") < message.index('network = "host"'), message
+        assert "service" in message[message.index("model = true"):], message
+    assert "evalrun t3 --record -e answer-live" in message, message
