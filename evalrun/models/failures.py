@@ -16,33 +16,37 @@ from pathlib import Path
 
 from evalrun.errors import file_label
 
-RECORD_THEM = "record them with `evalrun t3 --record`, or make the code call the model as it did when recorded"
-RECORD_IT = "record it with `evalrun t3 --record`, or make the code call the model as it did when recorded"
+RECORD_COMMAND = "evalrun t3 --record"
 
 
-def grouped_failures(failures: Sequence[str], missing_fixtures: Sequence[tuple[Path, str]]) -> list[str]:
+def _record(what: str, command: str) -> str:
+    return f"record {what} with `{command}`, or make the code call the model as it did when recorded"
+
+
+def grouped_failures(failures: Sequence[str], missing_fixtures: Sequence[tuple[Path, str]],
+                     record_command: str = RECORD_COMMAND) -> list[str]:
     """``failures`` with the missing-fixture ones folded into one clause, each other message once, in order."""
     about_missing = {message for _, message in missing_fixtures}
     lines: list[str] = []
     if missing_fixtures:
-        lines.append(describe_missing([path for path, _ in missing_fixtures]))
+        lines.append(describe_missing([path for path, _ in missing_fixtures], record_command))
     for message in failures:
         if message not in about_missing and message not in lines:
             lines.append(message)
     return lines
 
 
-def describe_missing(paths: Sequence[Path]) -> str:
+def describe_missing(paths: Sequence[Path], record_command: str = RECORD_COMMAND) -> str:
     """``2 calls had no fixture: s/0001–0002 (in evals/x/fixtures); record them with ...``."""
     unique = list(dict.fromkeys(paths))
     if len(unique) == 1:
-        return f"1 call had no fixture: {file_label(unique[0])}; {RECORD_IT}"
+        return f"1 call had no fixture: {file_label(unique[0])}; {_record('it', record_command)}"
     folders = list(dict.fromkeys(p.parent.parent for p in unique))
     parts = []
     for folder in folders:
         named = ", ".join(_sessions(p for p in unique if p.parent.parent == folder))
         parts.append(f"{named} (in {file_label(folder)})")
-    return f"{len(unique)} calls had no fixture: {'; '.join(parts)}; {RECORD_THEM}"
+    return f"{len(unique)} calls had no fixture: {'; '.join(parts)}; {_record('them', record_command)}"
 
 
 def shortened(message: str, failures: Sequence[str], missing_fixtures: Sequence[tuple[Path, str]]) -> str:

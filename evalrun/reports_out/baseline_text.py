@@ -23,6 +23,7 @@ def format_comparison(
     evals: Iterable[EvalResult] = (),
     run_failed: bool = False,
     selection: Mapping[str, Any] | None = None,
+    said_above: bool = False,
 ) -> list[str]:
     """Plain terminal lines: regressions, then the stale note, then what was not compared.
 
@@ -30,7 +31,8 @@ def format_comparison(
     say why, one line each (it crashed, timed out, was skipped, failed before
     its scorer started); ``selection`` (the results file's) names the filters
     that left the others out. A failed run is never suggested as a baseline:
-    ``baseline --update`` would refuse it.
+    ``baseline --update`` would refuse it. ``said_above``: each eval's message was already shown on its
+    own line (a run's terminal), so a line that is not compared names the reason without repeating it.
     """
     run = f"once every eval passes, run: {cmp.update_command}" if run_failed else f"run: {cmp.update_command}"
     lines = [f"regression: {change.message}" for change in cmp.regressions]
@@ -52,7 +54,7 @@ def format_comparison(
     unknown: list[str] = []
     for name in cmp.not_compared:
         if name in ran:
-            lines.append(f"not compared: {name} {_why_not_compared(ran[name])}")
+            lines.append(f"not compared: {name} {_why_not_compared(ran[name], said_above)}")
         elif name in filtered:
             left_out.append(name)
         else:
@@ -64,9 +66,9 @@ def format_comparison(
     return lines
 
 
-def _why_not_compared(result: EvalResult) -> str:
+def _why_not_compared(result: EvalResult, said_above: bool = False) -> str:
     """``crashed (exit 3: ...)``: why an eval that was in the run has no checks to diff, in one line."""
-    detail = f" ({one_line(result.message, 300)})" if result.message else ""
+    detail = "" if said_above or not result.message else f" ({one_line(result.message, 300)})"
     if failed_before_scorer(result):
         return f"failed before its scorer started{detail}"
     words = {

@@ -59,3 +59,25 @@ def test_forgetting_model_true_is_said_when_recording_and_when_replaying(project
         assert message.index("model = true") < message.index('network = "host"'), message
         assert "service" in message[message.index("model = true"):], message
     assert "evalrun t3 --record -e answer-live" in message, message
+
+
+PROMPT_SCORER = OPENAI_SCORER.replace('"What is 2+2?"', 'os.environ.get("PROMPT", "What is 2+2?")').replace(
+    "from openai import OpenAI", "import os\nfrom openai import OpenAI")
+
+MODEL_PAIR = (eval_entry("answer", tier="t2", extra="model = true")
+              + '[[evals]]\nname = "answer-live"\ntier = "t3"\ndir = "evals/answer"\nrun = ["python", "score.py"]\n'
+                'fixtures_for = "answer"\nmodel = true\n')
+
+
+@needs_openai
+def test_a_replay_mismatch_names_the_eval_to_re_record_once(project) -> None:
+    proj = project({"manifest.toml": MODEL_PAIR, "evals/answer/score.py": PROMPT_SCORER})
+    with FakeUpstream() as fake:
+        recorded = proj.run("t3", "--record", env={"OPENAI_API_KEY": "sk-fake-first-day-0123456789",
+                                                    "EVALRUN_UPSTREAM": f"{fake.url}/v1"})
+    assert recorded.code == 0 and "recorded nothing" not in recorded.output, recorded.output
+    edited = proj.run("t2", env={"PROMPT": "What is 3+3?"})
+    assert edited.code == 1, edited.output
+    print(edited.output)
+    assert edited.output.count("evalrun t3 --record -e answer-live") == 1, edited.output
+    assert "evalrun t3 --record`" not in edited.output, edited.output
