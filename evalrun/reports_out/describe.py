@@ -156,6 +156,13 @@ def describe_connection_hint(tier: str, name: str, *, uses_model: bool, recorder
     return "; ".join(parts) or None
 
 
+def program_where(spec: Any) -> str:
+    """Where an eval's program was looked up (``evalrun.execute.program_problem``), and so where to fix it."""
+    if "/" in spec.run[0]:
+        return f"run[0] is a file relative to {spec.dir}: fix the path, or make it executable"
+    return "run[0] is looked up on the PATH its scorer gets: fix the name, or install it"
+
+
 def rate_line(check: CheckResult) -> str:
     """``"x": 9/10 passed (90%, 95% CI 60-98%), pass@3 1.00, pass^3 0.70`` for summaries."""
     rate = check.rate

@@ -81,3 +81,27 @@ def test_a_replay_mismatch_names_the_eval_to_re_record_once(project) -> None:
     print(edited.output)
     assert edited.output.count("evalrun t3 --record -e answer-live") == 1, edited.output
     assert "evalrun t3 --record`" not in edited.output, edited.output
+
+
+def test_check_and_dry_say_a_program_the_run_would_not_find(project) -> None:
+    proj = project({
+        "manifest.toml": eval_entry("typo", run='["pyhton", "score.py"]')
+        + eval_entry("gone", run='["./score.sh"]')
+        + eval_entry("fine", extra='env = { PATH = "bin" }', run='["tool"]'),
+        "evals/fine/bin/tool": "#!/bin/sh\nexit 0\n",
+        "evals/typo/score.py": "", "evals/gone/README": "",
+    })
+    (proj.root / "evals/fine/bin/tool").chmod(0o755)
+    checked = proj.run("check")
+    assert checked.code == 0, checked.output
+    assert ('manifest.toml: evals[0] ("typo").run[0]: program not found: pyhton (run[0] is looked up on the PATH '
+            "its scorer gets") in checked.out, checked.out
+    assert ('manifest.toml: evals[1] ("gone").run[0]: program not found: ./score.sh (run[0] is a file relative to '
+            "evals/gone") in checked.out, checked.out
+    assert '"fine"' not in checked.out  # found on the PATH its env gives it, relative to its folder, as the run would
+    assert "2 programs not found here" in checked.out, checked.out
+    dry = proj.run("dry")
+    assert dry.code == 0, dry.output
+    assert "typo: would run, and FAIL: program not found: pyhton" in dry.out, dry.out
+    assert "gone: would run, and FAIL: program not found: ./score.sh" in dry.out, dry.out
+    assert "fine: would run\n" in dry.out, dry.out
