@@ -548,15 +548,19 @@ def write_html(
 
 
 def positional_warnings(results: RunResults, baseline: Baseline | None, console: Console) -> None:
-    """Warn of each eval whose checks not yet in the baseline are named by position: said once, when they appear."""
+    """Warn of each eval whose checks are named by position, on every run: the baseline cannot see a case
+    replaced at the same position, so a run that passes is no evidence; a vanished position is named too."""
     from evalrun.reports_in.positional import find_positional
     from evalrun.reports_out.positional import positional_warning
 
     for result in results.evals:
-        known = (baseline or {}).get(result.name, {})
-        names = [c.name for c in result.checks if c.name not in known]
+        known = list((baseline or {}).get(result.name, {}))
+        names = [c.name for c in result.checks]
         if names and (found := find_positional(names)) is not None:
-            console.warn(positional_warning(result.name, found))
+            was = find_positional(known)
+            current = set(names)
+            vanished = [n for n in known if n not in current] if was is not None and was.tool == found.tool else []
+            console.warn(positional_warning(result.name, found, vanished))
 
 
 # --------------------------------------------------------------------------- clean checkout
