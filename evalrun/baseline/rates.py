@@ -27,6 +27,7 @@ from typing import Any
 from evalrun.errors import BaselineError
 from evalrun.results import BaselineChange, EvalResult
 from evalrun.stats import detectable_passes, fisher_greater, fisher_less, sign_test_worse
+from evalrun.text import plural
 
 RATE_KEYS = ("assertions", "passes", "runs")
 
@@ -162,7 +163,7 @@ def diff_rates(
     if len(worse) > 1 and p_paired < alpha:
         regressions.append(BaselineChange(
             eval=name, kind="decayed-paired", p_value=round(p_paired, 6),
-            message=f"{name}: {len(worse)} checks pass less often than in the baseline and {len(better)} more often, "
+            message=f"{name}: {plural(len(worse), 'check')} {'passes' if len(worse) == 1 else 'pass'} less often than in the baseline and {len(better)} more often, "
                     f"paired by check name: lower beyond chance (exact sign test p = {_p(p_paired)} < alpha {alpha:g})",
         ))
 

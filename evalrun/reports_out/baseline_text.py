@@ -7,11 +7,13 @@ with the update command, and why each eval that ran was not compared.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from evalrun.baseline.compare import failed_before_scorer
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, Status
+from evalrun.plan import split_cell_name
 from evalrun.text import one_line
 
 _STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate", "new-settings", "tightened", "moved-stricter",
@@ -36,6 +38,8 @@ def format_comparison(
     """
     run = f"once every eval passes, run: {cmp.update_command}" if run_failed else f"run: {cmp.update_command}"
     lines = [f"regression: {change.message}" for change in cmp.regressions]
+    if accept := _accept_line(cmp, run_failed):
+        lines.append(accept)
     if any(change.kind in ("loosened", "moved-looser") for change in cmp.regressions):
         lines.append(f"a looser gate must be committed in the baseline, for review; if it is meant, {run}")
     if cmp.strict and any(change.kind in _STALE_KINDS for change in cmp.regressions):
@@ -64,6 +68,23 @@ def format_comparison(
     if unknown:
         lines.append(f"not compared: {', '.join(unknown)}" + (": not in this run" if evals else ""))
     return lines
+
+
+def _accept_line(cmp: BaselineComparison, run_failed: bool = False) -> str | None:
+    """``if that was meant, accept it with: evalrun baseline --update t1 -e NAME``: the command that takes the
+    vanished or weakened checks into the baseline, for those evals only (a departed eval: the whole tier)."""
+    kinds = ("vanished-check", "weakened", "vanished-eval")
+    changes = [c for c in cmp.regressions if c.kind in kinds]
+    if not changes:
+        return None
+    if any(c.kind == "vanished-eval" for c in changes):
+        command = cmp.update_command  # an unfiltered update drops an eval no longer in the manifest
+    else:
+        names = dict.fromkeys(split_cell_name(c.eval)[0] for c in changes)
+        command = cmp.update_command + "".join(f" -e {shlex.quote(name)}" for name in names)
+    what = "a check removed or made to assert less" if len(changes) == 1 else "checks removed or made to assert less"
+    when = "once every eval passes, " if run_failed else ""
+    return f"if that was meant ({what} on purpose), {when}accept it with: {command}"
 
 
 def _why_not_compared(result: EvalResult, said_above: bool = False) -> str:

@@ -10,7 +10,7 @@ import importlib.util
 
 import pytest
 
-from harness import eval_entry
+from harness import eval_entry, json_scorer
 from harness.fakes_upstream import FakeUpstream
 
 needs_openai = pytest.mark.skipif(importlib.util.find_spec("openai") is None,
@@ -105,3 +105,72 @@ def test_check_and_dry_say_a_program_the_run_would_not_find(project) -> None:
     assert "typo: would run, and FAIL: program not found: pyhton" in dry.out, dry.out
     assert "gone: would run, and FAIL: program not found: ./score.sh" in dry.out, dry.out
     assert "fine: would run\n" in dry.out, dry.out
+
+
+def _two_checks(names: list[str]) -> str:
+    return json_scorer([{"name": n, "assertions": 1, "passed": True} for n in names])
+
+
+def test_a_deleted_check_names_the_command_that_accepts_it_and_the_counts_read_in_english(project) -> None:
+    proj = project({"manifest.toml": eval_entry("only") + eval_entry("other"),
+                    "evals/only/score.py": _two_checks(["kept", "dropped"]),
+                    "evals/other/score.py": _two_checks(["one"])})
+    first = proj.run("baseline", "--update", "t1", "-e", "other")
+    assert first.code == 0 and "(1 eval, 1 check)" in first.out, first.out  # not "1 evals, 1 checks"
+    assert proj.run("baseline", "--update", "t1").code == 0
+    (proj.root / "evals/only/score.py").write_text(_two_checks(["kept"]))
+    r = proj.run("t1")
+    assert r.code == 3, r.output
+    accept = "accept it with: evalrun baseline --update t1 -e only"
+    assert accept + "\n" in r.out, r.out
+    assert proj.run(*accept.split(": ", 1)[1].split()[1:]).code == 0  # the command it names takes it
+    assert proj.run("t1").code == 0
+
+
+def test_baseline_update_without_a_tier_says_what_it_wants(project) -> None:
+    proj = project({"manifest.toml": eval_entry("only"), "evals/only/score.py": _two_checks(["c"])})
+    for args in (("baseline", "--update"), ("baseline",), ("baseline", "-e", "only")):
+        r = proj.run(*args)
+        assert r.code == 2, (args, r.output)
+        assert r.err.strip().splitlines() == [
+            "evalrun: error: baseline: name the tier to record: evalrun baseline --update t1 (t1, t2 or t3), "
+            "--update --all for every tier, or evalrun baseline diff TIER to compare without running"], (args, r.err)
+    assert not (proj.root / "baselines/t1.toml").exists()
+
+
+def test_run_from_a_subfolder_finds_the_manifest_upward_and_says_where(project) -> None:
+    from harness import warm_evalrun
+
+    proj = project({"manifest.toml": eval_entry("only"), "evals/only/score.py": _two_checks(["c"])})
+    sub = proj.root / "evals/only/deeper"
+    sub.mkdir()
+    r = warm_evalrun(sub, "t1", env=proj.env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"evalrun: using {proj.root / 'manifest.toml'} (no manifest.toml here; found in a folder above" in r.stderr
+    assert (proj.root / ".evalrun/results/t1.json").is_file() and not (sub / ".evalrun").exists()
+    # An explicit --manifest is taken as given, and a repository's root stops the search.
+    assert warm_evalrun(sub, "t1", "-m", "manifest.toml", env=proj.env()).returncode == 2
+    (proj.root / "evals/.git").mkdir()
+    stopped = warm_evalrun(sub, "t1", env=proj.env())
+    assert stopped.returncode == 2 and "manifest.toml: no such file" in stopped.stderr, stopped.stderr
+
+
+def test_an_embedded_postgres_service_without_the_postgres_extra_is_one_line(project) -> None:
+    import subprocess
+    import sys
+
+    proj = project({
+        "manifest.toml": '[services.db]\npostgres = "embedded"\n\n'
+                         + eval_entry("needs-db", tier="t2", extra='services = ["db"]'),
+        "evals/needs-db/score.py": _two_checks(["c"]),
+    })
+    # The package hidden from evalrun's own process, as where the extra was not installed.
+    hide = "import sys; sys.modules['embedded_postgres'] = None; sys.argv = ['evalrun', 't2']; " \
+           "from evalrun.__main__ import main; main()"
+    r = subprocess.run([sys.executable, "-c", hide], cwd=proj.root, env=proj.env(), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    line = ('service db: postgres = "embedded" needs evalrun\'s postgres extra (the embedded-postgres package), '
+            "which is not installed: add [postgres] to the evalrun-gate line of your requirements")
+    assert line in r.stdout + r.stderr, r.stdout + r.stderr
+    assert proj.eval_result("needs-db", "t2")["message"].count("postgres extra") == 1
