@@ -11,6 +11,7 @@ scorer's message shortened to the file it is about.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,12 +54,20 @@ def shortened(message: str, failures: Sequence[str], missing_fixtures: Sequence[
     """A scorer's message with the proxy's messages it quotes cut to what they are about (said in full above)."""
     short = {text: f"evalrun replay: missing fixture {_short_name(path)}" for path, text in missing_fixtures}
     for text in failures:
-        if text not in short and len(text) > 80 and "; " in text:
-            short[text] = text.split("; ", 1)[0]  # the finding without its fix, said once in the eval's line
+        if text not in short and len(text) > 80:
+            # Said in full once, in the eval's line: the quote names the call only, or the finding without its fix.
+            call = _CALL.match(text)
+            if call is not None:
+                short[text] = f"{call.group(0)} refused (said above)"
+            elif "; " in text:
+                short[text] = text.split("; ", 1)[0]
     for text, replacement in short.items():
         if text in message:
             message = message.replace(text, replacement)
     return message
+
+
+_CALL = re.compile(r"evalrun replay: call \d+ of session '[^']*' \([A-Z]+ [^)\s]*\)")
 
 
 def _short_name(path: Path) -> str:

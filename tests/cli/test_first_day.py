@@ -61,8 +61,23 @@ def test_forgetting_model_true_is_said_when_recording_and_when_replaying(project
     assert "evalrun t3 --record -e answer-live" in message, message
 
 
-PROMPT_SCORER = OPENAI_SCORER.replace('"What is 2+2?"', 'os.environ.get("PROMPT", "What is 2+2?")').replace(
-    "from openai import OpenAI", "import os\nfrom openai import OpenAI")
+# The prompt from $PROMPT; with CATCH=1 the code under test swallows the error and a check fails with its text.
+PROMPT_SCORER = """
+import os
+from openai import OpenAI
+from evalrun import scorer
+
+client = OpenAI(max_retries=0, timeout=10)
+with scorer.check("the model answered") as c:
+    try:
+        answer = client.chat.completions.create(model="gpt-4o-mini", messages=[
+            {"role": "user", "content": os.environ.get("PROMPT", "What is 2+2?")}]).choices[0].message.content
+    except Exception as exc:
+        if os.environ.get("CATCH") != "1":
+            raise
+        answer = f"call failed: {exc}"
+    c.true(not answer.startswith("call failed"), answer)
+"""
 
 MODEL_PAIR = (eval_entry("answer", tier="t2", extra="model = true")
               + '[[evals]]\nname = "answer-live"\ntier = "t3"\ndir = "evals/answer"\nrun = ["python", "score.py"]\n'
@@ -78,9 +93,13 @@ def test_a_replay_mismatch_names_the_eval_to_re_record_once(project) -> None:
     assert recorded.code == 0 and "recorded nothing" not in recorded.output, recorded.output
     edited = proj.run("t2", env={"PROMPT": "What is 3+3?"})
     assert edited.code == 1, edited.output
-    print(edited.output)
     assert edited.output.count("evalrun t3 --record -e answer-live") == 1, edited.output
+    assert edited.output.count("does not match its recording") == 1, edited.output  # once, not in "not compared"
     assert "evalrun t3 --record`" not in edited.output, edited.output
+    caught = proj.run("t2", env={"PROMPT": "What is 3+3?", "CATCH": "1"})  # the check quotes the proxy's text
+    assert caught.code == 1, caught.output
+    assert caught.output.count("does not match its recording") == 1, caught.output
+    assert caught.output.count("evalrun t3 --record -e answer-live") == 1, caught.output
 
 
 def test_check_and_dry_say_a_program_the_run_would_not_find(project) -> None:
