@@ -170,8 +170,8 @@ def diff_rates(
 
 def _power(caught: int | None, runs: int) -> str:
     if caught is None:
-        return f"with {runs} runs no drop could be caught at this alpha; repeat more"
-    return f"with {runs} runs, a drop to {caught / runs:.2f} or below would be caught"
+        return f"with {plural(runs, 'run')} no drop could be caught at this alpha; repeat more"
+    return f"with {plural(runs, 'run')}, a drop to {caught / runs:.2f} or below would be caught"
 
 
 def _rate_change(eval_name: str, check: str, kind: str, before: int, now: int, baseline_rate: tuple[int, int],
