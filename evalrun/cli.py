@@ -64,7 +64,24 @@ app.add_typer(baseline_app, name="baseline")
 replay_app = _Typer(help="The record/replay model proxy.", no_args_is_help=True)
 app.add_typer(replay_app, name="replay")
 
-ManifestOpt = Annotated[Path, typer.Option("--manifest", "-m", metavar="PATH", help="Path of the manifest.")]
+def _manifest_upward(ctx: typer.Context, param: typer.CallbackParam, value: Path) -> Path:
+    """No ``--manifest`` and none here: the nearest ``manifest.toml`` above (as git and pytest find their root),
+    said on stderr, so a run from a subfolder uses the project's manifest and tells which."""
+    source = ctx.get_parameter_source(param.name or "")
+    if getattr(source, "name", None) != "DEFAULT" or value.exists():  # typer may bring a click of its own: by name
+        return value
+    from evalrun.manifest.load import find_manifest_upward
+
+    found = find_manifest_upward(Path.cwd(), value.name)
+    if found is None:
+        return value
+    _say(f"evalrun: using {found} (no {value} here; found in a folder above, as git finds its root)")
+    return found
+
+
+ManifestOpt = Annotated[
+    Path, typer.Option("--manifest", "-m", metavar="PATH", help="Path of the manifest.", callback=_manifest_upward)
+]
 EvalOpt = Annotated[
     Optional[list[str]], typer.Option("--eval", "-e", metavar="NAME", help="Only this eval (repeatable).")
 ]
@@ -321,6 +338,10 @@ def setup_file(runner: Annotated[str, typer.Argument(metavar="RUNNER", help="vit
     return setup_file_command(runner)
 
 
+BASELINE_WANTS = ("baseline: name the tier to record: evalrun baseline --update t1 (t1, t2 or t3), "
+                  "--update --all for every tier, or evalrun baseline diff TIER to compare without running")
+
+
 @baseline_app.callback(invoke_without_command=True)
 def baseline(
     ctx: typer.Context,
@@ -350,8 +371,7 @@ def baseline(
     elif update is not None and update.startswith("-"):
         raise UsageError(f"--update {update}: name a tier (t1, t2, t3) or pass --all")
     if update is None and not all_tiers:
-        typer.echo(ctx.get_help())
-        return int(ExitCode.USAGE)
+        raise UsageError(BASELINE_WANTS)
     from evalrun.commands.baseline import update_baselines
 
     return update_baselines(
@@ -509,7 +529,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         _say("evalrun: interrupted")
         code = int(ExitCode.INTERRUPTED)
     except Exception as exc:
-        if _is_usage_exception(exc):  # bad arguments, found by typer: its own message, exit 2
+        if getattr(exc, "option_name", None) == "--update":  # `evalrun baseline --update` with no tier
+            _say(f"evalrun: error: {BASELINE_WANTS}")
+            code = int(ExitCode.USAGE)
+        elif _is_usage_exception(exc):  # bad arguments, found by typer: its own message, exit 2
             _say_usage(exc)
             code = int(exc.exit_code)  # type: ignore[attr-defined]
         else:  # the one place an unexpected error is caught

@@ -30,7 +30,7 @@ from evalrun.manifest import EvalSpec
 from evalrun.outcome import INSPECT_LOG_DIR_NAME, judge_outcome, note_escaped
 from evalrun.plan import PlannedEval
 from evalrun.pool import run_pool
-from evalrun.process import CancelEvent, ProcessOutcome, ProcessRequest, run_process
+from evalrun.process import CancelEvent, ProcessOutcome, ProcessRequest, resolve_program, run_process
 from evalrun.reports_in.parsed import REPORT_LIMIT
 from evalrun.results import EvalResult, Status
 from evalrun.scratch import Janitor, Scratch, make_scratch, sweep_scratch
@@ -208,6 +208,22 @@ def run_scorer(
 COLOR_VARIABLES = frozenset({"NO_COLOR", "FORCE_COLOR"})
 
 _pidfile_numbers = itertools.count()
+
+
+def program_problem(planned: PlannedEval, environ: Mapping[str, str]) -> str | None:
+    """``program not found: pyhton``: the eval's program looked up as its run would look it up, without running it.
+
+    A bare name on the PATH of the eval's environment (``environ`` with the eval's and its column's ``env``
+    over it), a name with a slash as a file relative to the eval's folder; a ``shell = true`` eval's program is
+    the shell's to find. ``evalrun dry`` and ``evalrun check`` say it before a run fails on it.
+    """
+    spec = planned.spec
+    if spec.shell or not spec.run:
+        return None
+    env = dict(environ)
+    env.update(planned.env())
+    _, problem = resolve_program(spec.run[0], planned.dir, env)
+    return problem or None
 
 
 def _run_tracked(

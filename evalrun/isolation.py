@@ -388,26 +388,25 @@ _NETWORK_ERRORS = (
 _DENIED = ("permission denied", "eacces", "errno 13")
 
 
-def explain_isolation(results: list[EvalResult], tier: str, mechanism: str = "namespace") -> list[EvalResult]:
-    """A failing eval whose words mention a connection error (or, under the fallback, a refusal) says that its
-    tier is isolated, and how."""
+def connection_failed(result: EvalResult, refused: bool = False) -> bool:
+    """A failing eval whose words mention a connection error (its message, output, failed checks); ``refused``:
+    a refusal too (the fallback's seccomp and Landlock say "permission denied"; in the namespace that means a file)."""
     from evalrun.results import Status
 
-    markers = _NETWORK_ERRORS if mechanism == "namespace" else _NETWORK_ERRORS + _DENIED
-    if mechanism == "namespace":
-        what = "nothing outside this run's own loopback is reachable"
-    elif tier == "t1":
-        what = "a t1 scorer can open no IP socket"
-    else:
-        what = "a t2 scorer connects over TCP only to the replay proxy and the run's own services"
+    if result.status not in (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.SKIPPED):
+        return False
+    words = " ".join([result.message or "", result.output_tail or "",
+                      *(c.message or "" for c in result.checks if not c.passed)]).lower()
+    return any(marker in words for marker in (_NETWORK_ERRORS + _DENIED if refused else _NETWORK_ERRORS))
+
+
+def explain_connections(results: list[EvalResult], hint: Callable[[EvalResult], str | None],
+                        refused: bool = False) -> list[EvalResult]:
+    """A failing eval whose words mention a connection error gets ``hint(result)`` added to its message."""
     out = []
     for result in results:
-        if result.status in (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.SKIPPED):
-            words = " ".join([result.message or "", result.output_tail or "",
-                              *(c.message or "" for c in result.checks if not c.passed)]).lower()
-            if any(marker in words for marker in markers):
-                note = (f"{tier} is isolated ({mechanism}): {what}; "
-                        f'if the eval must reach the network, set network = "host" in [tiers.{tier}] or move it to t3')
-                result = result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
+        note = hint(result) if connection_failed(result, refused) else None
+        if note:
+            result = result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
         out.append(result)
     return out

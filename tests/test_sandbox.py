@@ -276,19 +276,27 @@ def test_a_port_out_of_range_is_no_port() -> None:
 
 
 def test_a_refused_connection_is_explained_by_the_mechanism_that_refused_it() -> None:
-    from evalrun.isolation import explain_isolation
+    from evalrun.isolation import explain_connections
+    from evalrun.reports_out.describe import describe_connection_hint
     from evalrun.results import CheckResult, EvalResult, Status
 
     def failing(message: str, tier: str = "t2") -> EvalResult:
         return EvalResult(name="e", tier=tier, dir="e", status=Status.FAILED,
                           checks=[CheckResult(name="c", assertions=1, passed=False, message=message)])
 
-    [t2] = explain_isolation([failing("[Errno 13] Permission denied")], "t2", "seccomp+landlock")
+    def explained(result: EvalResult, mechanism: str) -> EvalResult:
+        def hint(r: EvalResult) -> str | None:  # an eval with model = true: only how its tier is isolated is said
+            return describe_connection_hint(r.tier, r.name, uses_model=True, recorder=None, mechanism=mechanism,
+                                            no_model_at="127.0.0.1:4")
+        [out] = explain_connections([result], hint, refused=mechanism != "namespace")  # as evalrun.pipeline does
+        return out
+
+    t2 = explained(failing("[Errno 13] Permission denied"), "seccomp+landlock")
     assert t2.message == ("t2 is isolated (seccomp+landlock): a t2 scorer connects over TCP only to the replay proxy "
-                          "and the run's own services; if the eval must reach the network, set network = \"host\" "
-                          "in [tiers.t2] or move it to t3")
-    [t1] = explain_isolation([failing("connect EACCES 127.0.0.1:80", "t1")], "t1", "seccomp")
+                          "and the run's own services; if the eval must reach a service on the host or the network, "
+                          "set network = \"host\" in [tiers.t2] or move it to t3")
+    t1 = explained(failing("connect EACCES 127.0.0.1:80", "t1"), "seccomp")
     assert t1.message.startswith("t1 is isolated (seccomp): a t1 scorer can open no IP socket;")
     # in the namespace a refusal is not the network's: "permission denied" means a file there
-    [ns] = explain_isolation([failing("[Errno 13] Permission denied: 'out.txt'")], "t2", "namespace")
+    ns = explained(failing("[Errno 13] Permission denied: 'out.txt'"), "namespace")
     assert ns.message is None

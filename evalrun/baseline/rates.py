@@ -27,6 +27,7 @@ from typing import Any
 from evalrun.errors import BaselineError
 from evalrun.results import BaselineChange, EvalResult
 from evalrun.stats import detectable_passes, fisher_greater, fisher_less, sign_test_worse
+from evalrun.text import plural
 
 RATE_KEYS = ("assertions", "passes", "runs")
 
@@ -162,15 +163,15 @@ def diff_rates(
     if len(worse) > 1 and p_paired < alpha:
         regressions.append(BaselineChange(
             eval=name, kind="decayed-paired", p_value=round(p_paired, 6),
-            message=f"{name}: {len(worse)} checks pass less often than in the baseline and {len(better)} more often, "
+            message=f"{name}: {plural(len(worse), 'check')} {'passes' if len(worse) == 1 else 'pass'} less often than in the baseline and {len(better)} more often, "
                     f"paired by check name: lower beyond chance (exact sign test p = {_p(p_paired)} < alpha {alpha:g})",
         ))
 
 
 def _power(caught: int | None, runs: int) -> str:
     if caught is None:
-        return f"with {runs} runs no drop could be caught at this alpha; repeat more"
-    return f"with {runs} runs, a drop to {caught / runs:.2f} or below would be caught"
+        return f"with {plural(runs, 'run')} no drop could be caught at this alpha; repeat more"
+    return f"with {plural(runs, 'run')}, a drop to {caught / runs:.2f} or below would be caught"
 
 
 def _rate_change(eval_name: str, check: str, kind: str, before: int, now: int, baseline_rate: tuple[int, int],

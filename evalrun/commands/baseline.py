@@ -39,6 +39,7 @@ from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.terminal import Console
 from evalrun.locks import hold_lock
 from evalrun.results import RunResults, load_results_counted, load_run_results
+from evalrun.text import plural
 
 
 def update_baselines(
@@ -123,7 +124,7 @@ def update_baselines(
         for note in notes:
             console.note(f"{tier}: {note}")
         checks = sum(len(v) for v in new.values())
-        console.line(f"wrote {path} ({len(new)} evals, {checks} checks)")
+        console.line(f"wrote {path} ({plural(len(new), 'eval')}, {plural(checks, 'check')})")
     return int(ExitCode.OK)
 
 

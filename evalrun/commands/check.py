@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from evalrun.absolute_paths import find_absolute_paths
 from evalrun.baseline import baseline_path, load_baseline
-from evalrun.errors import BaselineError
+from evalrun.errors import BaselineError, file_label
+from evalrun.execute import program_problem
 from evalrun.manifest import Manifest
 from evalrun.pipeline import load
+from evalrun.plan import make_plan
 from evalrun.reports_in.positional import find_positional
+from evalrun.reports_out.describe import program_where
 from evalrun.reports_out.positional import positional_warning
 from evalrun.reports_out.terminal import Console
 from evalrun.text import plural
@@ -22,12 +26,33 @@ def check(*, manifest_path: Path, console: Console) -> int:
         console.warn(f"warning: {line}")
     for line in _positional_names(manifest):
         console.warn(line)
+    missing = _missing_programs(manifest)
+    for line in missing:
+        console.warn(f"warning: {line}")
     n = len(manifest.evals)
     console.line(
         f"{manifest_path}: valid, {plural(n, 'eval')}; "
         + (plural(len(warnings), "absolute path warning") if warnings else "no absolute paths of this machine")
+        + (f"; {plural(len(missing), 'program')} not found here" if missing else "")
     )
     return 0
+
+
+def _missing_programs(manifest: Manifest) -> list[str]:
+    """Each eval whose program its run would not find on this machine (``pyhton``), once per eval.
+
+    A warning, not an error: a program may be installed only where that tier runs (CI, the nightly machine).
+    """
+    lines: dict[str, str] = {}
+    index = {spec.name: i for i, spec in enumerate(manifest.evals)}
+    environ = dict(os.environ)
+    for planned in make_plan(manifest, None, [], [], None).evals:
+        spec = planned.spec
+        if spec.name in lines or not (problem := program_problem(planned, environ)):
+            continue
+        lines[spec.name] = (f'{file_label(manifest.path)}: evals[{index[spec.name]}] ("{spec.name}").run[0]: '
+                            f"{problem} ({program_where(spec)})")
+    return list(lines.values())
 
 
 def _positional_names(manifest: Manifest) -> list[str]:

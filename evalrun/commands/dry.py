@@ -9,13 +9,14 @@ from pathlib import Path
 from evalrun.bites import describe_bite
 from evalrun.context import RunContext
 from evalrun.errors import ExitCode, UsageError, file_label
+from evalrun.execute import program_problem
 from evalrun.manifest import Manifest
 from evalrun.models.fixture_state import FixtureState, fixture_state
 from evalrun.pipeline import RunRequest, load, select
 from evalrun.plan import make_plan
 from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
 from evalrun.repeats import settings_for
-from evalrun.reports_out.describe import describe_budget, describe_filters
+from evalrun.reports_out.describe import describe_budget, describe_filters, program_where
 from evalrun.reports_out.matrix import dry_matrix, plain_lines
 from evalrun.reports_out.terminal import Console
 from evalrun.text import plural
@@ -95,6 +96,9 @@ def dry(
         verdict = why or "would run"
         if word == "run" and fixtures is not None and fixtures.mode == "replay" and not (fixtures.recorded or fixtures.named):
             verdict = f"would run, and FAIL: its model calls have no recordings in {_where(fixtures)}"
+        missing = program_problem(p, environ) if word == "run" else None
+        if missing:  # the run would fail on it before anything else
+            verdict = f"would run, and FAIL: {missing} ({program_where(s)})"
         repeat = settings_for(manifest, s)
         if repeat.repeats:  # "would run × 10 (floor 0.8, stop when decided)"
             verdict += f" × {repeat.count} (floor {repeat.floor:g}{', stop when decided' if repeat.stop else ''})"

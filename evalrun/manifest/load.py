@@ -26,6 +26,21 @@ from evalrun.services.spec import parse_service_tables
 from evalrun.text import one_line
 
 
+def find_manifest_upward(start: Path, name: str = "manifest.toml") -> Path | None:
+    """``name`` in ``start`` or the nearest folder above it, as git and pytest find their root; None if none.
+
+    The search stops at the first folder that holds ``.git`` (a repository's root): a manifest above the
+    repository belongs to another project.
+    """
+    folder = start.resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / name).is_file():
+            return candidate / name
+        if (candidate / ".git").exists():
+            return None
+    return None
+
+
 def load_manifest(path: Path) -> Manifest:
     """Read and validate a manifest; raise ManifestError with a one-line message.
 

@@ -19,45 +19,54 @@ from pathlib import Path
 from evalrun.errors import file_label
 
 _MISMATCH = re.compile(r"does not match its recording (\S+?\.json):")  # the player's mismatch text
-RECORD_THEM = "record them with `evalrun t3 --record`, or make the code call the model as it did when recorded"
-RECORD_IT = "record it with `evalrun t3 --record`, or make the code call the model as it did when recorded"
+RECORD_COMMAND = "evalrun t3 --record"
 
 
-def grouped_failures(failures: Sequence[str], missing_fixtures: Sequence[tuple[Path, str]]) -> list[str]:
+def _record(what: str, command: str) -> str:
+    return f"record {what} with `{command}`, or make the code call the model as it did when recorded"
+
+
+def grouped_failures(failures: Sequence[str], missing_fixtures: Sequence[tuple[Path, str]],
+                     record_command: str = RECORD_COMMAND) -> list[str]:
     """``failures`` with the missing-fixture ones folded into one clause, each other message once, in order."""
     about_missing = {message for _, message in missing_fixtures}
     lines: list[str] = []
     if missing_fixtures:
-        lines.append(describe_missing([path for path, _ in missing_fixtures]))
+        lines.append(describe_missing([path for path, _ in missing_fixtures], record_command))
     for message in failures:
         if message not in about_missing and message not in lines:
             lines.append(message)
     return lines
 
 
-def describe_missing(paths: Sequence[Path]) -> str:
+def describe_missing(paths: Sequence[Path], record_command: str = RECORD_COMMAND) -> str:
     """``2 calls had no fixture: s/0001–0002 (in evals/x/fixtures); record them with ...``."""
     unique = list(dict.fromkeys(paths))
     if len(unique) == 1:
-        return f"1 call had no fixture: {file_label(unique[0])}; {RECORD_IT}"
+        return f"1 call had no fixture: {file_label(unique[0])}; {_record('it', record_command)}"
     folders = list(dict.fromkeys(p.parent.parent for p in unique))
     parts = []
     for folder in folders:
         named = ", ".join(_sessions(p for p in unique if p.parent.parent == folder))
         parts.append(f"{named} (in {file_label(folder)})")
-    return f"{len(unique)} calls had no fixture: {'; '.join(parts)}; {RECORD_THEM}"
+    return f"{len(unique)} calls had no fixture: {'; '.join(parts)}; {_record('them', record_command)}"
 
 
 def shortened(message: str, failures: Sequence[str], missing_fixtures: Sequence[tuple[Path, str]]) -> str:
     """A scorer's message with the proxy's messages it quotes cut to what they are about (said in full above)."""
     short = {text: f"evalrun replay: missing fixture {_short_name(path)}" for path, text in missing_fixtures}
     for text in failures:
-        if text not in short and len(text) > 80 and "; " in text:
+        if text not in short and len(text) > 80:
+            # Said in full once, in the eval's line: the quote names the file it does not match, or the call
+            # only, or the finding without its fix.
             mismatch = _MISMATCH.search(text)
-            if mismatch:  # the finding names the call, the file and the difference: the quote names the file
+            call = _CALL.match(text)
+            if mismatch:
                 short[text] = f"evalrun replay: does not match {_short_name(Path(mismatch[1]))}"
-            else:
-                short[text] = text.split("; ", 1)[0]  # the finding without its fix, said once in the eval's line
+            elif call is not None:
+                short[text] = f"{call.group(0)} refused (said above)"
+            elif "; " in text:
+                short[text] = text.split("; ", 1)[0]
     for text, replacement in short.items():
         # As the scorer quotes it: verbatim, or inside a JSON body (the JS SDKs' error messages carry the
         # response's JSON, where its quotes are escaped), whole or cut short after the finding.
@@ -77,6 +86,9 @@ def _replace_quoted(message: str, quoted: str, replacement: str) -> str:
     while end < len(message) and end - start < len(quoted) and message[end] == quoted[end - start]:
         end += 1  # the rest of the quote, as far as the scorer kept it
     return message[:start] + replacement + message[end:]
+
+
+_CALL = re.compile(r"evalrun replay: call \d+ of session '[^']*' \([A-Z]+ [^)\s]*\)")
 
 
 def _short_name(path: Path) -> str:

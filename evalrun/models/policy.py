@@ -92,6 +92,7 @@ class ModelCalls:
                     folder = self.manifest.eval_dir(spec)
                 fixtures = fixtures_dir(folder, p.experiment)
                 repeat = p.repeat if p.name in self._repeated else None
+                recorders = self._recorders(owner or p.spec.name)
                 self._bases[(p.name, p.repeat)] = self.proxy.register_eval(
                     p.name,
                     fixtures,
@@ -101,6 +102,7 @@ class ModelCalls:
                     column=p.experiment,
                     column_budget=p.column.budget if p.column is not None else None,
                     upstreams={k: u.url for k, u in self._eval_upstreams.get((p.name, p.experiment), {}).items()} or None,
+                    record_command=record_command(recorders),
                 )
         return self
 
@@ -118,6 +120,11 @@ class ModelCalls:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self.proxy is not None:
             self.proxy.stop()
+
+    def _recorders(self, owner: str) -> list[str]:
+        """The t3 evals whose ``--record`` writes ``owner``'s fixtures (as ``evalrun dry`` names them)."""
+        return [e.name for e in self.manifest.evals
+                if e.tier == "t3" and self.manifest.uses_model(e) and (e.fixtures_for or e.name) == owner]
 
     def env_for(self, planned: PlannedEval) -> dict[str, str]:
         """The endpoint variables of an eval that uses models: its own prefix on the proxy."""
@@ -155,7 +162,9 @@ class ModelCalls:
                 # The code under test may have swallowed the proxy's error: the eval fails anyway.
                 update["status"] = Status.FAILED
                 # Grouped, each fix said once; the proxy's text the scorer quotes cut to the file it is about.
-                grouped = grouped_failures(failures, report.missing_fixtures)
+                owner = planned.spec.fixtures_for or planned.spec.name
+                grouped = grouped_failures(failures, report.missing_fixtures,
+                                           record_command(self._recorders(owner)))
                 quoted = shortened(result.message, failures, report.missing_fixtures) if result.message else ""
                 update["message"] = "; ".join(grouped) + (f"; {quoted}" if quoted else "")
             elif report.unplayed and result.status is Status.PASSED:
@@ -186,6 +195,11 @@ def upstreams_for_run(manifest: Manifest, environ: Mapping[str, str]) -> dict[st
         return run_upstreams(manifest.models.upstream, environ)
     except UpstreamProblem as exc:
         raise UsageError(_where(manifest, str(exc))) from None
+
+
+def record_command(recorders: list[str]) -> str:
+    """``evalrun t3 --record -e NAME``: re-records only the t3 eval(s) that write these fixtures, not every t3 eval."""
+    return "evalrun t3 --record" + "".join(f" -e {name}" for name in recorders[:1])
 
 
 def upstreams_for_eval(manifest: Manifest, run: Mapping[str, Upstream], planned: PlannedEval) -> dict[str, Upstream]:

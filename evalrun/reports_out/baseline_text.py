@@ -7,11 +7,13 @@ with the update command, and why each eval that ran was not compared.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from evalrun.baseline.compare import failed_before_scorer
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, Status
+from evalrun.plan import split_cell_name
 from evalrun.text import one_line
 
 _STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate", "new-settings", "tightened", "moved-stricter",
@@ -23,6 +25,7 @@ def format_comparison(
     evals: Iterable[EvalResult] = (),
     run_failed: bool = False,
     selection: Mapping[str, Any] | None = None,
+    said_above: bool = False,
 ) -> list[str]:
     """Plain terminal lines: regressions, then the stale note, then what was not compared.
 
@@ -30,10 +33,13 @@ def format_comparison(
     say why, one line each (it crashed, timed out, was skipped, failed before
     its scorer started); ``selection`` (the results file's) names the filters
     that left the others out. A failed run is never suggested as a baseline:
-    ``baseline --update`` would refuse it.
+    ``baseline --update`` would refuse it. ``said_above``: each eval's message was already shown on its
+    own line (a run's terminal), so a line that is not compared names the reason without repeating it.
     """
     run = f"once every eval passes, run: {cmp.update_command}" if run_failed else f"run: {cmp.update_command}"
     lines = [f"regression: {change.message}" for change in cmp.regressions]
+    if accept := _accept_line(cmp, run_failed):
+        lines.append(accept)
     if any(change.kind in ("loosened", "moved-looser") for change in cmp.regressions):
         lines.append(f"a looser gate must be committed in the baseline, for review; if it is meant, {run}")
     if cmp.strict and any(change.kind in _STALE_KINDS for change in cmp.regressions):
@@ -52,7 +58,7 @@ def format_comparison(
     unknown: list[str] = []
     for name in cmp.not_compared:
         if name in ran:
-            lines.append(f"not compared: {name} {_why_not_compared(ran[name])}")
+            lines.append(f"not compared: {name} {_why_not_compared(ran[name], said_above)}")
         elif name in filtered:
             left_out.append(name)
         else:
@@ -64,9 +70,26 @@ def format_comparison(
     return lines
 
 
-def _why_not_compared(result: EvalResult) -> str:
+def _accept_line(cmp: BaselineComparison, run_failed: bool = False) -> str | None:
+    """``if that was meant, accept it with: evalrun baseline --update t1 -e NAME``: the command that takes the
+    vanished or weakened checks into the baseline, for those evals only (a departed eval: the whole tier)."""
+    kinds = ("vanished-check", "weakened", "vanished-eval")
+    changes = [c for c in cmp.regressions if c.kind in kinds]
+    if not changes:
+        return None
+    if any(c.kind == "vanished-eval" for c in changes):
+        command = cmp.update_command  # an unfiltered update drops an eval no longer in the manifest
+    else:
+        names = dict.fromkeys(split_cell_name(c.eval)[0] for c in changes)
+        command = cmp.update_command + "".join(f" -e {shlex.quote(name)}" for name in names)
+    what = "a check removed or made to assert less" if len(changes) == 1 else "checks removed or made to assert less"
+    when = "once every eval passes, " if run_failed else ""
+    return f"if that was meant ({what} on purpose), {when}accept it with: {command}"
+
+
+def _why_not_compared(result: EvalResult, said_above: bool = False) -> str:
     """``crashed (exit 3: ...)``: why an eval that was in the run has no checks to diff, in one line."""
-    detail = f" ({one_line(result.message, 300)})" if result.message else ""
+    detail = "" if said_above or not result.message else f" ({one_line(result.message, 300)})"
     if failed_before_scorer(result):
         return f"failed before its scorer started{detail}"
     words = {

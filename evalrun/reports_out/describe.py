@@ -119,6 +119,62 @@ def describe_repeated_as_recorded(name: str, count: int) -> str:
             f"(set repeat = {count} in the manifest to say so there, or pass --repeat N)")
 
 
+def describe_recorded_nothing(name: str, uses_model: bool, fixtures_for: str | None = None) -> str:
+    """Why a t3 eval that ran under ``--record`` left no fixture (``evalrun.pipeline``)."""
+    if not uses_model:
+        owner = fixtures_for or name
+        return (f"--record: {name} recorded nothing: it has no model = true, so its model calls (if any) went "
+                f"straight to the provider, past evalrun's proxy; set model = true in its [[evals]] entry (or in "
+                f"[tiers.t3]), and on the t2 eval that replays them (fixtures_for = \"{owner}\" shares its folder)")
+    return (f"--record: {name} recorded nothing: it made no model call through evalrun's proxy; does its client "
+            f"read OPENAI_BASE_URL / ANTHROPIC_BASE_URL (or EVALRUN_MODEL_URL), or did it pass a base URL of its own?")
+
+
+def describe_connection_hint(tier: str, name: str, *, uses_model: bool, recorder: tuple[str, bool] | None,
+                             mechanism: str | None, no_model_at: str) -> str | None:
+    """What to do about a t1/t2 eval that failed on a connection (``evalrun.isolation.explain_connections``).
+
+    An eval without ``model = true`` most often failed on a model call: its model URL variables point at
+    ``no_model_at``, where nothing answers; that is named first. ``network = "host"`` is for services on the host.
+    """
+    urls = "its model URL variables (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, ...)"
+    parts = []
+    if not uses_model and tier == "t1":
+        parts.append(f"t1 makes no model calls: {urls} point at {no_model_at}, where nothing answers; if it calls a "
+                     f"model, move it to t2 with model = true (its calls are then replayed from recorded fixtures)")
+    elif not uses_model and tier == "t2":
+        base = name.split("[", 1)[0]
+        if recorder is None:
+            how = f'a t3 eval with fixtures_for = "{base}" and model = true writes with `evalrun t3 --record -e <it>`'
+        else:
+            how = f"`evalrun t3 --record -e {recorder[0]}` writes" + ("" if recorder[1] else " once it has model = true too")
+        parts.append(f"{base} has no model = true, so {urls} point at {no_model_at}, where nothing answers: if it "
+                     f"calls a model, set model = true in its [[evals]] entry (its calls are then replayed from the "
+                     f"fixtures {how})")
+    if mechanism is not None:
+        scope = "only if" if parts else "if"
+        parts.append(f"{tier} is isolated ({mechanism}): {_isolated_reach(tier, mechanism)}; "
+                     f'{scope} the eval must reach a service on the host or the network, set network = "host" in '
+                     f"[tiers.{tier}] or move it to t3")
+    return "; ".join(parts) or None
+
+
+def _isolated_reach(tier: str, mechanism: str) -> str:
+    """What an isolated scorer still reaches, by how it is isolated (``evalrun.isolation``, ``evalrun.sandbox``)."""
+    if mechanism == "namespace":
+        return "nothing outside this run's own loopback is reachable"
+    if tier == "t1":
+        return "a t1 scorer can open no IP socket"
+    return "a t2 scorer connects over TCP only to the replay proxy and the run's own services"
+
+
+def program_where(spec: Any) -> str:
+    """Where an eval's program was looked up (``evalrun.execute.program_problem``), and so where to fix it."""
+    if "/" in spec.run[0]:
+        return f"run[0] is a file relative to {spec.dir}: fix the path, or make it executable"
+    return "run[0] is looked up on the PATH its scorer gets: fix the name, or install it"
+
+
 def rate_line(check: CheckResult) -> str:
     """``"x": 9/10 passed (90%, 95% CI 60-98%), pass@3 1.00, pass^3 0.70`` for summaries."""
     rate = check.rate

@@ -85,7 +85,7 @@ def _counts(results: RunResults) -> str:
     assertions = sum(c.assertions for r in results.evals for c in r.checks)
     seconds = sum(r.duration_s for r in results.evals)
     evals = f"**{plural(len(results.evals), 'eval')}**"
-    line = f"{evals}: {statuses or 'none ran'} · {checks} checks, {assertions} assertions · {seconds:.1f} s"
+    line = f"{evals}: {statuses or 'none ran'} · {plural(checks, 'check')}, {plural(assertions, 'assertion')} · {seconds:.1f} s"
     if results.interrupted:
         line += "\n\n**Interrupted:** these results are partial."
     return line

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from evalrun.plan import split_cell_name
 from evalrun.results import CheckResult, EvalResult, Status
+from evalrun.text import plural
 
 Grid = list[list[str]]
 # Above this many check rows the table shows one row per eval; the checks are in the results file.
@@ -102,7 +103,7 @@ def _status(result: EvalResult | None) -> str:
     if result is None:
         return "-"
     if result.status is Status.PASSED:
-        return f"passed ({len(result.checks)} checks)"
+        return f"passed ({plural(len(result.checks), 'check')})"
     return result.status.value.upper() if result.status.is_failure else result.status.value
 
 

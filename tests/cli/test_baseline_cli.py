@@ -169,8 +169,10 @@ def test_each_eval_not_compared_says_why_in_one_line(project) -> None:
     (proj.root / "evals" / "b" / "score.py").write_text("raise SystemExit(3)\n")
     crashed = proj.run("t1")
     assert crashed.code == 1
-    assert "not compared: b[m] errored (exited 3 (no report was written to $EVALRUN_REPORT))" in crashed.out
-    assert "not compared: b[n] errored (" in crashed.out
+    # The reason once: on the eval's own line; the baseline line says which way it went, not the message again.
+    assert "b[m]  exited 3 (no report was written to $EVALRUN_REPORT)" in crashed.out, crashed.out
+    assert crashed.out.count("no report was written") == 2, crashed.out  # b[m] and b[n], once each
+    assert "not compared: b[m] errored\n" in crashed.out and "not compared: b[n] errored\n" in crashed.out
     only_a = proj.run("t1", "--eval", "a")
     assert "not compared: b[m], b[n]: left out by this run's filters (--eval a)" in only_a.out, only_a.out
     column = proj.run("t1", "--eval", "a", "-x", "m")
@@ -215,7 +217,7 @@ def test_a_service_that_did_not_start_leaves_the_eval_not_compared_and_fails_the
     r = proj.run("t2")
     assert r.code == 1, r.output
     assert "vanished" not in r.out and "regression" not in r.out, r.out
-    assert "not compared: a failed before its scorer started (service api exited (exit 3) before becoming ready" in r.out
+    assert "not compared: a failed before its scorer started\n" in r.out, r.out
     baseline = proj.results("t2")["baseline"]
     assert baseline["regressions"] == [] and baseline["not_compared"] == ["a"]
     diff = proj.run("baseline", "diff", "t2")  # the same verdict from the results file
@@ -229,10 +231,8 @@ def test_no_skips_failures_are_not_new_evals_but_not_compared(project) -> None:
     r = proj.run("t1", "--no-skips")
     assert r.code == 1, r.output
     assert "new eval" not in r.out and "0 checks" not in r.out.split("eval  status")[0], r.out
-    assert (
-        "not compared: needs-key failed before its scorer started "
-        "(would skip, and skips are failures here: env EVALRUN_TEST_ABSENT_KEY is not set)"
-    ) in r.out
+    assert "not compared: needs-key failed before its scorer started\n" in r.out, r.out
+    assert r.out.count("would skip, and skips are failures here") == 1, r.out  # on its own line, once
     assert proj.results()["baseline"]["stale"] == []
 
 

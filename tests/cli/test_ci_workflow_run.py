@@ -179,6 +179,20 @@ def test_the_workflow_runs_t1_t2_on_pull_requests_without_the_key_or_the_upstrea
     [results] = (origin.parent / "pull").glob("job-*-t2/workspace/.evalrun/results/t2.json")
     assert next(e for e in json.loads(results.read_text())["evals"] if e["name"] == "answer")["status"] == "passed"
 
+    # A fork's pull request: its token is read-only whatever the job's permissions ask, so a check run
+    # (the JUnit report's, checks: write) cannot be created; t1 still runs, gates and writes its summary.
+    fork = Runner(flow, origin, origin.parent / "fork", base_env=_env(), fork=True)
+    assert [j for j in flow["jobs"] if job_runs(flow, j, "pull_request", fork=True)] == ["t1", "t2"]
+    forked = fork.run_job("t1")
+    assert forked.ok, forked.log()
+    assert forked.step("Publish the JUnit report").code is None, "skipped for a fork, not failed"
+    assert "evalrun t1: passed (exit 0)" in forked.step("evalrun t1").output and forked.summary.strip()
+    # The runner holds the action to the token: had the step run with the fork's token, it would have failed.
+    publish = next(s for s in flow["jobs"]["t1"]["steps"] if s.get("name") == "Publish the JUnit report")
+    code, said = fork._uses(publish, origin, {"matrix": {}, "secrets": {}, "env": {}}, origin.parent, origin / "p",
+                            fork._token(flow["jobs"]["t1"]))
+    assert code == 1 and "Resource not accessible by integration" in said, said
+
 
 def _small_project(root: Path, failing: bool = True) -> Path:
     files = {

@@ -92,14 +92,67 @@ def test_no_install_line_in_the_readme_docs_or_examples_names_the_other_project(
     assert not bad, "these install the unrelated PyPI project 'evalrun'; use evalrun-gate:\n" + "\n".join(bad)
 
 
-def test_the_readme_and_the_guide_install_evalrun_gate_pinned_to_this_version() -> None:
+# Every way the README and docs install evalrun works from a fresh clone of this repository, which has no
+# release tag and is not on the index: the clone itself, a wheel built from it installed by a relative path
+# (CI has the project's checkout, not this machine's folders), or a requirement pinned to a commit.
+# (Each form was installed for real from `git clone` of this repository: see the commit that added this.)
+_CLONE = "evalrun-src"
+_EXTRAS = r"(?:\[(?:openai|postgres|openai,postgres|inspect|dev)\])?"
+
+
+def _working_forms(version: str) -> list[re.Pattern[str]]:
+    wheel = re.escape(f"wheels/evalrun_gate-{version}-py3-none-any.whl")
+    return [re.compile(pattern) for pattern in (
+        rf"^git clone https://github\.com/OWNER/REPO {_CLONE}$",
+        rf"^pip install \"\.\.?/{_CLONE}{_EXTRAS}\"$",  # the clone, by a relative path
+        rf"^pip wheel --no-deps -w wheels/ \./{_CLONE}$",
+        rf"^pip install \"\./{wheel}{_EXTRAS}\"$",  # the committed wheel, relative
+        rf"^\./{wheel}{_EXTRAS}$",  # the same, as a requirements line
+        rf"^evalrun-gate{_EXTRAS} @ git\+https://github\.com/OWNER/REPO@COMMIT$",  # a commit, not a tag
+        r"^(?:python3 -m venv \.venv && \. \.venv/bin/activate && )?pip install -e (?:\.|'\.\[(?:dev|postgres)\]')"
+        r"(?: && (?:evalrun t1|python -m pytest -q))?$",  # this repository's own set-up commands
+    )]
+
+
+def _install_lines(text: str) -> list[str]:
+    """The commands and requirement lines that install evalrun itself (not pytest, promptfoo, ...)."""
+    found = []
+    for line in text.splitlines():
+        for part in re.split(r"`", line):
+            command = part.split(" #", 1)[0].strip()
+            if re.search(r"evalrun[-_]gate|evalrun-src|pip install -e|pip wheel|git clone", command) and (
+                    INSTALL.search(command) or "pip wheel" in command or command.startswith(("git clone", "./wheels")) or re.match(r"evalrun-gate\S* (?:@|==)", command)):
+                found.append(command)
+    return found
+
+
+def test_every_install_line_of_the_readme_and_docs_is_a_form_that_works_from_a_clone() -> None:
     version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-    assert tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"] == "evalrun-gate"
-    for label in ("README.md", "docs/adding-evalrun.md"):
-        text = _documents()[label]
-        pinned = [line for line in text.splitlines() if "evalrun-gate" in " ".join(installed_names(line))
-                  and f"@v{version}" in line]
-        assert pinned, f"{label}: no pip install of evalrun-gate pinned to v{version}"
+    forms = _working_forms(version)
+    documents = {**_documents(), "CONTRIBUTING.md": (REPO / "CONTRIBUTING.md").read_text()}
+    seen: dict[str, list[str]] = {}
+    for label, text in documents.items():
+        for line in _install_lines(text):
+            seen.setdefault(label, []).append(line)
+    bad = [f"{label}: {line}" for label, lines in seen.items() for line in lines
+           if not any(form.match(line) for form in forms)]
+    assert not bad, "install lines that do not work from a fresh clone (no tag, not on the index):\n" + "\n".join(bad)
+    guide = seen["docs/adding-evalrun.md"]
+    for label in ("README.md", "docs/adding-evalrun.md"):  # both routes shown, the wheel by a relative path
+        assert any(forms[1].match(line) for line in seen[label]), (label, seen[label])
+        assert any(forms[3].match(line) for line in seen[label]), (label, seen[label])
+    assert any(forms[4].match(line) for line in guide) and any(forms[5].match(line) for line in guide), guide
+    # No tag and no machine path anywhere: `@v0.1.0` named a tag that does not exist, file://$PWD a folder CI lacks.
+    for label, text in documents.items():
+        assert not re.search(r"git\+\S+@v\d", text) and "file://$PWD" not in text, label
+
+
+def test_the_install_line_scanner_refuses_the_forms_that_did_not_work() -> None:
+    forms = _working_forms("0.1.0")
+    for line in ('pip install "evalrun-gate[openai] @ git+https://github.com/OWNER/REPO@v0.1.0"',
+                 'pip install "evalrun-gate[openai] @ file://$PWD/wheels/evalrun_gate-0.1.0-py3-none-any.whl"',
+                 'pip install "evalrun-gate[openai]==0.1.0"', 'pip install "./wheels/evalrun_gate-0.0.9-py3-none-any.whl"'):
+        assert _install_lines(line) == [line] and not any(f.match(line) for f in forms), line
 
 
 def test_what_init_writes_and_prints_installs_nothing_of_the_other_project(project) -> None:

@@ -195,7 +195,7 @@ def test_a_prompt_edit_fails_replay_loudly_naming_the_fixture_and_the_field(suit
     assert "call 1 of session 'basics' (POST /v1/chat/completions) does not match its recording" in message
     assert "its recording evals/sdk/fixtures/basics/0001.json: " in message
     assert 'messages[0].content: recorded "hello", now "hello, edited"' in message
-    assert "re-record with `evalrun t3 --record`" in message
+    assert "re-record with `evalrun t3 --record -e basics-live`" in message  # that eval's recording only, not every t3 eval
 
 
 def test_a_malformed_fixture_fails_the_eval_once_without_sdk_retries(project):

@@ -23,6 +23,14 @@ those under ``if: ${{ !cancelled() }}``. The actions the file uses are simulated
   ``python -m pip install`` commands are written to ``pip_log`` instead of run: installing
   evalrun from its own folder would replace this venv's editable install and needs the build
   backend from the index; the test venv's evalrun stands in for what it installs.
+- ``mikepenz/action-junit-report``: the report files must exist and parse as XML, and it
+  creates a check run, so the job's token must hold ``checks: write``: the job's
+  ``permissions`` (else the workflow's) must grant it, and a fork's pull request
+  (``fork=True``) has a read-only token whatever they ask, as on GitHub, where
+  the action fails with "Resource not accessible by integration".
+
+``github.event.pull_request.head.repo.fork`` in an ``if:`` is the run's ``fork``
+(false for other events, as GitHub's null is).
 
 The install step (``python -m pip install -r "$REQUIREMENTS"``, pip of the test
 venv) runs for real once per session for each requirements file content and pip
@@ -97,17 +105,19 @@ def load_workflow(path: Path) -> dict[str, Any]:
     return YAML(typ="safe").load(path.read_text())
 
 
-def job_runs(flow: dict[str, Any], name: str, event: str) -> bool:
+def job_runs(flow: dict[str, Any], name: str, event: str, fork: bool = False) -> bool:
     """Whether the job's ``if`` holds for ``event`` (only the expressions the example uses)."""
     condition = flow["jobs"][name].get("if")
-    return True if condition is None else _condition(str(condition), event)
+    return True if condition is None else _condition(str(condition), event, fork)
 
 
-def _condition(text: str, event: str) -> bool:
+def _condition(text: str, event: str, fork: bool = False) -> bool:
     inner = EXPRESSION.fullmatch(text.strip())
     expr = inner.group(1) if inner else text
     expr = expr.replace("!cancelled()", "True").replace("success()", "True").replace("always()", "True")
+    expr = expr.replace("github.event.pull_request.head.repo.fork", repr(fork and event == "pull_request"))
     expr = expr.replace("github.event_name", repr(event)).replace("&&", " and ").replace("||", " or ")
+    expr = re.sub(r"!(?!=)", " not ", expr)
     if re.search(r"[A-Za-z_]+\(|\bgithub\.|\bsecrets\.|\bmatrix\.", expr):
         raise UnsupportedWorkflow(f"if: {text!r}: an expression the local runner does not evaluate")
     return bool(eval(expr, {"__builtins__": {}}, {"True": True}))  # noqa: S307 - the tiny language above
@@ -151,6 +161,7 @@ class Runner:
     event: str = "pull_request"
     actions: dict[str, Path] = field(default_factory=dict)  # composite actions in local folders, by their uses: name
     pip_log: Path | None = None  # where a composite action's pip installs are written (required with ``actions``)
+    fork: bool = False  # a pull request from a fork: its token is read-only, whatever permissions ask
 
     def __post_init__(self) -> None:
         self.artifacts = self.scratch / "artifacts"
@@ -193,7 +204,7 @@ class Runner:
         for index, step in enumerate(job["steps"]):
             label = substitute(str(step.get("name") or step.get("uses") or step.get("run", "")).splitlines()[0], context)
             condition = step.get("if")
-            runs = (not failed) if condition is None else (_condition(str(condition), self.event) and
+            runs = (not failed) if condition is None else (_condition(str(condition), self.event, self.fork) and
                                                            ("cancelled()" in str(condition) or not failed))
             if not runs:
                 outcome.steps.append(StepOutcome(label, None))
@@ -204,7 +215,7 @@ class Runner:
             if "run" in step:
                 result = self._run(substitute(str(step["run"]), context), workspace, step_env, runner_temp, index)
             else:
-                result = self._uses(step, workspace, context, home, files["GITHUB_PATH"], step_env)
+                result = self._uses(step, workspace, context, home, files["GITHUB_PATH"], step_env, self._token(job))
             outcome.steps.append(StepOutcome(label, result[0], result[1]))
             failed = failed or result[0] != 0
             added = [line for line in files["GITHUB_PATH"].read_text().splitlines() if line]
@@ -238,9 +249,19 @@ class Runner:
                               timeout=600)
         return proc.returncode, proc.stdout + proc.stderr
 
+    def _token(self, job: dict[str, Any]) -> dict[str, str]:
+        """What the job's GITHUB_TOKEN may do: its ``permissions`` (else the workflow's); all read for a fork."""
+        asked = job.get("permissions", self.flow.get("permissions")) or {}
+        if isinstance(asked, str):  # read-all / write-all
+            asked = {"checks": asked.split("-")[0], "contents": asked.split("-")[0]}
+        if self.fork and self.event == "pull_request":
+            return {scope: "read" for scope in asked}
+        return {str(k): str(v) for k, v in asked.items()}
+
     def _uses(
         self, step: dict[str, Any], workspace: Path, context: dict[str, dict[str, Any]], home: Path, github_path: Path,
         env: dict[str, str] | None = None,
+        token: dict[str, str] | None = None,
     ) -> tuple[int, str]:
         action = str(step["uses"]).split("@", 1)[0]
         given = {k: substitute(str(v), context) for k, v in (step.get("with") or {}).items()}
@@ -263,6 +284,9 @@ class Runner:
         if action == "actions/download-artifact":
             return self._download(workspace, given)
         if action == "mikepenz/action-junit-report":
+            if (token or {}).get("checks") != "write":  # it creates a check run
+                return 1, ("Error: HttpError: Resource not accessible by integration (the token has checks: "
+                           f"{(token or {}).get('checks', 'none')}{'; a fork' + chr(39) + 's token is read-only' if self.fork else ''})")
             for pattern in given["report_paths"].split(","):
                 matched = list(workspace.glob(pattern.strip()))
                 if not matched:

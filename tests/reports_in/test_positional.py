@@ -1,4 +1,4 @@
-"""Check names that are positions: found per tool, warned by the run once and by evalrun check."""
+"""Check names that are positions: found per tool, warned by every run that has them and by evalrun check."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from evalrun.reports_in.positional import Positional, find_positional
         (["t.test_case[case0]", "t.test_case[case1]", "t.test_case[case2]", "t.test_other"],
          Positional("pytest", "t.test_case[case0]", 3)),
         (["t.test_x[case0-fast]", "t.test_x[case1-fast]"], Positional("pytest", "t.test_x[case0-fast]", 2)),
+        # DeepEval's documented parametrize("test_case", dataset): objects, so test_case0, test_case1, ...
+        (["tests/test_llm.py::test_answer[test_case0]", "tests/test_llm.py::test_answer[test_case1]"],
+         Positional("pytest", "tests/test_llm.py::test_answer[test_case0]", 2)),
         (["promptfoo > test 0: says hello", "promptfoo > test 1: says bye"],
          Positional("promptfoo", "promptfoo > test 0: says hello", 2)),
         (["s > testcase 4"], Positional("numbered", "s > testcase 4", 1)),
@@ -66,16 +69,26 @@ def test_run_warns_once_and_check_always_for_pytest_parametrize_over_objects(pro
     )
     warning = (
         'warning: py: 3 check names are positions (e.g. "test_x.test_case[case0]"): removing one case renames '
-        "every later one; name the cases with parametrize's ids= (or pytest.param(..., id=...))"
+        "every later one, and a case replaced at the same position passes unseen; name the cases with "
+        "parametrize's ids= (or pytest.param(..., id=...)); for objects such as DeepEval's test cases, a "
+        "pytest_make_parametrize_id hook in conftest.py can name each from a field"
     )
 
     r = proj.run("baseline", "--update", "t1")
     assert r.code == 0, r.output
     assert warning in r.out, r.out
 
-    r = proj.run("t1")  # in the baseline now: the run said it when they appeared
+    # In the baseline now, and still said: a case replaced at the same position passes, and only the warning says so.
+    (proj.root / "e/test_x.py").write_text(PY_CASES.replace('Case("bb", 2)', 'Case("xy", 2)'))
+    r = proj.run("t1")
     assert r.code == 0, r.output
-    assert "positions" not in r.out, r.out
+    assert r.out.count(warning) == 1, r.out
+
+    # One case removed: the last position vanishes, and the warning says the case removed may be another.
+    (proj.root / "e/test_x.py").write_text(PY_CASES.replace('Case("a", 1), ', ""))
+    r = proj.run("t1")
+    assert r.code == 3, r.output
+    assert '"test_x.test_case[case2]" vanished, but the case removed may be any earlier one' in r.out, r.out
 
     r = proj.run("check")
     assert r.code == 0, r.output

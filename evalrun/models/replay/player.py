@@ -29,8 +29,12 @@ from evalrun.models.replay.state import EvalState
 
 Match = Literal["request", "index"]
 MATCHES: tuple[str, ...] = ("request", "index")
-RERECORD = "re-record with `evalrun t3 --record`"
-RECORD_HINT = "record it with `evalrun t3 --record`, or make the code call the model as it did when recorded"
+def _rerecord(state: EvalState) -> str:
+    return f"re-record with `{state.record_command}`"
+
+
+def _record_hint(state: EvalState) -> str:
+    return f"record it with `{state.record_command}`, or make the code call the model as it did when recorded"
 
 
 @dataclass(frozen=True)
@@ -97,14 +101,14 @@ def choose(state: EvalState, call: Call, match: Match) -> Fixture | Refusal:
             return Refusal(
                 404, "evalrun_missing_fixture",
                 f"evalrun replay: missing fixture {file_label(expected)} ({label}); the nearest unplayed "
-                f"recording, {file_label(near.file)}, does not match it either: {what}; {RERECORD}",
+                f"recording, {file_label(near.file)}, does not match it either: {what}; {_rerecord(state)}",
                 (call.session, near.index),  # named here, so not also listed as unplayed
                 missing=expected,
             )
         return Refusal(
             400, "evalrun_fixture_mismatch",
             f"evalrun replay: {label} does not match its recording {file_label(near.file)}: {what}; "
-            f"the request changed since it was recorded: {RERECORD}",
+            f"the request changed since it was recorded: {_rerecord(state)}",
             (call.session, near.index),  # named here, so not also listed as unplayed
         )
     if not own_missing:
@@ -113,7 +117,7 @@ def choose(state: EvalState, call: Call, match: Match) -> Fixture | Refusal:
         why = f"missing fixture {file_label(expected)} ({label})"
     return Refusal(
         404, "evalrun_missing_fixture",
-        f"evalrun replay: {why}; {RECORD_HINT}",
+        f"evalrun replay: {why}; {_record_hint(state)}",
         own,
         missing=expected if own_missing else None,
     )

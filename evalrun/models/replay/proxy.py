@@ -233,8 +233,11 @@ class ReplayProxy:
         column: str | None = None,
         column_budget: BudgetLimits | None = None,
         upstreams: Mapping[str, str] | None = None,
+        record_command: str | None = None,
     ) -> str:
         """Make ``eval_name`` known; return its base URL.
+
+        ``record_command``: what a replay refusal tells the user to run (``evalrun t3 --record -e NAME``).
 
         ``session``: the default session of its calls (the name of the eval it records
         for, ``fixtures_for``); by default its own name. ``default``: also own un-prefixed paths.
@@ -252,6 +255,8 @@ class ReplayProxy:
                 own = f"{own}.r{repeat}"
             state = EvalState(eval_name, fixtures_dir, budget, own)
             state.repeat = repeat
+            if record_command:
+                state.record_command = record_command
             if column is not None:
                 if column not in self._columns:
                     self._columns[column] = BudgetMeter(column_budget, f"experiment {column!r} budget")

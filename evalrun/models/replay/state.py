@@ -23,6 +23,7 @@ from evalrun.models.replay.budget import BudgetLimits, BudgetMeter
 from evalrun.models.replay.fixtures import default_session, list_fixtures
 from evalrun.models.replay.usage import CallUsage
 
+RECORD_COMMAND = "evalrun t3 --record"  # without a t3 eval to name; evalrun.models.policy names it
 JUDGE_SESSION = "judge"  # the session the scorer SDK's judge() calls name (evalrun.scorer.judging)
 
 
@@ -86,6 +87,7 @@ class EvalState:
         self.name = name
         self.fixtures_dir = fixtures_dir
         self.session = session or default_session(name)  # the session of calls that name none
+        self.record_command = RECORD_COMMAND  # what writes its fixtures: the t3 eval that records them, named
         self.owned: set[str] = {self.session}
         self.answered_by: set[tuple[str, str]] = set()
         self.loaded: dict[tuple[str, int], Any] = {}  # replay: a Fixture or the FixtureError of each file read
