@@ -32,18 +32,21 @@ with scorer.check("the model answered") as c:
 @needs_openai
 def test_forgetting_model_true_is_said_when_recording_and_when_replaying(project) -> None:
     # The user forgot `model = true` on both evals; their own OPENAI_BASE_URL points at a local server.
+    live = '[[evals]]\nname = "answer-live"\ntier = "t3"\ndir = "evals/answer"\nrun = ["python", "score.py"]\n'
     proj = project({
-        "manifest.toml": eval_entry("answer", tier="t2")
-        + '[[evals]]\nname = "answer-live"\ntier = "t3"\ndir = "evals/answer"\nrun = ["python", "score.py"]\n'
-                         'fixtures_for = "answer"\n',
+        "manifest.toml": eval_entry("answer", tier="t2") + live + 'fixtures_for = "answer"\n',
         "evals/answer/score.py": OPENAI_SCORER,
     })
+    env = {"OPENAI_API_KEY": "sk-fake-first-day-0123456789"}
+    # fixtures_for without model = true could record nothing: every command refuses it, naming the fix.
+    refused = proj.run("t3", "--record", env=env)
+    assert refused.code == 2 and "add model = true" in refused.err, refused.output
+
+    # Without fixtures_for the record run passes but records nothing: the run says which eval and why, once.
+    (proj.root / "manifest.toml").write_text(eval_entry("answer", tier="t2") + live)
     with FakeUpstream() as fake:
-        env = {"OPENAI_API_KEY": "sk-fake-first-day-0123456789", "OPENAI_BASE_URL": f"{fake.url}/v1",
-               "EVALRUN_UPSTREAM": f"{fake.url}/v1"}
-        recorded = proj.run("t3", "--record", env=env)
+        recorded = proj.run("t3", "--record", env={**env, "OPENAI_BASE_URL": f"{fake.url}/v1"})
         assert fake.requests, "the scorer called the user's server directly"
-    # It passed, but recorded nothing: the run says which eval and why, once.
     assert recorded.code == 0, recorded.output
     assert not (proj.root / "evals/answer/fixtures").exists()
     lines = [line for line in recorded.output.splitlines() if "recorded nothing" in line]
@@ -58,7 +61,7 @@ def test_forgetting_model_true_is_said_when_recording_and_when_replaying(project
     if 'network = "host"' in message:
         assert message.index("model = true") < message.index('network = "host"'), message
         assert "service" in message[message.index("model = true"):], message
-    assert "evalrun t3 --record -e answer-live" in message, message
+    assert 'a t3 eval with fixtures_for = "answer" and model = true writes with `evalrun t3 --record' in message, message
 
 
 # The prompt from $PROMPT; with CATCH=1 the code under test swallows the error and a check fails with its text.
