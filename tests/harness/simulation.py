@@ -11,10 +11,13 @@ interpreter: the warm zygote of ``Project.run`` has imported everything already.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from harness.project import RunOutcome
 
 SIMULATED = Path(__file__).resolve().parent / "simulated"
 PLATFORMS = ("macos", "windows")
@@ -26,8 +29,18 @@ def simulated_env(platform: str, env: dict[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": path, "SIMULATED_PLATFORM": platform}
 
 
-def simulated_evalrun(platform: str, cwd: Path, *args: str, env: dict[str, str],
-                      timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``python -m evalrun ARGS`` in ``cwd``, fresh, under the simulated ``platform``."""
-    return subprocess.run([sys.executable, "-m", "evalrun", *args], cwd=cwd, env=simulated_env(platform, env),
+def simulated_evalrun(platform: str, cwd: Path, *args: str, env: dict[str, str], timeout: float = 300) -> RunOutcome:
+    """``python -m evalrun ARGS`` in ``cwd``, fresh, under the simulated ``platform``: code, stdout, stderr."""
+    proc = subprocess.run([sys.executable, "-m", "evalrun", *args], cwd=cwd, env=simulated_env(platform, env),
                           capture_output=True, text=True, timeout=timeout)
+    return RunOutcome(proc.returncode, proc.stdout, proc.stderr)
+
+
+REAP = "import json, sys; from evalrun.leftovers import reap_leftovers; print(json.dumps(reap_leftovers(sys.argv[1])))"
+
+
+def simulated_reap(platform: str, state_dir: Path) -> list[str]:
+    """``evalrun.leftovers.reap_leftovers(state_dir)`` in a fresh process of the simulated ``platform``."""
+    proc = subprocess.run([sys.executable, "-c", REAP, str(state_dir)], env=simulated_env(platform, dict(os.environ)),
+                          capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(proc.stdout)

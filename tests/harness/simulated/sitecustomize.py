@@ -51,6 +51,9 @@ def _simulate_macos() -> None:
     import builtins
     import io
 
+    import sysconfig
+
+    sysconfig.get_config_vars()  # read now: its module's name is built from sys.platform (zoneinfo needs it)
     sys.platform = "darwin"
     builtins.open = io.open = _refusing(io.open, "open")
     for name in ("open", "listdir", "scandir", "stat", "lstat", "readlink", "access", "chdir"):
