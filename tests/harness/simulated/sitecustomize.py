@@ -5,8 +5,12 @@
 under it fails with ENOENT, as a path that does not exist does); no pidfd
 (``os.pidfd_open``), no ``os.unshare``/``os.setns``, no ``os.sched_getaffinity``;
 and the C library has no ``unshare``, ``setns``, ``prctl`` or ``seccomp``
-(looking them up through ctypes fails as a missing symbol does). Only Python
-code is affected: ``ps``, PostgreSQL and other programs run as they do.
+(looking them up through ctypes fails as a missing symbol does). ``_scproxy``
+(macOS's proxy settings, which urllib imports on darwin) is this folder's stub:
+no proxies. Only Python code is affected: ``ps``, PostgreSQL and other programs run as they do.
+
+``SIMULATED_FORK_LOG=PATH`` (macOS only) appends a line to PATH for every
+``os.fork`` a simulated process makes.
 
 ``SIMULATED_PLATFORM=windows``: ``import fcntl`` fails, as it does on Windows.
 
@@ -61,6 +65,19 @@ def _simulate_macos() -> None:
     for name in ("pidfd_open", "unshare", "setns", "sched_getaffinity", "sched_setaffinity"):
         if hasattr(os, name):
             delattr(os, name)
+
+    fork_log = os.environ.get("SIMULATED_FORK_LOG")
+    if fork_log:  # every os.fork a simulated process makes, and how many threads it had then
+        import threading
+
+        real_fork = os.fork
+
+        def fork() -> int:
+            with open(fork_log, "a") as fh:
+                fh.write(f"{os.getpid()} {' '.join(sys.argv[:3])} threads={threading.active_count()}\n")
+            return real_fork()
+
+        os.fork = fork
 
     import ctypes
 
