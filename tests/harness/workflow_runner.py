@@ -17,6 +17,10 @@ those under ``if: ${{ !cancelled() }}``. The actions the file uses are simulated
   ``if-no-files-found: error``);
 - ``mikepenz/action-junit-report``: the report files must exist and parse as XML.
 
+A job that ``runs-on: macos-*`` runs on a simulated macOS (``harness.simulation``:
+every Python process of its steps sees ``sys.platform == "darwin"``, no ``/proc``,
+no ``unshare``), so its ``pip install`` and ``evalrun`` steps run as a Mac runs them.
+
 The install step (``python -m pip install -r "$REQUIREMENTS"``, pip of the test
 venv) runs for real once per session for each requirements file content and pip
 setting: pip finds everything satisfied and changes nothing in the venv, so the
@@ -45,6 +49,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.simulation import simulated_env
 
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 VENV_BIN = Path(sys.executable).parent
@@ -160,6 +166,8 @@ class Runner:
             GITHUB_WORKSPACE=str(workspace), RUNNER_TEMP=str(runner_temp), GITHUB_JOB=name,
             **{k: str(v) for k, v in files.items()},
         )
+        if str(job.get("runs-on", "")).startswith("macos"):  # every Python process of the job sees a Mac
+            env = simulated_env("macos", env)
         context: dict[str, dict[str, Any]] = {"matrix": outcome.matrix, "secrets": self.secrets, "env": {}}
         for scope in (self.flow.get("env") or {}, job.get("env") or {}):
             for key, value in scope.items():
@@ -198,7 +206,8 @@ class Runner:
         if script.strip() == PIP_STEP and env.get("REQUIREMENTS"):
             requirements = workspace / env["REQUIREMENTS"]
             if requirements.is_file():
-                key = (requirements.read_bytes(), tuple(sorted((k, v) for k, v in env.items() if k.startswith("PIP_"))))
+                key = (requirements.read_bytes(), tuple(sorted((k, v) for k, v in env.items()
+                                                               if k.startswith("PIP_") or k == "SIMULATED_PLATFORM")))
                 with _INSTALLS_LOCK:  # jobs run at once: one of them installs, the others wait for its outcome
                     if key not in _INSTALLS:
                         _INSTALLS[key] = self._bash(script, workspace, env, temp, index)
