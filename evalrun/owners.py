@@ -32,7 +32,8 @@ from pathlib import Path
 
 from evalrun.procfs import is_alive, proc_stat
 
-OWNER_LOCK = re.compile(r"\.owner-\d+-[0-9a-f]{16}\.lock\Z")  # the only names lock_state opens
+OWNER_LOCK = re.compile(r"\.owner-\d+-[0-9a-f]{16}\.lock\Z")  # the only names owner_state opens
+_NEW_LOCK = re.compile(r"\.\.owner-\d+-[0-9a-f]{16}\.lock\.[0-9a-f]{8}\.new\Z")  # lock_new_file's, if killed mid-way
 
 
 class Liveness(enum.Enum):
@@ -165,9 +166,10 @@ def sweep_owner_locks(folder: Path, keep: set[str]) -> None:
     """Remove the owner lock files of runs that are gone, except those named in ``keep``."""
     own = {held.name for (pid, where), held in list(_held.items()) if where == str(folder)}
     try:
-        names = [p.name for p in folder.iterdir() if OWNER_LOCK.match(p.name)]
+        names = [p.name for p in folder.iterdir() if OWNER_LOCK.match(p.name) or _NEW_LOCK.match(p.name)]
     except OSError:
         return
     for name in names:
+        # A lock file being made is locked by its maker too (lock_new_file): one nobody holds is a dead run's.
         if name not in keep and name not in own and lock_state(folder / name) is Liveness.DEAD:
             (folder / name).unlink(missing_ok=True)

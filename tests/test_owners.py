@@ -185,3 +185,20 @@ def test_ps_rows_are_read_as_ps_writes_them() -> None:
     rows = parse_ps("  101   101 Ss       01:02\n  102   101 Z+   1-00:00:03\nPID PGID STAT ELAPSED\n", 10_000.0)
     assert [(r.pid, r.pgid, r.live, r.started) for r in rows.values()] == [
         (101, 101, True, 10_000.0 - 62), (102, 101, False, 10_000.0 - 86_403)]
+
+
+def test_a_dead_runs_lock_files_are_swept_a_live_ones_and_a_referenced_one_kept(tmp_path: Path) -> None:
+    from evalrun.owners import sweep_owner_locks
+
+    mine = hold_owner_lock(tmp_path, "x")
+    dead = tmp_path / ".owner-1-0123456789abcdef.lock"
+    dead.write_text("")
+    half_made = tmp_path / "..owner-1-0123456789abcdef.lock.deadbeef.new"  # its maker killed before the rename
+    half_made.write_text("")
+    kept = tmp_path / ".owner-2-fedcba9876543210.lock"  # a record still names it
+    kept.write_text("")
+    other = tmp_path / "notes.lock"
+    other.write_text("")
+    sweep_owner_locks(tmp_path, keep={kept.name})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine, kept.name, other.name])
+    let_go_owner_lock(tmp_path, "x")
