@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from harness.project import eval_entry
-from harness.simulation import simulated_env, simulated_evalrun
+from harness.simulation import simulated_env, simulated_evalrun, users_own_tmpdir
 
 # Run 1 (eval "uses-db"): write a row, say so, wait for the test's word, then read it on a new connection
 # (a new backend reads the cluster's files: a deleted data folder fails here).
@@ -58,6 +58,11 @@ def wait_until(predicate, timeout: float = 120.0) -> bool:
 
 @pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_a_second_t2_in_the_project_leaves_the_first_runs_live_postgres_alone_without_proc(project) -> None:
+    with users_own_tmpdir() as own_tmp:
+        _two_runs_at_once(project, own_tmp)
+
+
+def _two_runs_at_once(project, own_tmp: Path) -> None:
     proj = project({
         "manifest.toml": ('[tiers.t2]\n[services.db]\npostgres = "embedded"\n'
                           + eval_entry("uses-db", tier="t2", extra='services = ["db"]')
@@ -65,7 +70,7 @@ def test_a_second_t2_in_the_project_leaves_the_first_runs_live_postgres_alone_wi
         "evals/uses-db/score.py": USES_DB,
         "evals/quick/score.py": QUICK,
     })
-    env = simulated_env("macos", proj.env())
+    env = simulated_env("macos", proj.env({"TMPDIR": str(own_tmp)}))
     first = subprocess.Popen([sys.executable, "-m", "evalrun", "t2", "-e", "uses-db"], cwd=proj.root, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -75,7 +80,7 @@ def test_a_second_t2_in_the_project_leaves_the_first_runs_live_postgres_alone_wi
         data_dir = Path(records[0]["data_dir"])
         assert data_dir.is_dir()
 
-        second = simulated_evalrun("macos", proj.root, "t2", "-e", "quick", env=proj.env())
+        second = simulated_evalrun("macos", proj.root, "t2", "-e", "quick", env=proj.env({"TMPDIR": env["TMPDIR"]}))
         assert second.code in (0, 3), second.output
         assert "leftover" not in second.output and "alone" not in second.output, second.output
         assert data_dir.is_dir()  # the first run's cluster is untouched

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 from harness import REPO, Project
-from harness.simulation import simulated_evalrun
+from harness.simulation import simulated_evalrun, users_own_tmpdir
 
 NOT_ISOLATED = "network: not isolated: network namespaces are Linux only"
 
 
-def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+def _env(tmp_path: Path, tmpdir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))
            and k not in ("CI", "GATE_BITES_BREAK", "GATE_BITES_CASES")}
-    return {**env, "NO_COLOR": "1", "SIMULATED_FORK_LOG": str(tmp_path / "forks.log"), **extra}
+    return {**env, "NO_COLOR": "1", "SIMULATED_FORK_LOG": str(tmp_path / "forks.log"), "TMPDIR": str(tmpdir), **extra}
 
 
 def _forks(tmp_path: Path) -> list[str]:
@@ -31,7 +31,8 @@ def _forks(tmp_path: Path) -> list[str]:
 def test_the_own_t1_and_t2_are_green_on_macos_and_say_why_they_are_not_isolated(tmp_path: Path) -> None:
     for tier in ("t1", "t2"):
         out = tmp_path / f"{tier}.json"
-        run = simulated_evalrun("macos", REPO, tier, "-j", "2", "--json", str(out), env=_env(tmp_path))
+        with users_own_tmpdir() as tmpdir:
+            run = simulated_evalrun("macos", REPO, tier, "-j", "2", "--json", str(out), env=_env(tmp_path, tmpdir))
         assert run.code == 0, run.output
         assert run.out.splitlines()[0] == NOT_ISOLATED, run.out  # the first thing a macOS user reads: why
         assert f"evalrun {tier}: passed (exit 0)" in run.out
@@ -56,7 +57,8 @@ def test_bites_with_jobs_on_macos_never_fork_from_its_threads(tmp_path: Path) ->
                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "guarded"]):
         subprocess.run(["git", *args], cwd=proj.root, env=git_env, check=True, capture_output=True)
-    run = simulated_evalrun("macos", proj.root, "bites", "t1", "-j", "2", env=_env(tmp_path))
+    with users_own_tmpdir() as tmpdir:
+        run = simulated_evalrun("macos", proj.root, "bites", "t1", "-j", "2", env=_env(tmp_path, tmpdir))
     assert run.code == 0, run.output
     assert "2 caught, 0 not caught, 0 broken" in run.out
     assert _forks(tmp_path) == []  # bites' worker threads asked the platform first, and never forked

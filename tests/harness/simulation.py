@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness.project import RunOutcome
@@ -44,3 +48,20 @@ def simulated_reap(platform: str, state_dir: Path) -> list[str]:
     proc = subprocess.run([sys.executable, "-c", REAP, str(state_dir)], env=simulated_env(platform, dict(os.environ)),
                           capture_output=True, text=True, timeout=120, check=True)
     return json.loads(proc.stdout)
+
+
+@contextmanager
+def users_own_tmpdir() -> Iterator[Path]:
+    """A temporary folder of the user's own for a simulated Mac's ``TMPDIR`` (macOS gives each user one under
+    /var/folders), removed afterwards. In /tmp, sticky and searchable by all, as /tmp is: as root the embedded
+    PostgreSQL runs as another user, who must reach its cluster there (pytest's tmp_path is mode 700).
+
+    Why not the shared /tmp: a run made without /proc names its scratch folders with start time 0, which an
+    older evalrun reading /proc on the same machine (another checkout's tests) took for a dead run's and removed.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="simulated-tmpdir-"))
+    folder.chmod(0o1777)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

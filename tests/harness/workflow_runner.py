@@ -167,7 +167,7 @@ class Runner:
             **{k: str(v) for k, v in files.items()},
         )
         if str(job.get("runs-on", "")).startswith("macos"):  # every Python process of the job sees a Mac
-            env = simulated_env("macos", env)
+            env = simulated_env("macos", {**env, "TMPDIR": str(runner_temp)})  # macOS: a TMPDIR of the user's own
         context: dict[str, dict[str, Any]] = {"matrix": outcome.matrix, "secrets": self.secrets, "env": {}}
         for scope in (self.flow.get("env") or {}, job.get("env") or {}):
             for key, value in scope.items():
