@@ -35,14 +35,17 @@ def _hidden(path: object) -> bool:
     except TypeError:
         return False
     if not text.startswith("/"):
-        text = os.path.join(os.getcwd(), text)
+        try:
+            text = os.path.join(os.getcwd(), text)
+        except OSError:  # a removed working folder: the call itself will say so
+            return False
     text = os.path.normpath(text)
     return text == "/proc" or text.startswith("/proc/")
 
 
 def _refusing(real, what: str):
     def wrapper(path, *args, **kwargs):
-        if _hidden(path):
+        if kwargs.get("dir_fd") is None and _hidden(path):  # relative to a folder's descriptor: never /proc here
             raise FileNotFoundError(2, "No such file or directory (simulated: no /proc on this platform)", str(path))
         return real(path, *args, **kwargs)
 
@@ -61,7 +64,11 @@ def _simulate_macos() -> None:
     sys.platform = "darwin"
     builtins.open = io.open = _refusing(io.open, "open")
     for name in ("open", "listdir", "scandir", "stat", "lstat", "readlink", "access", "chdir"):
-        setattr(os, name, _refusing(getattr(os, name), name))
+        real = getattr(os, name)
+        setattr(os, name, _refusing(real, name))
+        for supports in (os.supports_dir_fd, os.supports_fd, os.supports_follow_symlinks, os.supports_effective_ids):
+            if real in supports:  # shutil.rmtree asks these to choose its safe, descriptor-based walk
+                supports.add(getattr(os, name))
     for name in ("pidfd_open", "unshare", "setns", "sched_getaffinity", "sched_setaffinity"):
         if hasattr(os, name):
             delattr(os, name)
