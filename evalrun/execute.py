@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping

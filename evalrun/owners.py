@@ -3,8 +3,9 @@
 Each run holds an exclusive ``fcntl.flock`` on an owner lock file for as long
 as it has pidfiles in a folder (``hold_owner_lock``), and on its scratch
 folder's marker for as long as that folder lives; the kernel releases a lock
-when its holder dies, even by SIGKILL. Another run asks with a shared, non-blocking lock on the same
-file (``lock_state``): refused means alive, granted means dead. That answer
+when its holder dies, even by SIGKILL. Another run asks with a shared,
+non-blocking lock on the same file (``lock_state``): refused means alive,
+granted means dead. That answer
 needs no ``/proc`` and works on Linux and macOS alike (flock is BSD's call).
 
 Where there is no lock to ask (a record written before owner locks existed, a
@@ -51,6 +52,14 @@ class _Held:
 
 _held: dict[tuple[int, str], _Held] = {}  # (pid, folder) -> this process's lock there
 _held_lock = threading.Lock()  # scorers' pidfiles are written from every worker thread
+
+
+def _after_fork_in_child() -> None:
+    global _held_lock
+    _held_lock = threading.Lock()  # a fork from a thread while another held it must not leave it held forever
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def hold_owner_lock(folder: Path, user: str) -> str | None:
