@@ -1,7 +1,7 @@
 """The process table where there is no ``/proc`` (macOS): ``ps``, read once, for a killed run's leftovers.
 
 ``evalrun.procfs`` reads Linux's ``/proc`` and gives exact start times. Without
-it, ``ps -A -o pid= -o pgid= -o stat= -o etime=`` (the same keywords on macOS's
+it, ``ps -A -o pid= -o pgid= -o state= -o etime=`` (the same keywords on macOS's
 BSD ps and on procps) gives each process's group, state and elapsed time,
 from which its start is known to the second. ``evalrun.leftovers`` compares
 that with the time a pidfile says its process was spawned, so a pid reused by
@@ -46,7 +46,7 @@ def parse_etime(text: str) -> int | None:
 
 
 def parse_ps(text: str, now: float) -> dict[int, PsRow]:
-    """Rows of ``ps -A -o pid= -o pgid= -o stat= -o etime=`` by pid; lines that are not four fields are passed over."""
+    """Rows of ``ps -A -o pid= -o pgid= -o state= -o etime=`` by pid; lines that are not four fields are passed over."""
     rows: dict[int, PsRow] = {}
     for line in text.splitlines():
         fields = line.split()
@@ -65,7 +65,7 @@ def ps_table() -> dict[int, PsRow] | None:
     if program is None:
         return None
     try:
-        proc = subprocess.run([program, "-A", "-o", "pid=", "-o", "pgid=", "-o", "stat=", "-o", "etime="],
+        proc = subprocess.run([program, "-A", "-o", "pid=", "-o", "pgid=", "-o", "state=", "-o", "etime="],
                               capture_output=True, timeout=PS_TIMEOUT, env={**os.environ, "LC_ALL": "C"})
     except (OSError, subprocess.SubprocessError):
         return None
