@@ -202,3 +202,32 @@ def test_a_dead_runs_lock_files_are_swept_a_live_ones_and_a_referenced_one_kept(
     sweep_owner_locks(tmp_path, keep={kept.name})
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine, kept.name, other.name])
     let_go_owner_lock(tmp_path, "x")
+
+
+SCRATCH_HOLDER = ("import sys, tempfile, time; tempfile.tempdir = sys.argv[1]\n"
+                  "from evalrun.scratch import make_scratch\nprint(make_scratch(), flush=True); time.sleep(600)\n")
+
+
+def test_without_proc_the_sweep_spares_a_live_runs_scratch_removes_a_dead_ones_and_an_unknown_ones_stays(
+    tmp_path: Path, no_proc
+) -> None:
+    from evalrun.scratch import sweep_scratch
+
+    live = subprocess.Popen([sys.executable, "-c", SCRATCH_HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    dead = subprocess.Popen([sys.executable, "-c", SCRATCH_HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        live_folder, dead_folder = Path(live.stdout.readline().strip()), Path(dead.stdout.readline().strip())
+        dead.send_signal(signal.SIGKILL)
+        dead.wait()
+        # An older evalrun's scratch (its marker never locked) whose owner's pid is taken: cannot tell.
+        older = tmp_path / f"evalrun-{os.getpid()}-0-older"
+        older.mkdir()
+        (older / ".evalrun-scratch").write_text(f"{os.getpid()}\n")
+        assert sweep_scratch(tmp_path) == [dead_folder]
+        assert live_folder.is_dir() and older.is_dir()
+    finally:
+        for proc in (live, dead):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
