@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalrun.leftovers import write_pidfile
+from evalrun.leftovers import remove_pidfile, write_pidfile
 from evalrun.manifest import EvalSpec
 from evalrun.outcome import INSPECT_LOG_DIR_NAME, judge_outcome, note_escaped
 from evalrun.plan import PlannedEval
@@ -33,7 +32,7 @@ from evalrun.pool import run_pool
 from evalrun.process import CancelEvent, ProcessOutcome, ProcessRequest, resolve_program, run_process
 from evalrun.reports_in.parsed import REPORT_LIMIT
 from evalrun.results import EvalResult, Status
-from evalrun.scratch import Janitor, Scratch, make_scratch, sweep_scratch
+from evalrun.scratch import Janitor, Scratch, drop_scratch, make_scratch, sweep_scratch
 from evalrun.models.scorer_env import model_endpoint_wins
 from evalrun.secrets import PLACEHOLDER
 
@@ -105,7 +104,7 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
                           on_result=request.on_finish)
     finally:
         janitor.close()
-        shutil.rmtree(scratch, ignore_errors=True)
+        drop_scratch(scratch)
         if own_cancel is not None:
             own_cancel.close()
     done = {order[position]: result for position, result in pooled.done.items()}
@@ -198,7 +197,7 @@ def run_scorer(
         outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile, sandbox)
     finally:
         if pidfile is not None:
-            pidfile.unlink(missing_ok=True)
+            remove_pidfile(pidfile)
     result = judge_outcome(
         planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets, workdir=workdir
     )

@@ -184,7 +184,9 @@ def run_isolated(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple
     (a user namespace is needed, which only a single-threaded process can enter) ``body`` runs in a forked
     child (``_run_forked``).
     """
-    if os.geteuid() == 0 and sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux"):  # asked before any fork: macOS forks from a threaded process badly
+        return False, None, "network namespaces are Linux only"
+    if os.geteuid() == 0:
         host = _open_own_namespace()
         if host is not None:
             return _run_here(body, on_entered, host)

@@ -10,9 +10,14 @@ SIGKILLed invocation left behind (a run's scratch folders are swept by
 ``evalrun.execute`` decide when to start and stop; this module knows how to
 stop safely.
 
-A process is tracked by its process group *and* by the start time the kernel
-gives in ``/proc/<pid>/stat``, so a pid reused by an unrelated program is
-never signalled. Nothing is ever stopped by name.
+A record is acted on only once its run is known to be dead: each run holds a
+lock while it lives (``evalrun.owners``), so a second run in the same project
+never takes a live run's services for leftovers, with or without ``/proc``.
+A process is tracked by its process group *and* by its start time (the
+kernel's in ``/proc/<pid>/stat``; without ``/proc``, as on macOS, ``ps``'s
+against the time the record says it was spawned: ``evalrun.process_table``),
+so a pid reused by an unrelated program is never signalled. What cannot be
+told is left alone and said. Nothing is ever stopped by name.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from pathlib import Path
 
 from evalrun.files import FileReadError, read_bounded
 from evalrun.process import terminate_group
+from evalrun.owners import Liveness, hold_owner_lock, let_go_owner_lock, owner_state, pid_state, sweep_owner_locks
+from evalrun.process_table import SAME_START_S, PsRow, ps_table, same_start
 from evalrun.procfs import group_members, is_alive, proc_stat, start_ticks
 
 DEFAULT_GRACE = 5.0
@@ -46,12 +53,21 @@ _PIDFILE_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
 
 
 def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str]:
-    """Stop services and scorers whose pidfiles earlier invocations left when they died without stopping them."""
+    """Stop services and scorers whose pidfiles earlier invocations left when they died without stopping them.
+
+    A record is acted on only when its run is known to be dead (``evalrun.owners``: the lock it held while
+    it lived is free, or its pid is gone), and its process only when it is known to be the one the record
+    names (a start time from ``/proc``, or from ``ps`` where there is no ``/proc``). What cannot be told is
+    left alone, record and data folder included, and said in the lines returned.
+    """
     lines: list[str] = []
-    if not Path(state_dir).is_dir():
+    state_dir = Path(state_dir)
+    if not state_dir.is_dir():
         return lines
-    _sweep_pidfile_temps(Path(state_dir))
-    for path in sorted(Path(state_dir).glob("*.json")):
+    _sweep_pidfile_temps(state_dir)
+    table = _ProcessTable()
+    referenced: set[str] = set()
+    for path in sorted(state_dir.glob("*.json")):
         try:
             entry = json.loads(read_bounded(path, PIDFILE_LIMIT, "a pidfile").decode("utf-8"))
             if entry.get("version") != PIDFILE_VERSION:
@@ -59,29 +75,77 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
             name, pid, pgid, start = entry["name"], int(entry["pid"]), int(entry["pgid"]), int(entry["proc_start"])
             owner, owner_start, kind = int(entry["owner_pid"]), int(entry["owner_start"]), entry["kind"]
             data_dir = Path(entry["data_dir"]) if entry.get("data_dir") else None
+            spawned_at = float(entry.get("spawned_at") or 0)
+            lock = entry.get("owner_lock")
         except (FileReadError, ValueError, KeyError, TypeError, AttributeError):  # AttributeError: JSON, not an object
             with contextlib.suppress(OSError):  # a directory by that name stays; it names no process
                 path.unlink(missing_ok=True)  # unreadable (or a FIFO left to hang us): nothing in it can be trusted to signal
             continue
-        if is_alive(owner, owner_start):
+        what = "scorer of eval" if kind == "scorer" else "service"
+        owner_is = owner_state(state_dir, lock, owner, owner_start)
+        if owner_is is Liveness.ALIVE:
             continue  # its invocation is still running and will stop it itself
-        stopped = False
-        if is_alive(pid, start):
-            stop_group(pgid, kind, grace, None)
-            stopped = True
-        elif (leader := proc_stat(pid)) is None or leader.start_ticks == start:
-            # The leader is gone (or a zombie). Its pid cannot be reused while its
-            # group has members, so members that started after it are its own.
-            # A live process under that pid with another start time means reuse.
-            if [m for m in group_members(pgid) or [] if m.start_ticks >= start]:
-                stop_group(pgid, "run", grace, None)
-                stopped = True
+        if owner_is is Liveness.UNKNOWN:
+            if not path.exists():
+                continue  # removed by its run as we looked: the run was alive and stopped it itself
+            referenced.add(str(lock))
+            lines.append(f"left {what} {name} (pgid {pgid}) alone: cannot tell whether the run that started it "
+                         f"(pid {owner}) still runs; if it does not, stop group {pgid} and remove {path}")
+            continue
+        verdict = table.leftover(pid, pgid, start, spawned_at)
+        if verdict is None:
+            referenced.add(str(lock))
+            lines.append(f"left {what} {name} (pgid {pgid}) of a killed run alone: cannot tell whether it still "
+                         f"runs on this system; stop group {pgid} if it does, and remove {path}")
+            continue
+        if verdict:
+            stop_group(pgid, kind if table.leader_alive else "run", grace, None)
         remove_data_dir(data_dir)
         path.unlink(missing_ok=True)
-        if stopped:
-            what = "scorer of eval" if kind == "scorer" else "service"
+        if verdict:
             lines.append(f"stopped leftover {what} {name} (pgid {pgid}) from an earlier run")
+    sweep_owner_locks(state_dir, keep=referenced)
     return lines
+
+
+class _ProcessTable:
+    """Whether a dead run's process (or its group) still runs: ``/proc`` where there is one, else ``ps``
+    (read once per sweep, only when a dead run left a record)."""
+
+    def __init__(self) -> None:
+        self._procfs = proc_stat(os.getpid()) is not None
+        self._ps: dict[int, PsRow] | None = None
+        self._ps_read = False
+        self.leader_alive = False
+
+    def leftover(self, pid: int, pgid: int, start: int, spawned_at: float) -> bool | None:
+        """True: the process or members of its group still run and are the record's; False: nothing of it
+        runs; None: cannot tell."""
+        self.leader_alive = False
+        if self._procfs and start:
+            if is_alive(pid, start):
+                self.leader_alive = True
+                return True
+            leader = proc_stat(pid)
+            if leader is None or leader.start_ticks == start:
+                # The leader is gone (or a zombie). Its pid cannot be reused while its
+                # group has members, so members that started after it are its own.
+                # A live process under that pid with another start time means reuse.
+                return bool([m for m in group_members(pgid) or [] if m.start_ticks >= start])
+            return False
+        if not spawned_at:
+            return None  # a record without a spawn time, read without /proc: nothing to tell reuse by
+        if not self._ps_read:
+            self._ps, self._ps_read = ps_table(), True
+        if self._ps is None:
+            return None
+        row = self._ps.get(pid)
+        if row is not None and row.live and same_start(row, spawned_at):
+            self.leader_alive = True
+            return True
+        if row is None or same_start(row, spawned_at):
+            return any(m.pgid == pgid and m.live and m.started > spawned_at - SAME_START_S for m in self._ps.values())
+        return False  # a later process under that pid: the record's is gone
 
 
 def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None) -> None:
@@ -95,6 +159,7 @@ def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data
     kill mid-write leaves nothing the next run keeps.
     """
     owner, owner_start = os.getpid(), _own_start_ticks()
+    lock = _owner_lock(pidfile)
     fields = {
         "version": PIDFILE_VERSION,
         "name": name,
@@ -103,8 +168,10 @@ def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data
         "pgid": pgid,
         "proc_start": start_ticks(pid) or 0,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "spawned_at": time.time(),  # with ps's start times, tells our process from a reused pid where there is no /proc
         "owner_pid": owner,
         "owner_start": owner_start,
+        "owner_lock": lock,
         "data_dir": str(data_dir) if data_dir else None,
     }
     data = (json.dumps(fields) + "\n").encode("utf-8")
@@ -121,7 +188,14 @@ def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        let_go_owner_lock(pidfile.parent, str(pidfile))
         raise
+
+
+def remove_pidfile(pidfile: Path) -> None:
+    """Remove a pidfile ``write_pidfile`` wrote (its group is stopped), then let go of the owner lock it named."""
+    pidfile.unlink(missing_ok=True)
+    let_go_owner_lock(pidfile.parent, str(pidfile))
 
 
 _tmp_numbers = itertools.count()
@@ -136,11 +210,20 @@ def _own_start_ticks() -> int:
     return _own_start[1]
 
 
+def _owner_lock(pidfile: Path) -> str | None:
+    """This run's owner lock beside ``pidfile`` (``evalrun.owners``), held until ``remove_pidfile``; None where
+    it cannot be made (the next run then falls back on the pid)."""
+    try:
+        return hold_owner_lock(pidfile.parent, str(pidfile))
+    except OSError:
+        return None
+
+
 def _sweep_pidfile_temps(state_dir: Path) -> None:
-    """Remove half-written pidfiles whose writer is gone; a live writer's are left alone."""
+    """Remove half-written pidfiles whose writer is known to be gone; a live (or unknown) writer's are left alone."""
     for path in state_dir.glob(".*.tmp"):
         match = _PIDFILE_TMP.match(path.name)
-        if match and not is_alive(int(match.group(1)), int(match.group(2))):
+        if match and pid_state(int(match.group(1)), int(match.group(2))) is Liveness.DEAD:
             path.unlink(missing_ok=True)
 
 

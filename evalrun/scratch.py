@@ -1,8 +1,9 @@
 """Scratch folders: a run's own temporary folder, one folder per worker in it, an empty workdir per eval.
 
 This module owns every scratch folder evalrun makes for scorers: the run's
-folder (``make_scratch``), named after its owner so that ``sweep_scratch``
-removes only what a dead (SIGKILLed) run left and never a live run's; each
+folder (``make_scratch``), named after its owner and locked while it lives, so
+that ``sweep_scratch`` removes only what a dead (SIGKILLed) run left and never a
+live run's, with or without ``/proc``; each
 worker's ``Scratch`` (the report path and a workdir that is empty for every
 eval); and the janitor thread that removes filled workdirs off the workers'
 critical path.
@@ -19,7 +20,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from evalrun.procfs import is_alive, proc_stat, start_ticks
+from evalrun.owners import Liveness, lock_new_file, lock_state, pid_state, release
+from evalrun.procfs import start_ticks
 
 # A run's scratch folder: ``evalrun-<owner pid>-<owner start ticks>-<random>``, holding SCRATCH_MARKER.
 SCRATCH_MARKER = ".evalrun-scratch"
@@ -27,24 +29,48 @@ _SCRATCH_NAME = re.compile(r"evalrun-(\d+)-(\d+)-[^/]+\Z")
 
 
 def make_scratch() -> Path:
-    """A new scratch folder for this run, named after its owner so ``sweep_scratch`` knows when it is stale."""
+    """A new scratch folder for this run, named after its owner so ``sweep_scratch`` knows when it is stale.
+
+    Its marker file is locked while the run lives (``evalrun.owners``): from the moment it appears, another
+    run's sweep finds it locked. ``drop_scratch`` removes the folder and lets the lock go.
+    """
     me = os.getpid()
     folder = Path(tempfile.mkdtemp(prefix=f"evalrun-{me}-{start_ticks(me) or 0}-"))
-    (folder / SCRATCH_MARKER).write_text(f"{me}\n")
+    fd = lock_new_file(folder / SCRATCH_MARKER, f"{me}\n{LOCKED}\n".encode())
+    if fd is None:  # a filesystem without locks: the sweep falls back on the owner's pid
+        (folder / SCRATCH_MARKER).write_text(f"{me}\n")
+    _marker_locks[folder] = fd
     return folder
+
+
+def drop_scratch(folder: Path) -> None:
+    """Remove a run's scratch folder, then release the lock that marked it as live."""
+    shutil.rmtree(folder, ignore_errors=True)
+    release(_marker_locks.pop(folder, None))
+
+
+_marker_locks: dict[Path, int | None] = {}
+LOCKED = "locked"  # the marker's second line when its run holds it locked (an older evalrun's never is)
+
+
+def _says_locked(marker: Path) -> bool:
+    try:
+        with open(marker, "rb", buffering=0) as fh:  # a plain file: the caller checked
+            return fh.read(64).split(b"\n")[1:2] == [LOCKED.encode()]
+    except OSError:
+        return False
 
 
 def sweep_scratch(root: Path | None = None) -> list[Path]:
     """Remove the scratch folders of evalrun processes that are gone (SIGKILLed); returns those removed.
 
-    Only folders that carry SCRATCH_MARKER, belong to this user and name an
-    owner that is no longer alive (pid and start time) are touched: a live
-    run's scratch, or anything else in the temporary folder, never is.
+    Only folders that carry SCRATCH_MARKER, belong to this user and whose owner is known to be dead are
+    touched: its marker's lock is free (``evalrun.owners``), or, where a marker has no lock, its pid is
+    gone (``/proc``'s start time, or no process at all under that pid). A live run's scratch, one whose
+    owner cannot be told, or anything else in the temporary folder, never is.
     """
     root = Path(root or tempfile.gettempdir())
     removed: list[Path] = []
-    if proc_stat(os.getpid()) is None:
-        return removed  # no /proc: whether an owner is alive cannot be told, so nothing is stale
     try:
         entries = list(os.scandir(root))
     except OSError:
@@ -61,7 +87,10 @@ def sweep_scratch(root: Path | None = None) -> list[Path]:
                 continue
         except OSError:
             continue
-        if is_alive(int(match.group(1)), int(match.group(2))):
+        state = lock_state(folder / SCRATCH_MARKER) if _says_locked(folder / SCRATCH_MARKER) else Liveness.UNKNOWN
+        if state is Liveness.UNKNOWN:
+            state = pid_state(int(match.group(1)), int(match.group(2)))
+        if state is not Liveness.DEAD:
             continue
         shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():

@@ -109,6 +109,9 @@ def test_the_workflow_does_what_the_readme_says() -> None:
     assert "evalrun t1 --junit" in _runs(jobs["t1"]) and jobs["t1"]["if"] == "github.event_name == 'pull_request'"
     assert "evalrun t2 --junit" in _runs(jobs["t2"]) and jobs["t2"]["if"] == "github.event_name == 'pull_request'"
     assert "secrets" not in json.dumps(jobs["t2"]), "t2 replays with no key: a fork's pull request runs it"
+    mac = jobs["t1-macos"]  # users run t1 on macOS laptops: the same gate on a Mac runner
+    assert mac["runs-on"].startswith("macos-") and mac["if"] == "github.event_name == 'pull_request'"
+    assert "evalrun t1 --junit" in _runs(mac) and "secrets" not in json.dumps(mac)
     for name, job in jobs.items():  # the project's own requirements, never the other project's "evalrun"
         assert 'python -m pip install -r "$REQUIREMENTS"' in _runs(job), name
     assert "|| true" not in WORKFLOW.read_text()

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evalrun.leftovers import reap_leftovers, write_pidfile
+from evalrun.leftovers import reap_leftovers, remove_pidfile, write_pidfile
 from evalrun.procfs import start_ticks
 
 
@@ -23,9 +23,12 @@ def test_a_pidfile_names_the_group_its_start_and_its_owner(tmp_path: Path) -> No
         assert (fields["pid"], fields["pgid"], fields["proc_start"]) == (child.pid, child.pid, start_ticks(child.pid))
         assert (fields["owner_pid"], fields["owner_start"]) == (os.getpid(), start_ticks(os.getpid()))
         assert fields["data_dir"] is None
-        assert [p.name for p in tmp_path.iterdir()] == ["scorer.json"]  # no temporary file left
+        # no temporary file left; the owner's lock, held while the pidfile is there, tells the next run it lives
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fields["owner_lock"], "scorer.json"])
         assert reap_leftovers(tmp_path) == []  # its owner (this process) is alive: left alone
         assert child.poll() is None
+        remove_pidfile(tmp_path / "scorer.json")
+        assert list(tmp_path.iterdir()) == []  # the lock goes with the run's last pidfile
     finally:
         child.kill()
         child.wait()

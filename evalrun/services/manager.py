@@ -31,7 +31,7 @@ from evalrun.services.spec import ServiceSpec
 from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
 from evalrun.services.postgres_cache import staged_bin_dir
 from evalrun.leftovers import (
-    DEFAULT_GRACE, MARKER, remove_data_dir, stop_group, write_pidfile,
+    DEFAULT_GRACE, MARKER, remove_data_dir, remove_pidfile, stop_group, write_pidfile,
 )
 
 LOG_TAIL_LINES = 5
@@ -348,7 +348,7 @@ class ServiceManager:
     def _stop(self, running: _Running) -> str:
         killed = stop_group(running.pgid, running.kind, self._grace, running.proc)
         removed = remove_data_dir(running.data_dir)
-        running.pidfile.unlink(missing_ok=True)
+        remove_pidfile(running.pidfile)
         line = f"stopped service {running.name} (pgid {running.pgid})"
         if killed:
             line += f"; it ignored the stop request for {self._grace:.1f} s and was killed"

@@ -167,15 +167,21 @@ def test_the_workflow_runs_t3_shards_then_merge_nightly(sample_project) -> None:
 def test_the_workflow_runs_t1_t2_on_pull_requests_without_the_key_or_the_upstream(sample_project) -> None:
     # Pull requests, a fork's too: no secret, and the model upstream is gone.
     flow, origin = sample_project["flow"], sample_project["origin"]
-    assert [j for j in flow["jobs"] if job_runs(flow, j, "pull_request")] == ["t1", "t2"]
+    assert [j for j in flow["jobs"] if job_runs(flow, j, "pull_request")] == ["t1", "t1-macos", "t2"]
     pulls = Runner(flow, origin, origin.parent / "pull", base_env=_env())
-    t1, t2 = pulls.run_at_once(("t1", None), ("t2", None))
+    t1, mac, t2 = pulls.run_at_once(("t1", None), ("t1-macos", None), ("t2", None))
     assert t1.ok, t1.log()
+    # The macOS job's steps, on a simulated Mac: installed, green, and saying why it is not isolated.
+    assert mac.ok, mac.log()
+    said = mac.step("evalrun t1 on macOS").output
+    assert said.startswith("network: not isolated: network namespaces are Linux only\n"), said
+    assert "evalrun t1: passed (exit 0)" in said
+    assert (pulls.artifacts / "evalrun-t1-macos" / "t1-macos.xml").is_file()
     assert "Publish the JUnit report" in [s.name for s in t1.steps if s.code == 0]
     assert t1.summary.strip(), "evalrun writes the step summary itself in Actions"
     assert t2.ok, t2.log()
     assert "evalrun t2: passed (exit 0)" in t2.step("evalrun t2").output, t2.log()
-    assert KEY not in t1.log() + t2.log()
+    assert KEY not in t1.log() + mac.log() + t2.log()
     [results] = (origin.parent / "pull").glob("job-*-t2/workspace/.evalrun/results/t2.json")
     assert next(e for e in json.loads(results.read_text())["evals"] if e["name"] == "answer")["status"] == "passed"
 

@@ -9,6 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from harness.simulation import simulated_env, simulated_evalrun
+
 from evalrun.scratch import make_scratch, sweep_scratch
 
 # First run: spawn a long sleeper in the scorer's own group, say so, then hang.
@@ -58,7 +61,11 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def test_a_sigkilled_run_leaves_no_scorer_group_and_no_scratch_after_the_next_run(project, tmp_path: Path) -> None:
+@pytest.mark.parametrize("platform", ["linux", "macos"])
+def test_a_sigkilled_run_leaves_no_scorer_group_and_no_scratch_after_the_next_run(
+    project, tmp_path: Path, platform: str
+) -> None:
+    # macOS (simulated: no /proc, both runs): the killed run's locks tell it is dead, ps that its scorer runs on.
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     proj = project(
@@ -68,6 +75,8 @@ def test_a_sigkilled_run_leaves_no_scorer_group_and_no_scratch_after_the_next_ru
         }
     )
     env = proj.env({"TMPDIR": str(tmp)})
+    if platform != "linux":
+        env = simulated_env(platform, env)
     # fresh, not forked: SIGKILLed mid-run
     first = subprocess.Popen([sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -83,7 +92,10 @@ def test_a_sigkilled_run_leaves_no_scorer_group_and_no_scratch_after_the_next_ru
         assert [p.name for p in tmp.iterdir() if p.name.startswith("evalrun-")]  # and its scratch
 
         (proj.root / "e" / "second-run").write_text("")
-        second = proj.run("t1", env={"TMPDIR": str(tmp)})
+        if platform == "linux":
+            second = proj.run("t1", env={"TMPDIR": str(tmp)})
+        else:
+            second = simulated_evalrun(platform, proj.root, "t1", env=env)
         assert second.code in (0, 3), second.output
         assert f"stopped leftover scorer of eval hangs (pgid {pgid}) from an earlier run" in second.output
         assert wait_until(lambda: not group_alive(pgid)), "the killed run's scorer group is still running"

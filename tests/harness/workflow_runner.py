@@ -15,7 +15,6 @@ those under ``if: ${{ !cancelled() }}``. The actions the file uses are simulated
 - ``actions/upload-artifact`` / ``download-artifact``: copies through one folder
   per workflow run (``name``, ``path``, ``pattern``, ``merge-multiple``,
   ``if-no-files-found: error``);
-- ``mikepenz/action-junit-report``: the report files must exist and parse as XML;
 - a composite action of a local folder (``actions``: what ``uses:`` names it by, e.g.
   evalrun's own ``action.yml``): its steps run as the job's, with ``${{ inputs.x }}``
   (``with:`` over the defaults), ``${{ github.action_path }}`` and
@@ -31,6 +30,10 @@ those under ``if: ${{ !cancelled() }}``. The actions the file uses are simulated
 
 ``github.event.pull_request.head.repo.fork`` in an ``if:`` is the run's ``fork``
 (false for other events, as GitHub's null is).
+
+A job that ``runs-on: macos-*`` runs on a simulated macOS (``harness.simulation``:
+every Python process of its steps sees ``sys.platform == "darwin"``, no ``/proc``,
+no ``unshare``), so its ``pip install`` and ``evalrun`` steps run as a Mac runs them.
 
 The install step (``python -m pip install -r "$REQUIREMENTS"``, pip of the test
 venv) runs for real once per session for each requirements file content and pip
@@ -60,6 +63,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.simulation import simulated_env
 
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 VENV_BIN = Path(sys.executable).parent
@@ -194,6 +199,8 @@ class Runner:
             GITHUB_WORKSPACE=str(workspace), RUNNER_TEMP=str(runner_temp), GITHUB_JOB=name,
             **{k: str(v) for k, v in files.items()},
         )
+        if str(job.get("runs-on", "")).startswith("macos"):  # every Python process of the job sees a Mac
+            env = simulated_env("macos", {**env, "TMPDIR": str(runner_temp)})  # macOS: a TMPDIR of the user's own
         context: dict[str, dict[str, Any]] = {"matrix": outcome.matrix, "secrets": self.secrets, "env": {},
                                               "strategy": _strategy(job, outcome.matrix)}
         for scope in (self.flow.get("env") or {}, job.get("env") or {}):
@@ -233,7 +240,8 @@ class Runner:
         if script.strip() == PIP_STEP and env.get("REQUIREMENTS"):
             requirements = workspace / env["REQUIREMENTS"]
             if requirements.is_file():
-                key = (requirements.read_bytes(), tuple(sorted((k, v) for k, v in env.items() if k.startswith("PIP_"))))
+                key = (requirements.read_bytes(), tuple(sorted((k, v) for k, v in env.items()
+                                                               if k.startswith("PIP_") or k == "SIMULATED_PLATFORM")))
                 with _INSTALLS_LOCK:  # jobs run at once: one of them installs, the others wait for its outcome
                     if key not in _INSTALLS:
                         _INSTALLS[key] = self._bash(script, workspace, env, temp, index)

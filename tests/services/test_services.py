@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 from harness import STUBS, finishes
+from harness.simulation import simulated_env, simulated_reap
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
-from evalrun.leftovers import reap_leftovers, write_pidfile
+from evalrun.leftovers import reap_leftovers, remove_pidfile, write_pidfile
 from evalrun.services.manager import ServiceManager
 from evalrun.services.spec import ServiceSpec
 from evalrun.secrets import known_secrets
@@ -314,12 +315,12 @@ def test_leaving_the_with_block_on_ctrl_c_stops_services(tmp_path: Path) -> None
 # ---------------------------------------------------------------- leftovers
 
 
-def run_driver_and_sigkill(tmp_path: Path, *args: str) -> dict:
+def run_driver_and_sigkill(tmp_path: Path, *args: str, platform: str = "linux") -> dict:
     out = tmp_path / "driver.json"
     driver = subprocess.Popen(
         [sys.executable, str(STUBS / "service_driver.py"), str(tmp_path / "state"), str(tmp_path / "logs"),
          str(out), *args],
-        cwd=tmp_path,
+        cwd=tmp_path, env=None if platform == "linux" else simulated_env(platform, dict(os.environ)),
     )
     try:
         info = json.loads(wait_for(lambda: out.exists() and out.read_text(), timeout=30))
@@ -396,7 +397,7 @@ def test_a_record_half_written_when_its_run_was_killed_is_removed_and_a_live_one
     monkeypatch.setattr(atomic.os, "replace", lambda src, dst: (seen.append(Path(src).name), real_replace(src, dst)))
     write_pidfile(state / "api.json", "api", "run", os.getpid(), os.getpgid(0), None)
     monkeypatch.undo()
-    (state / "api.json").unlink()
+    remove_pidfile(state / "api.json")
     assert len(seen) == 1
     me = os.getpid()
     live = state / seen[0]
@@ -481,10 +482,17 @@ def test_embedded_postgres_serves_a_url_and_leaves_nothing_behind(tmp_path: Path
 
 
 @pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
-def test_embedded_postgres_left_by_a_sigkilled_run_is_reaped(tmp_path: Path) -> None:
-    info = run_driver_and_sigkill(tmp_path, "postgres")
+@pytest.mark.parametrize("platform", ["linux", "macos"])
+def test_embedded_postgres_left_by_a_sigkilled_run_is_reaped(tmp_path: Path, platform: str) -> None:
+    # On macOS (simulated: no /proc) the killed run's lock tells it is dead, and ps's start times that the
+    # postmaster is still the one its pidfile names; both the killed run and the reaper are simulated.
+    info = run_driver_and_sigkill(tmp_path, "postgres", platform=platform)
     assert running(info["pid"]) and Path(info["data_dir"]).is_dir()
-    lines = reap_leftovers(tmp_path / "state")
+    if platform == "linux":
+        lines = reap_leftovers(tmp_path / "state")
+    else:
+        lines = simulated_reap(platform, tmp_path / "state")
     assert lines == [f"stopped leftover service db (pgid {info['pgid']}) from an earlier run"]
     assert not running(info["pid"]) and not group_members(info["pgid"])
     assert not Path(info["data_dir"]).exists()
+    assert list((tmp_path / "state").iterdir()) == []  # the record and the killed run's lock are gone
