@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -306,7 +307,9 @@ def collect(
     if not entered or results is None:
         mechanism, why_no_fallback = fallback_for(tier)
         if mechanism is None:
-            reason = f"{why or 'unknown'}; and no fallback: {why_no_fallback}"
+            reason = why or "unknown"
+            if sys.platform.startswith("linux"):  # elsewhere the fallback is Linux only as the namespace is: said once
+                reason = f"{reason}; and no fallback: {why_no_fallback}"
             if policy.required:
                 raise refuse(policy, reason)
             network = not_isolated(reason)
