@@ -9,9 +9,10 @@ the tier's own mode, and judges it:
 - caught: the eval's report came in and every named check failed;
 - not caught: a named check passed under the breakage: it cannot fail this
   way, it asserts nothing about what it guards (exit 3, regression class);
-- broken: the bite did not apply, the eval did not report (crash, timeout,
-  a service down), or a named check is not in its report: that proves
-  nothing either way (exit 1, a failure);
+- broken: the bite did not apply or changed nothing, the eval did not report
+  (crash, timeout, a service down), a named check is not in its report, or
+  it failed before making any assertion: that proves nothing either way
+  (exit 1, a failure);
 - skipped: a precondition of the eval was unmet (exit 4, as any skip).
 
 This module holds the pure parts: the list of bites of a plan, the shard
@@ -89,7 +90,10 @@ class BiteNotApplied(Exception):
 def apply_bite(bite: Bite, eval_dir: Path, top: Path) -> None:
     """Lay ``bite`` on the export whose top folder is ``top``; ``eval_dir`` is the eval's folder in it.
 
-    ``env`` is not applied here: it goes into the eval's environment.
+    ``env`` is not applied here: it goes into the eval's environment. A bite must change what it says it
+    changes: a replaced file that ends up as it was, or a patch after which the files it names read as
+    before (``git apply`` that found another repository above the export and applied nothing, exit 0), is
+    ``BiteNotApplied`` ("broken"), never a run that proves nothing.
     """
     for target, source in bite.replace.items():
         src, dst = (eval_dir / source).resolve(), (eval_dir / target).resolve()
@@ -97,18 +101,64 @@ def apply_bite(bite: Bite, eval_dir: Path, top: Path) -> None:
             raise BiteNotApplied(f"replace {target}: lies outside the checkout")
         if not src.is_file():
             raise BiteNotApplied(f"replace {target}: {source} is not committed, so the clean copy has no such file")
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dst)
-    if bite.patch:
-        patch = (eval_dir / bite.patch).resolve()
-        if not patch.is_file():
-            raise BiteNotApplied(f"patch {bite.patch}: not committed, so the clean copy has no such file")
+        if dst.is_dir():
+            raise BiteNotApplied(f"replace {target}: is a folder in the clean copy; a bite replaces one file, name a file in it")
+        before = _contents(dst)
         try:
-            proc = run_git(top, ["apply", "--whitespace=nowarn", str(patch)], "bites")
-        except UsageError as exc:
-            raise BiteNotApplied(f"patch {bite.patch}: {exc}") from None
-        if proc.returncode != 0:
-            raise BiteNotApplied(f"patch {bite.patch} does not apply ({one_line(git_says(proc), 300)}); regenerate it with git diff")
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+        except OSError as exc:
+            raise BiteNotApplied(f"replace {target}: cannot write it in the clean copy ({exc.strerror or exc})") from None
+        if _contents(dst) == before:
+            raise BiteNotApplied(f"replace {target}: {source} has the same content, so the bite changes nothing; "
+                                 "replace it by a file that differs")
+    if bite.patch:
+        _apply_patch(bite.patch, (eval_dir / bite.patch).resolve(), top)
+
+
+def _apply_patch(named: str, patch: Path, top: Path) -> None:
+    """``git apply`` the patch to the export at ``top`` alone, then check that every file it names changed."""
+    if not patch.is_file():
+        raise BiteNotApplied(f"patch {named}: not committed, so the clean copy has no such file")
+    # The export is no repository: git must not find one above it (a TMPDIR inside a CI's work tree), where
+    # ``git apply`` would skip the paths outside that repository's current folder and exit 0 having done nothing.
+    isolated = {"GIT_CEILING_DIRECTORIES": str(top.parent)}
+    try:
+        listed = run_git(top, ["apply", "--numstat", "-z", str(patch)], "bites", env=isolated)
+        paths = _numstat_paths(listed.stdout) if listed.returncode == 0 else []
+        before = {rel: _contents(top / rel) for rel in paths}
+        proc = run_git(top, ["apply", "--whitespace=nowarn", str(patch)], "bites", env=isolated)
+    except UsageError as exc:
+        raise BiteNotApplied(f"patch {named}: {exc}") from None
+    if proc.returncode != 0:
+        raise BiteNotApplied(f"patch {named} does not apply ({one_line(git_says(proc), 300)}); regenerate it with git diff")
+    if not paths or all(_contents(top / rel) == old for rel, old in before.items()):
+        raise BiteNotApplied(f"patch {named}: git apply exited 0 but changed no file of the clean copy; "
+                             "regenerate it with git diff from the repository's top folder")
+
+
+def _numstat_paths(raw: bytes) -> list[str]:
+    """The paths ``git apply --numstat -z`` names (a rename's both sides)."""
+    paths: list[str] = []
+    parts = raw.decode("utf-8", "surrogateescape").split("\0")
+    index = 0
+    while index < len(parts):
+        fields = parts[index].split("\t")
+        index += 1
+        if len(fields) == 3 and fields[2]:
+            paths.append(fields[2])
+        elif len(fields) == 3:  # a rename: the old and the new path follow as two more fields
+            paths += [p for p in parts[index:index + 2] if p]
+            index += 2
+    return paths
+
+
+def _contents(path: Path) -> bytes | None:
+    """A file's bytes, or None when there is no file (a patch may add or delete one)."""
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError:
+        return None
 
 
 def judge_bite(run: BiteRun, result: EvalResult | None, problem: str | None = None) -> EvalResult:
@@ -142,6 +192,12 @@ def judge_bite(run: BiteRun, result: EvalResult | None, problem: str | None = No
     if missing:
         return done(BROKEN, f"check {_q(missing[0])} is not in the eval's report under the bite; fix the name in fails",
                     source=result)
+    unasserted = [name for name in fails if not by_name[name].passed and by_name[name].assertions == 0]
+    if unasserted:
+        return done(BROKEN, f"check {_q(unasserted[0])} failed under the bite before making any assertion "
+                            f"({one_line(by_name[unasserted[0]].message or 'no message', 200)}): it never tested what "
+                            "the bite breaks; make the bite break the product, not the check (e.g. a well-formed "
+                            "replacement file)", source=result)
     checks = [
         CheckResult(
             name=name,

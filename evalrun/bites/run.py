@@ -173,6 +173,8 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[st
                 networks.append(collected.network)
     except EvalrunError as exc:  # a clean copy that cannot be made, a manifest the export breaks
         return judge_bite(run, None, str(exc))
+    except OSError as exc:  # a file of the copy that cannot be read or written: this bite is broken, the others run on
+        return judge_bite(run, None, f"{exc.filename or 'the clean copy'}: {exc.strerror or exc}")
     if collected.interrupted:
         raise KeyboardInterrupt
     found = [r for r in collected.evals if r.name == run.planned.name]

@@ -150,6 +150,8 @@ def _check_bites(where: str, manifest: Manifest, spec: EvalSpec, folder: Path) -
             target = (folder / relative).resolve()
             if Path(relative).is_absolute() or not target.is_relative_to(manifest.root) or target == manifest.root:
                 raise ManifestError(f"{at}.replace: {relative!r} lies outside the manifest's folder; name a file in the repository")
+            if target.is_dir():
+                raise ManifestError(f"{at}.replace: {relative!r} is a folder; a bite replaces one file, name a file in it")
         if spec.tier in ("t1", "t2"):
             for name, value in bite.env.items():
                 problem = _key_use(name, value, keys)

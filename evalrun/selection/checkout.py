@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,13 +25,17 @@ from evalrun.process import spawn, terminate_group
 GIT_TIMEOUT = 120.0  # seconds; git archive of a large repository can take a while
 
 
-def run_git(cwd: Path, args: list[str], flag: str, stdout: int | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git args`` in ``cwd``; raise UsageError naming ``flag`` when git is absent or fails."""
+def run_git(cwd: Path, args: list[str], flag: str, stdout: int | None = None,
+            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git args`` in ``cwd`` (``env``: variables set over evalrun's own); raise UsageError naming ``flag``
+    when git is absent or fails."""
     if shutil.which("git") is None:
         raise UsageError(f"{flag}: git is not on PATH; install git or run without {flag}")
     # quotepath=off: non-ASCII names come back as they are, not octal-escaped.
     argv = ["git", "-c", "core.quotepath=off", *args]
+    extra = dict(env or {})
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    env.update(extra)
     env["LC_ALL"] = "C"
     try:
         proc = spawn(argv, cwd, env, stdout=stdout if stdout is not None else subprocess.PIPE, stderr=subprocess.PIPE)

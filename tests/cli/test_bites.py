@@ -24,6 +24,10 @@ from pathlib import Path
 if os.environ.get("GUARD_CRASH"):
     sys.exit("the product crashed the scorer")
 product = Path(os.environ.get("PRODUCT_FILE", "product.txt")).read_text().strip()
+if product == "{malformed":  # a replacement the check cannot even parse: it fails before asserting anything
+    json.dump({"checks": [{"name": "the product is safe", "assertions": 0, "passed": False,
+                           "message": "JSONDecodeError: Expecting property name"}]}, open(os.environ["EVALRUN_REPORT"], "w"))
+    sys.exit(0)
 checks = [
     {"name": "the product is safe", "assertions": 1, "passed": product == "safe",
      "message": None if product == "safe" else f"the product says {product!r}"},
@@ -55,6 +59,8 @@ MANIFEST = (
     + _eval("toothless", '[[evals.bites]]\nname = "leaky-file"\nreplace = { "product.txt" = "leaky.txt" }\nfails = ["toothless"]\n')
     + _eval("stale", '[[evals.bites]]\nname = "stale-patch"\npatch = "bites/stale.patch"\nfails = ["the product is safe"]\n')
     + _eval("crash", '[[evals.bites]]\nname = "crash"\nenv = { GUARD_CRASH = "1" }\nfails = ["the product is safe"]\n')
+    + _eval("malformed", '[[evals.bites]]\nname = "bad-file"\nreplace = { "product.txt" = "malformed.txt" }\nfails = ["the product is safe"]\n')
+    + _eval("same", '[[evals.bites]]\nname = "same-file"\nreplace = { "product.txt" = "same.txt" }\nfails = ["the product is safe"]\n')
     + _eval("typo", '[[evals.bites]]\nname = "leaky-file"\nreplace = { "product.txt" = "leaky.txt" }\nfails = ["the product is saf"]\n')
 )
 
@@ -72,6 +78,8 @@ def _guarded_repo(proj: Project) -> Project:
         "evals/guard/score.py": SCORER,
         "evals/guard/product.txt": "safe\n",
         "evals/guard/leaky.txt": "leaky\n",
+        "evals/guard/malformed.txt": "{malformed\n",
+        "evals/guard/same.txt": "safe\n",
         "evals/guard/bites/leaky.patch": PATCH,
         "evals/guard/bites/stale.patch": STALE_PATCH,
         ".gitignore": ".evalrun/\n",
@@ -122,6 +130,8 @@ def test_a_toothless_check_is_not_caught_and_exits_3(repo) -> None:
         ("stale", "the bite did not apply: patch bites/stale.patch does not apply"),
         ("crash", "the eval error under the bite"),
         ("typo", 'check "the product is saf" is not in the eval\'s report under the bite'),
+        ("malformed", 'check "the product is safe" failed under the bite before making any assertion'),
+        ("same", "replace product.txt: same.txt has the same content, so the bite changes nothing"),
     ],
 )
 def test_a_bite_that_proves_nothing_is_broken_not_caught_and_exits_1(repo, name: str, says: str) -> None:
@@ -130,6 +140,16 @@ def test_a_bite_that_proves_nothing_is_broken_not_caught_and_exits_1(repo, name:
     line = next(ln for ln in r.out.splitlines() if ln.startswith("BROKEN"))
     assert says in line, line
     assert _results(repo)["evals"][0]["metrics"]["outcome"] == "broken"
+
+
+def test_a_patch_bite_applies_with_tmpdir_inside_a_git_work_tree(repo) -> None:
+    """A CI that keeps temp files in its workspace: the clean copy lies inside a repository, and
+    ``git apply`` there must still patch the copy (not find the outer repository and do nothing)."""
+    tmp = repo.root / "tmp"
+    tmp.mkdir()
+    r = repo.run("bites", "t1", "--eval", "patched", env={"TMPDIR": str(tmp)})
+    assert r.code == 0, r.output
+    assert any(line.startswith("CAUGHT") and "patched: bite leaky-patch" in line for line in r.out.splitlines()), r.out
 
 
 def test_not_caught_and_broken_together_exit_1_the_broken_first(repo) -> None:
@@ -191,11 +211,13 @@ def test_an_uncommitted_bite_needs_worktree(repo) -> None:
         ('name = "b"\npatch = "nope.patch"\nfails = ["x"]\n', "'nope.patch' does not exist"),
         ('name = "b"\nreplace = { "product.txt" = "../../../outside" }\nfails = ["x"]\n', "lies outside the manifest's folder"),
         ('name = "b"\nenv = { X = "1" }\nfails = []\n', "fails: must not be empty"),
+        ('name = "b"\nreplace = { "fixtures" = "score.py" }\nfails = ["x"]\n', "'fixtures' is a folder; a bite replaces one file"),
         ('name = "b"\nenv = { OPENAI_API_KEY = "x" }\nfails = ["x"]\n', "OPENAI_API_KEY is a model key variable"),
     ],
 )
 def test_a_bad_bite_is_one_line_exit_2(project, bite: str, says: str) -> None:
-    proj = project({"manifest.toml": _eval("g", "[[evals.bites]]\n" + bite), "evals/guard/score.py": SCORER})
+    proj = project({"manifest.toml": _eval("g", "[[evals.bites]]\n" + bite), "evals/guard/score.py": SCORER,
+                    "evals/guard/fixtures/cases.json": "[]\n"})
     r = proj.run("bites", "t1")
     assert r.code == 2, r.output
     assert says in r.err and len(r.err.strip().splitlines()) == 1, r.err
