@@ -19,7 +19,8 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,12 +91,17 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
     cancel = cancel or own_cancel
     assert cancel is not None
     sweep_scratch()  # what SIGKILLed runs left; a live run's scratch is never touched
-    scratch = make_scratch()
+    folders: list[Path] = []
     janitor = Janitor()
+    fixed_reports = FixedReports()
 
     def make_worker(i: int) -> Callable[[PlannedEval], EvalResult]:
-        own = Scratch(scratch / f"worker-{i}", janitor)
-        return lambda planned: _run_one(planned, request, own, cancel)
+        # Each worker's scratch is a folder of its own in the temporary folder, not a subfolder of one the
+        # workers share: a scorer that removes the folders above its $EVALRUN_WORKDIR takes out its own
+        # report, never the report of the eval running beside it.
+        folders.append(make_scratch())
+        own = Scratch(folders[-1], janitor)
+        return lambda planned: _run_one(planned, request, own, cancel, fixed_reports)
 
     try:
         # Keyed by position: the repeats of one eval (evalrun.repeats) share its name.
@@ -104,7 +110,8 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
                           on_result=request.on_finish)
     finally:
         janitor.close()
-        drop_scratch(scratch)
+        for folder in folders:
+            drop_scratch(folder)
         if own_cancel is not None:
             own_cancel.close()
     done = {order[position]: result for position, result in pooled.done.items()}
@@ -117,7 +124,8 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
 
 
 def _run_one(
-    planned: PlannedEval, request: ExecuteRequest, scratch: Scratch, cancel: threading.Event
+    planned: PlannedEval, request: ExecuteRequest, scratch: Scratch, cancel: threading.Event,
+    fixed_reports: FixedReports | None = None,
 ) -> EvalResult:
     if cancel.is_set():
         return _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted")
@@ -131,7 +139,7 @@ def _run_one(
             request.on_start(planned.name)
         result = run_scorer(
             planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, request.pidfile_dir,
-            secrets=request.secrets, sandbox=request.sandbox,
+            secrets=request.secrets, sandbox=request.sandbox, fixed_reports=fixed_reports,
         )
     if request.finalize:
         result = request.finalize(planned, result)
@@ -150,8 +158,11 @@ def run_scorer(
     *,
     secrets: frozenset[str] = frozenset(),
     sandbox: Any = None,
+    fixed_reports: FixedReports | None = None,
 ) -> EvalResult:
     """Run one scorer to its end and judge it; while it runs, its group has a pidfile in ``pidfile_dir``.
+
+    ``fixed_reports``: the run's turns at the report paths its evals share (``FixedReports``).
 
     ``sandbox`` (``evalrun.sandbox.Sandbox``): the scorer starts from its restricted thread."""
     spec = planned.spec
@@ -183,25 +194,71 @@ def run_scorer(
     if spec.format == "inspect":
         # A fresh folder of this run's own: no log of an earlier run can pass for this one's.
         env["INSPECT_LOG_DIR"] = str(workdir / INSPECT_LOG_DIR_NAME)
-    left_report = {"junit": spec.junit, "pytest-reportlog": spec.reportlog, "promptfoo": spec.promptfoo}.get(spec.format)
-    if left_report:
-        # A report left by an earlier run must never pass for this run's.
+    fixed = fixed_report(planned)
+    with (fixed_reports or FixedReports()).hold(fixed, cancel) as turn:
+        if not turn:  # interrupted while another run of the same report path ran
+            return _unchecked(planned, tier, Status.INTERRUPTED, "not run: interrupted")
+        if fixed is not None:
+            # A report left by an earlier run must never pass for this run's.
+            try:
+                fixed.unlink(missing_ok=True)
+            except IsADirectoryError:
+                pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
+        argv = tuple(spec.run)
+        started = time.monotonic()
+        pidfile = pidfile_dir / f"scorer.{os.getpid()}.{next(_pidfile_numbers)}.json" if pidfile_dir is not None else None
         try:
-            (planned.dir / left_report).unlink(missing_ok=True)
-        except IsADirectoryError:
-            pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
-    argv = tuple(spec.run)
-    started = time.monotonic()
-    pidfile = pidfile_dir / f"scorer.{os.getpid()}.{next(_pidfile_numbers)}.json" if pidfile_dir is not None else None
-    try:
-        outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile, sandbox)
-    finally:
-        if pidfile is not None:
-            remove_pidfile(pidfile)
-    result = judge_outcome(
-        planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets, workdir=workdir
-    )
+            outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile, sandbox)
+        finally:
+            if pidfile is not None:
+                remove_pidfile(pidfile)
+        result = judge_outcome(
+            planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets, workdir=workdir
+        )
     return note_escaped(result, outcome)
+
+
+def fixed_report(planned: PlannedEval) -> Path | None:
+    """Where this run's report is read from when it is not a path of its own: the fixed path in the eval's folder.
+
+    ``json``, ``tap`` and ``inspect`` reports go to this run's own scratch ($EVALRUN_REPORT, its stdout,
+    $INSPECT_LOG_DIR); ``junit``, ``pytest-reportlog`` and ``promptfoo`` name a path in the eval's folder
+    that every run of the eval (its repeats, its experiment cells) writes. Those runs take turns
+    (``FixedReports``), so each is judged on its own report.
+    """
+    spec = planned.spec
+    name = {"junit": spec.junit, "pytest-reportlog": spec.reportlog, "promptfoo": spec.promptfoo}.get(spec.format)
+    return Path(os.path.abspath(planned.dir / name)) if name else None
+
+
+class FixedReports:
+    """One turn at a time per fixed report path: from removing the old report to reading the new one.
+
+    Two runs that write the same file at once (two repeats of one eval on two ``-j`` workers, two
+    experiment cells, two evals of one folder naming one report) would each read whichever run wrote
+    last. Runs with reports of their own never wait.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def hold(self, path: Path | None, cancel: threading.Event) -> Iterator[bool]:
+        """Yield True once this run has the path to itself (at once when ``path`` is None); False if cancelled."""
+        if path is None:
+            yield True
+            return
+        with self._guard:
+            lock = self._locks.setdefault(os.path.realpath(path), threading.Lock())
+        while not lock.acquire(timeout=0.1):  # a short wait: Ctrl-C is seen while another run holds the path
+            if cancel.is_set():
+                yield False
+                return
+        try:
+            yield True
+        finally:
+            lock.release()
 
 
 COLOR_VARIABLES = frozenset({"NO_COLOR", "FORCE_COLOR"})

@@ -10,6 +10,7 @@ fails that eval alone, never the run.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,8 @@ def judge_outcome(
                 parsed = _read_report(planned, report_path, stdout_path, outcome, secrets, workdir)
             except ReportError as exc:
                 report_error = str(exc)
+        if parsed is None and _scratch_vanished(workdir, report_path):
+            report_error = WORK_FOLDER_REMOVED
         verdict = judge(parsed, report_error, outcome.exit_code, tail, planned.dir, spec.dir)
     except Exception as exc:  # noqa: BLE001 - whatever a report does to evalrun fails this eval, never the run
         why = one_line(f"{type(exc).__name__}: {exc}", 200)
@@ -79,6 +82,19 @@ def judge_outcome(
         skipped_tests=[SkippedTest(name=s.name, reason=s.reason) for s in verdict.skips],
         **base,
     )
+
+
+WORK_FOLDER_REMOVED = (
+    "the eval's work folder was removed while it ran ($EVALRUN_WORKDIR or a folder above it), and its report "
+    "with it; leave removing it to evalrun, which empties it before every eval"
+)
+
+
+def _scratch_vanished(workdir: Path | None, report_path: Path) -> bool:
+    """The scorer's scratch (its workdir, or the folder its report goes in) is gone: removed while it ran."""
+    if workdir is None:
+        return False
+    return not (os.path.lexists(workdir) and os.path.lexists(report_path.parent))
 
 
 def _stopped(

@@ -1,6 +1,6 @@
-"""Scratch folders: a run's own temporary folder, one folder per worker in it, an empty workdir per eval.
+"""Scratch folders: one temporary folder per worker of a run, an empty workdir per eval in it.
 
-This module owns every scratch folder evalrun makes for scorers: the run's
+This module owns every scratch folder evalrun makes for scorers: each worker's
 folder (``make_scratch``), named after its owner and locked while it lives, so
 that ``sweep_scratch`` removes only what a dead (SIGKILLed) run left and never a
 live run's, with or without ``/proc``; each
@@ -122,7 +122,7 @@ class Janitor:
 
 
 class Scratch:
-    """One worker's scratch folder: the report path and a workdir that is empty for every eval.
+    """One worker's scratch folder (``root/eval/``): the report path and a workdir that is empty for every eval.
 
     Making and removing two folders per eval costs more than the rest of the
     bookkeeping on a slow filesystem, so a worker keeps its folder: the report
@@ -132,10 +132,13 @@ class Scratch:
 
     def __init__(self, root: Path, janitor: Janitor | None = None) -> None:
         self.root = root
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.work = root / "work"
-        self.report = root / "report.json"
-        self.stdout = root / "stdout"
+        # The eval's files sit one folder below the worker's own: ``$EVALRUN_WORKDIR/../..`` is this
+        # worker's folder, so a scorer that removes it removes nothing of another worker's eval.
+        self.eval = root / "eval"
+        self.eval.mkdir(parents=True, exist_ok=True)
+        self.work = self.eval / "work"
+        self.report = self.eval / "report.json"
+        self.stdout = self.eval / "stdout"
         self._janitor = janitor
         self._used = 0
 
@@ -182,10 +185,11 @@ class Scratch:
             shutil.rmtree(aside, ignore_errors=True)
 
     def _restore_root(self) -> None:
-        try:
-            if stat.S_ISDIR(os.lstat(self.root).st_mode):
-                return
-            self.root.unlink()  # a file or symlink put in its place: never followed
-        except FileNotFoundError:
-            pass
-        self.root.mkdir(parents=True, exist_ok=True)
+        for folder in (self.root, self.eval):
+            try:
+                if stat.S_ISDIR(os.lstat(folder).st_mode):
+                    continue
+                folder.unlink()  # a file or symlink put in its place: never followed
+            except FileNotFoundError:
+                pass
+            folder.mkdir(parents=True, exist_ok=True)

@@ -47,8 +47,8 @@ HOSTILE = {
     "deletes-scratch": (
         "import os, shutil\n"
         "worker = os.path.dirname(os.environ['EVALRUN_REPORT'])\n"
-        "shutil.rmtree(os.path.dirname(worker))  # the whole scratch folder of the run\n",
-        "", "error", "exited 0 but no report was written to $EVALRUN_REPORT",
+        "shutil.rmtree(os.path.dirname(worker))  # its worker's whole scratch folder\n",
+        "", "error", "the eval's work folder was removed while it ran",
     ),
     "tap-bignum": (
         f"print('1..{BIG}')\nprint('ok {BIG} - huge number')\n",
@@ -121,6 +121,49 @@ def test_hostile_scorers_fail_alone_and_the_run_reaches_a_verdict(project) -> No
     flood = by_name["huge-evidence"]["checks"][0]
     assert flood["message"].endswith("more characters cut)") and len(flood["message"]) < 600
     assert flood["evidence"].endswith("more bytes cut)") and len(flood["evidence"]) < 2200
+
+
+# Two evals at once (-j 2): the hostile one waits until the good one has written its report, then removes
+# the folder two levels above its own $EVALRUN_WORKDIR; the good one exits only after that removal.
+WIPES_ABOVE = """
+import os, shutil, time
+from pathlib import Path
+meet = Path(os.environ["MEET"])
+deadline = time.monotonic() + 30
+while not (meet / "good-wrote").exists() and time.monotonic() < deadline:
+    time.sleep(0.02)
+shutil.rmtree(Path(os.environ["EVALRUN_WORKDIR"]).parent.parent, ignore_errors=True)
+(meet / "wiped").write_text("")
+"""
+
+GOOD_BESIDE = """
+import json, os, time
+from pathlib import Path
+meet = Path(os.environ["MEET"])
+json.dump({"checks": [{"name": "adds up", "assertions": 2, "passed": True}]}, open(os.environ["EVALRUN_REPORT"], "w"))
+(meet / "good-wrote").write_text("")
+deadline = time.monotonic() + 30
+while not (meet / "wiped").exists() and time.monotonic() < deadline:
+    time.sleep(0.02)
+"""
+
+
+def test_a_scorer_wiping_its_scratch_cannot_take_out_the_eval_beside_it(project, tmp_path) -> None:
+    meet = tmp_path / "meet"
+    meet.mkdir()
+    env = f'env = {{ MEET = "{meet}" }}'
+    proj = project({
+        "manifest.toml": eval_entry("wipes", extra=env) + eval_entry("good", extra=env),
+        "evals/wipes/score.py": WIPES_ABOVE,
+        "evals/good/score.py": GOOD_BESIDE,
+    })
+    r = proj.run("t1", "-j", "2")
+    assert (meet / "wiped").exists(), r.output  # the two ran at once, the removal happened
+    assert proj.eval_result("good")["status"] == "passed", proj.eval_result("good")
+    wiped = proj.eval_result("wipes")
+    assert wiped["status"] == "error"
+    assert "exited 0 but the eval's work folder was removed while it ran" in wiped["message"], wiped["message"]
+    assert r.code == 1, r.output
 
 
 DAEMONIZES = '''

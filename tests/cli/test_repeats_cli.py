@@ -387,3 +387,40 @@ def test_a_test_skipped_alike_in_every_run_reads_as_in_a_single_run(project) -> 
     once = proj.run("t1", "--repeat", "1")
     assert once.code == 0, once.output
     assert proj.eval_result("skips")["skipped_tests"] == [{"name": "network", "reason": "no network"}]
+
+
+# A runner that exits 0 on a failed test and writes its JUnit report at a fixed path of the eval's folder:
+# run 0 fails, run 1 passes. Each run writes, then (when the other run is under way at the same time)
+# waits until the other has written too, so runs that share the file would both read the last one.
+FIXED_PATH_RUNNER = """
+import os, time
+from pathlib import Path
+me = os.environ["EVALRUN_REPEAT"]
+other = "1" if me == "0" else "0"
+meet = Path("meet")
+meet.mkdir(exist_ok=True)
+(meet / f"started-{me}").write_text("")
+failure = '<failure message="run 0 fails"/>' if me == "0" else ""
+Path("report.xml").write_text(f'<testsuite name="s"><testcase name="adds up" assertions="1">{failure}</testcase></testsuite>')
+(meet / f"wrote-{me}").write_text("")
+def wait_for(path, seconds):
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+wait_for(meet / f"started-{other}", 2)
+if (meet / f"started-{other}").exists():
+    wait_for(meet / f"wrote-{other}", 20)
+"""
+
+
+def test_runs_sharing_a_fixed_report_path_are_each_judged_on_their_own_report(project) -> None:
+    proj = project({
+        "manifest.toml": '[[evals]]\nname = "coin"\ntier = "t1"\ndir = "evals/coin"\nrun = ["python", "runner.py"]\n'
+                         'format = "junit"\njunit = "report.xml"\nrepeat = 2\nmin_pass_rate = 0.5\n',
+        "evals/coin/runner.py": FIXED_PATH_RUNNER,
+    })
+    r = proj.run("t1", "-j", "2")
+    assert r.code == 0, r.output
+    [check] = proj.eval_result("coin")["checks"]
+    rate = check["rate"]
+    assert (rate["runs"], rate["passes"]) == (2, 1), (rate, r.output)  # each run's own verdict, not the last writer's

@@ -289,7 +289,7 @@ def test_scratch_survives_a_scorer_that_removed_or_replaced_it(tmp_path: Path) -
     outside.mkdir()
     scratch.root.symlink_to(outside)  # the worker folder replaced by a link elsewhere
     work, report = scratch.fresh()
-    assert not scratch.root.is_symlink() and scratch.root.is_dir() and work.parent == scratch.root
+    assert not scratch.root.is_symlink() and scratch.root.is_dir() and work.parent.parent == scratch.root
     assert not any(outside.iterdir())
 
     (scratch.root / "used-1").mkdir(exist_ok=True)  # a scorer squats the names a workdir is moved aside to
