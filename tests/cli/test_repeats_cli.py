@@ -389,19 +389,28 @@ def test_a_test_skipped_alike_in_every_run_reads_as_in_a_single_run(project) -> 
     assert proj.eval_result("skips")["skipped_tests"] == [{"name": "network", "reason": "no network"}]
 
 
-# A runner that exits 0 on a failed test and writes its JUnit report at a fixed path of the eval's folder:
-# run 0 fails, run 1 passes. Each run writes, then (when the other run is under way at the same time)
-# waits until the other has written too, so runs that share the file would both read the last one.
+# A runner writing its report at a fixed path of the eval's folder: run 0 fails, run 1 passes. JUnit: it
+# exits 0 on a failed test; promptfoo: 100, as promptfoo does. Each run writes, then (when the other run is
+# under way at the same time) waits until the other has written too, so runs sharing the file would both
+# read the last one written (2 of 2, or an "exit 100" run whose report passed).
 FIXED_PATH_RUNNER = """
-import os, time
+import json, os, sys, time
 from pathlib import Path
 me = os.environ["EVALRUN_REPEAT"]
 other = "1" if me == "0" else "0"
+ok = me == "1"
 meet = Path("meet")
 meet.mkdir(exist_ok=True)
 (meet / f"started-{me}").write_text("")
-failure = '<failure message="run 0 fails"/>' if me == "0" else ""
-Path("report.xml").write_text(f'<testsuite name="s"><testcase name="adds up" assertions="1">{failure}</testcase></testsuite>')
+if sys.argv[1] == "junit":
+    failure = "" if ok else '<failure message="run 0 fails"/>'
+    Path("report.xml").write_text(f'<testsuite name="s"><testcase name="adds up" assertions="1">{failure}</testcase></testsuite>')
+else:
+    part = {"pass": ok, "score": int(ok), "reason": "ok" if ok else "Expected X", "assertion": {"type": "contains", "value": "X"}}
+    row = {"testCase": {"description": "adds up", "vars": {}, "assert": [{"type": "contains", "value": "X"}]}, "vars": {},
+           "provider": {"id": "echo", "label": "echo"}, "prompt": {"raw": "p", "label": "p"}, "success": ok,
+           "failureReason": 0 if ok else 1, "gradingResult": {"pass": ok, "reason": "", "componentResults": [part]}}
+    Path("out.json").write_text(json.dumps({"evalId": "e", "results": {"version": 3, "results": [row], "stats": {}}}))
 (meet / f"wrote-{me}").write_text("")
 def wait_for(path, seconds):
     deadline = time.monotonic() + seconds
@@ -410,13 +419,16 @@ def wait_for(path, seconds):
 wait_for(meet / f"started-{other}", 2)
 if (meet / f"started-{other}").exists():
     wait_for(meet / f"wrote-{other}", 20)
+sys.exit(0 if ok or sys.argv[1] == "junit" else 100)
 """
 
 
-def test_runs_sharing_a_fixed_report_path_are_each_judged_on_their_own_report(project) -> None:
+@pytest.mark.parametrize("fmt", ['format = "junit"\njunit = "report.xml"', 'format = "promptfoo"\npromptfoo = "out.json"'])
+def test_runs_sharing_a_fixed_report_path_are_each_judged_on_their_own_report(project, fmt: str) -> None:
+    kind = fmt.split('"')[1]
     proj = project({
-        "manifest.toml": '[[evals]]\nname = "coin"\ntier = "t1"\ndir = "evals/coin"\nrun = ["python", "runner.py"]\n'
-                         'format = "junit"\njunit = "report.xml"\nrepeat = 2\nmin_pass_rate = 0.5\n',
+        "manifest.toml": '[[evals]]\nname = "coin"\ntier = "t1"\ndir = "evals/coin"\n'
+                         f'run = ["python", "runner.py", "{kind}"]\n{fmt}\nrepeat = 2\nmin_pass_rate = 0.5\n',
         "evals/coin/runner.py": FIXED_PATH_RUNNER,
     })
     r = proj.run("t1", "-j", "2")
