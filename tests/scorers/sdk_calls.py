@@ -61,6 +61,14 @@ def status_errors() -> tuple[type[Exception], ...]:
     return (openai.APIStatusError, anthropic.APIStatusError) if anthropic else (openai.APIStatusError,)
 
 
+def own_path_cut(message: str, path: str) -> str:
+    """The SDK's message without the client's own base path: the anthropic SDK (2.x) names the path it requested
+    (``path: /t/<run token>/e/<eval>/v1/messages``), which is the proxy's per-run route of this eval (another
+    token and another eval name in t3 and in t2), never part of the answer replayed; what follows it is."""
+    api = path.find("/v1/")
+    return message.replace(path, path[api:]) if api > 0 else message
+
+
 def observe(label: str, call: Any) -> dict[str, Any]:
     start = len(attempts)
     try:
@@ -69,7 +77,7 @@ def observe(label: str, call: Any) -> dict[str, Any]:
     except status_errors() as exc:
         seen = {"label": label, "ok": False, "error": type(exc).__name__, "status": exc.status_code,
                 "request_id": exc.response.headers.get("x-request-id") or exc.response.headers.get("request-id"),
-                "message": str(exc)[:300]}
+                "body": exc.response.text[:300], "message": own_path_cut(str(exc), exc.request.url.path)[:300]}
     except Exception as exc:  # noqa: BLE001 - careless code under test swallows everything
         seen = {"label": label, "ok": False, "error": type(exc).__name__, "message": str(exc)[:300]}
     seen["attempts"] = len(attempts) - start
