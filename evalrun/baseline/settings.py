@@ -39,7 +39,7 @@ from typing import Any
 
 from evalrun.errors import BaselineError
 from evalrun.manifest import TIERS, Manifest
-from evalrun.plan import cells
+from evalrun.plan import cell_name
 from evalrun.results import BaselineChange
 
 SETTINGS_TABLE = "/settings"  # no eval or cell name holds "/"
@@ -81,9 +81,10 @@ def gate_settings(manifest: Manifest, tier: str) -> dict[str, GateSettings]:
                 value = getattr(tier_config, key)
             return default if value is None else value
 
-        for planned, _skip in cells(manifest, spec):
-            column = planned.column.requires if planned.column is not None else []
-            out[planned.name] = GateSettings(
+        # The cells by name (``plan.cells`` without the eval's folder: a resolve() is a stat per part, per eval).
+        for experiment in manifest.columns(spec) or [None]:
+            column = manifest.experiments[experiment].requires if experiment is not None else []
+            out[cell_name(spec.name, experiment)] = GateSettings(
                 tier=tier,
                 repeat=pick("repeat", 1),
                 min_pass_rate=float(pick("min_pass_rate", DEFAULT_FLOOR)),

@@ -235,3 +235,34 @@ def test_the_judge_floors_and_too_little_data_are_gate_settings_too(project) -> 
     tighter = proj.run("t1")
     assert "regression: a: the gate was loosened: too_little_data" in tighter.out
     assert "anchors min_kappa 0.6 -> 0.9" in tighter.out and "the gate was tightened" in tighter.out
+
+
+def test_gate_settings_name_every_cell_as_the_plan_does_without_resolving_eval_folders(tmp_path, monkeypatch) -> None:
+    """One entry per cell of the tier (``eval[experiment]`` under experiments, the eval's name without), each
+    with its column's requirements; read from the manifest alone: no eval folder is resolved on disk (a stat
+    per part of the path, per eval, on every run)."""
+    from evalrun.baseline.settings import gate_settings
+    from evalrun.manifest import load_manifest
+    from evalrun.manifest.schema import Manifest
+    from evalrun.plan import cells
+
+    for name in ("plain", "both"):
+        (tmp_path / "evals" / name).mkdir(parents=True)
+    (tmp_path / "evalrun.toml").write_text(
+        eval_entry("plain", extra='experiments = []\n') + eval_entry("both", extra='requires = ["env:DB"]\n')
+        + eval_entry("elsewhere", tier="t2").replace('dir = "evals/elsewhere"', 'dir = "evals/plain"')
+        + '[experiments.m]\nrequires = ["env:GPU"]\n[experiments.n]\n',
+        encoding="utf-8",
+    )
+    manifest = load_manifest(tmp_path / "evalrun.toml")
+    expected = {planned.name: planned for spec in manifest.evals if spec.tier == "t1" for planned, _ in cells(manifest, spec)}
+
+    def no_disk(self, spec):
+        raise AssertionError(f"eval_dir({spec.name}) resolved on disk")
+
+    monkeypatch.setattr(Manifest, "eval_dir", no_disk)
+    got = gate_settings(manifest, "t1")
+    assert list(got) == list(expected) == ["plain", "both[m]", "both[n]"]
+    assert got["plain"].requires == ()
+    assert got["both[m]"].requires == ("env:DB", "env:GPU")
+    assert got["both[n]"].requires == ("env:DB",)
