@@ -23,13 +23,30 @@ class ProcStat:
         return self.state not in ("Z", "X")
 
 
+_STAT_READ = 4096  # more than /proc/<pid>/stat ever holds
+
+
 def proc_stat(pid: int) -> ProcStat | None:
     """``/proc/<pid>/stat`` of one process, or None when it is gone (or there is no /proc)."""
+    # One read(2) of a descriptor, not a buffered file: the record is at most about 1.1 KB (52 numbers
+    # and a comm of at most 15 bytes), and a second read at its end would have the kernel build it again.
+    # Read for every scorer just spawned (its pidfile), while the child starts: two thirds of the cost
+    # of open().read() (measured: 34 against 50 us).
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        raw = os.read(fd, _STAT_READ)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return parse_stat(pid, raw)
+
+
+def parse_stat(pid: int, raw: bytes) -> ProcStat | None:
+    """The fields evalrun reads of a ``/proc/<pid>/stat`` record; None when it is not one."""
     # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
     fields = raw[raw.rfind(b")") + 2 :].split()
     try:

@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from evalrun.leftovers import reap_leftovers, remove_pidfile, write_pidfile
 from evalrun.procfs import start_ticks
 
@@ -68,3 +71,54 @@ def test_a_forked_child_names_itself_as_the_owner(tmp_path: Path) -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     fields = json.loads((tmp_path / "child.json").read_text())
     assert fields["owner_pid"] == pid != os.getpid()
+
+
+def test_proc_stat_reads_a_live_process_whose_name_holds_spaces_and_parentheses() -> None:
+    """``/proc/<pid>/stat`` read in one go: a comm such as ``a) (b c`` (the kernel keeps 15 bytes) does not shift
+    the fields after it; state, group and start time are those ``ps`` shows."""
+    import signal as _signal
+
+    from evalrun.procfs import proc_stat
+
+    code = (
+        "import ctypes, sys, time\n"
+        "ctypes.CDLL(None).prctl(15, b'a) (b c) x) 1 2 3', 0, 0, 0)\n"  # PR_SET_NAME
+        "sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(30)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+        stat = proc_stat(child.pid)
+        ps = subprocess.run(["ps", "-o", "stat=,pgid=,comm=", "-p", str(child.pid)], capture_output=True, text=True,
+                            check=True).stdout.split(None, 2)
+        assert stat is not None
+        assert (stat.pid, stat.state, stat.pgid) == (child.pid, ps[0][0], int(ps[1]))
+        assert ps[2].strip() == "a) (b c) x) 1 2"
+        with open(f"/proc/{child.pid}/stat", "rb") as fh:
+            assert stat.start_ticks == int(fh.read().rsplit(b")", 1)[1].split()[19])
+        assert stat.live
+    finally:
+        os.killpg(child.pid, _signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+    assert proc_stat(child.pid) is None  # reaped: gone
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    comm=st.binary(min_size=0, max_size=15).filter(lambda b: b"\0" not in b),
+    state=st.sampled_from("RSDZXtTIW"),
+    numbers=st.lists(st.integers(0, 2**63 - 1), min_size=49, max_size=49),
+)
+def test_parse_stat_reads_state_group_and_start_whatever_the_name_holds(comm, state, numbers) -> None:
+    """Any name the kernel can hold (spaces, parentheses, newlines, any byte but NUL) leaves the fields after it
+    in place: state, pgrp (the 3rd field after the name) and starttime (the 20th)."""
+    from evalrun.procfs import parse_stat
+
+    raw = b"42 (" + comm + b") " + state.encode() + b" " + b" ".join(str(n).encode() for n in numbers) + b"\n"
+    stat = parse_stat(42, raw)
+    assert stat is not None
+    assert (stat.pid, stat.state, stat.pgid, stat.start_ticks) == (42, state, numbers[1], numbers[18])
+    cut = b"42 (" + comm + b") " + state.encode() + b" " + b" ".join(str(n).encode() for n in numbers[:18])
+    assert parse_stat(42, cut) is None  # a record cut before its start time is none, never a misread
+    assert parse_stat(42, b"") is None
