@@ -168,7 +168,7 @@ def bench_cpu(root: Path, n: int, jobs: int, rounds: int, env: dict[str, str]) -
     per = [(r["many"] - r["one"]) / (n - 1) for r in results]
     fixed = [(r["one"] - p) / r["floor"] for r, p in zip(results, per)]
     per_ms = statistics.median(per) * 1000
-    print(f"  per scorer: {spread([p * 1000 for p in per], '{:.2f}')} ms"
+    print(f"  per scorer: {spread([p * 1000 for p in per], '{:.3f}')} ms"
           f"  target <= {PER_SCORER_MS} ms: {verdict(per_ms <= PER_SCORER_MS)}")
     print(f"  fixed start / floor import: {spread(fixed)}"
           f"  target <= {FIXED_RATIO}: {verdict(statistics.median(fixed) <= FIXED_RATIO)}")
