@@ -355,3 +355,29 @@ def test_loosening_isolation_or_a_models_guard_exits_3_until_the_update_records_
     tighter = proj.run("t1")
     assert tighter.code == 0, tighter.output
     assert "a: the gate was tightened: [models] strict_replay false -> true" in tighter.out
+
+
+# --- where a mutation sample found the settings unwatched ------------------------------------------------------------
+
+
+def test_a_filtered_update_records_todays_settings_for_evals_an_older_baseline_had_none_for() -> None:
+    from evalrun.baseline.settings import updated_settings
+
+    old_a, now_a, now_b = GateSettings(tier="t1", repeat=5), GateSettings(tier="t1"), GateSettings(tier="t1", repeat=2)
+    current = {"a": now_a, "b": now_b}
+    # A baseline without settings: the evals this update did not run get today's, not nothing
+    # (nothing would read "settings not recorded yet" on the next run, exit 3 under strict).
+    assert updated_settings(None, current, ran=["a"], keep=["a", "b"]) == {"a": now_a, "b": now_b}
+    # A settings table that lacks b (a hand edit) alike; a it did not run keeps what was recorded.
+    assert updated_settings({"a": old_a}, current, ran=["b"], keep=["a", "b"]) == {"a": old_a, "b": now_b}
+    assert updated_settings({"a": old_a}, current, ran=["a"], keep=["a"]) == {"a": now_a}
+
+
+def test_the_lowest_judge_floors_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "t1.toml"
+    floors = GateSettings(tier="t1", min_kappa=-1.0, min_ac1=-1.0)
+    write_baseline(path, {"a": {"x": 1}}, "evalrun baseline --update t1", {"a": floors})
+    assert "min_kappa = -1.0, min_ac1 = -1.0" in path.read_text()
+    assert load_baseline(path).settings == {"a": floors}
+    path.write_text(path.read_text().replace("-1.0", "-1"))  # a hand edit: tomllib reads it
+    assert load_baseline(path).settings == {"a": floors}
