@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -290,6 +291,25 @@ def test_each_guard_loosened_alone_is_one_regression_line_and_tightened_alone_a_
         assert regressions == [] and len(stale) == 1 and stale[0].startswith("a: the gate was tightened: "), key
     regressions, stale = _diff(strict, replace(strict, key_vars=("MY_KEY", "NEW_KEY", "OTHER_KEY")))
     assert regressions == [] and stale == ['a: the gate was tightened: [models] key_vars holds "NEW_KEY" now']
+
+
+@pytest.mark.parametrize(("before", "after", "words"), [
+    ({"repeat": 3}, {"repeat": 2}, "repeat 3 -> 2"),
+    ({"min_pass_rate": 0.9}, {"min_pass_rate": 0.8}, "min_pass_rate 0.9 -> 0.8"),
+    ({"alpha": 0.05}, {"alpha": 0.01}, "alpha 0.05 -> 0.01"),
+    ({"stop": "never"}, {"stop": "decided"}, 'stop "never" -> "decided"'),
+    ({"skips": "fail"}, {"skips": "skip"}, 'skips "fail" -> "skip" (a skip no longer fails)'),
+    ({"requires": ()}, {"requires": ("env:K",)}, 'requires "env:K" now (one more way to skip)'),
+    ({"strict": True}, {"strict": False}, "[baseline] strict true -> false"),
+    ({"too_little_data": "fail"}, {"too_little_data": "note"}, 'too_little_data "fail" -> "note"'),
+    ({"min_kappa": 0.6}, {"min_kappa": 0.4}, "anchors min_kappa 0.6 -> 0.4"),
+    ({"min_ac1": 0.6}, {"min_ac1": None}, "anchors min_ac1 0.6 -> unset"),
+])
+def test_each_setting_loosened_alone_is_its_line_and_the_way_back_a_note(before, after, words) -> None:
+    strict, loose = GateSettings(tier="t1", **before), GateSettings(tier="t1", **after)
+    assert _diff(strict, loose) == ([f"a: the gate was loosened: {words}"], [])
+    regressions, stale = _diff(loose, strict)
+    assert regressions == [] and len(stale) == 1 and stale[0].startswith("a: the gate was tightened: ")
 
 
 def test_guards_an_older_baseline_did_not_record_are_not_compared(tmp_path: Path) -> None:

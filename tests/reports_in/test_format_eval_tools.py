@@ -550,3 +550,36 @@ def test_each_part_of_a_promptfoo_check_name_is_capped(tmp_path: Path) -> None:
     first, second = parse_promptfoo(promptfoo_out(tmp_path, rows)).checks
     assert first.name == " > ".join(["d" * 397 + "...", "p" * 197 + "...", "a" * 197 + "..."])
     assert second.name.endswith("b" * 197 + "...")
+
+
+def test_the_log_file_limit_holds_at_its_edge(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(inspect_log, "LOG_FILE_LIMIT", 2)
+    for n in range(2):
+        json_log(tmp_path / "logs", f"{n}.json", header(task=f"t{n}"), [sample("q", match="C")])
+    assert len(parse_inspect(tmp_path / "logs", "logs").checks) == 2
+    json_log(tmp_path / "logs", "2.json", header(task="t2"), [sample("q", match="C")])
+    with pytest.raises(ReportError, match="more than 2 log files, the most evalrun reads from one run"):
+        parse_inspect(tmp_path / "logs", "logs")
+
+
+def test_a_promptfoo_test_named_by_its_vars_or_index_caps_each_part(tmp_path: Path) -> None:
+    rows = [promptfoo_row(None, **{"k" * 100: "v" * 200})]
+    assert names(parse_promptfoo(promptfoo_out(tmp_path, rows))) == [
+        f"{'k' * 77}...={'v' * 119}… > shout"]
+    bare = {**promptfoo_row(None), "testIdx": 2}
+    flagged = {**promptfoo_row(None), "testIdx": True}
+    unnumbered = promptfoo_row(None)
+    for row, name in ((bare, "test 3 > shout"), (flagged, "test > shout"), (unnumbered, "test > shout")):
+        row["testCase"] = {"assert": row["testCase"]["assert"]}  # neither description nor vars
+        row["vars"] = {}
+        assert names(parse_promptfoo(promptfoo_out(tmp_path, [row]))) == [name]
+
+
+def test_a_promptfoo_errors_first_line_reason_and_stack_are_capped(tmp_path: Path) -> None:
+    error = "E" * 450 + "\n" + "    at frame\n" * 400
+    check = _one(tmp_path, promptfoo_row("t", error=error))
+    assert check.message == "error: " + "E" * 397 + "..."
+    assert check.evidence.startswith(error[:2000]) and check.evidence.endswith(f"({len(error) - 2000} more bytes cut)")
+    row = promptfoo_row("t", passes=(False,))
+    row["gradingResult"]["componentResults"][0]["reason"] = "r" * 400
+    assert _one(tmp_path, row).message == "contains: " + "r" * 297 + "..."
