@@ -124,7 +124,7 @@ def parse_inspect(log_dir: Path, label: str, secrets: Iterable[str] = ()) -> Par
         _read_metrics(log.header, task, metrics, secrets)
     problem = "; ".join(problems) if problems else None
     if not checks and problem is None:
-        problem = f"the Inspect log{'s' if len(logs) > 1 else ''} in {label} hold no scored samples"
+        problem = f"the Inspect {'logs' if len(logs) > 1 else 'log'} in {label} {'hold' if len(logs) > 1 else 'holds'} no scored samples"
     return ParsedReport(
         checks=[_finish(c) for c in checks.values()], metrics=metrics, problem=problem, source="Inspect"
     )

@@ -583,3 +583,80 @@ def test_a_promptfoo_errors_first_line_reason_and_stack_are_capped(tmp_path: Pat
     row = promptfoo_row("t", passes=(False,))
     row["gradingResult"]["componentResults"][0]["reason"] = "r" * 400
     assert _one(tmp_path, row).message == "contains: " + "r" * 297 + "..."
+
+
+def test_a_zstandard_member_past_the_member_cap_is_refused_at_the_cap(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(inspect_log, "MEMBER_LIMIT", 20_000)  # samples a (7,576 bytes) fits, b (37,846) does not
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.eval").write_bytes((ASSETS / "inspect-sample-error.eval").read_bytes())
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(logs, "logs")
+    assert str(caught.value) == ("inspect log logs/a.eval: samples/b_epoch_1.json: decompresses to more than "
+                                 "0.0190735 MiB, the most evalrun reads")
+
+
+def test_the_member_count_holds_at_its_edge(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(inspect_log, "_MEMBERS", 3)
+    members = {"header.json": json.dumps(header()).encode()}
+    for n in range(2):
+        members[f"samples/q{n}_epoch_1.json"] = json.dumps(sample(f"q{n}", match="C")).encode()
+    eval_log(tmp_path / "three", "a.eval", members)
+    assert len(parse_inspect(tmp_path / "three", "three").checks) == 2
+    members["samples/q2_epoch_1.json"] = json.dumps(sample("q2", match="C")).encode()
+    eval_log(tmp_path / "four", "a.eval", members)
+    with pytest.raises(ReportError, match="more than 3 members, more than evalrun reads"):
+        parse_inspect(tmp_path / "four", "four")
+
+
+def test_a_long_member_name_and_a_long_sample_id_are_capped(tmp_path: Path) -> None:
+    member = "samples/" + "m" * 200 + ".json"
+    eval_log(tmp_path / "bad", "a.eval", {"header.json": json.dumps(header()).encode(), member: b"{not json"})
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(tmp_path / "bad", "bad")
+    assert str(caught.value).startswith(f"inspect log bad/a.eval: {member[:119]}…: not JSON (")
+    json_log(tmp_path / "long", "a.json", header(), [sample("i" * 400, match="C")])
+    assert names(parse_inspect(tmp_path / "long", "long")) == [f"quiz > {'i' * 299}… > match"]
+
+
+def test_logs_without_scored_samples_say_so_in_the_number_they_are(tmp_path: Path) -> None:
+    json_log(tmp_path / "logs", "a.json", header(), [])
+    assert parse_inspect(tmp_path / "logs", "logs").problem == "the Inspect log in logs holds no scored samples"
+    json_log(tmp_path / "logs", "b.json", header(task="other"), [])
+    assert parse_inspect(tmp_path / "logs", "logs").problem == "the Inspect logs in logs hold no scored samples"
+
+
+def test_an_inspect_answer_is_evidence_cut_at_1000_bytes(tmp_path: Path) -> None:
+    failing = {"id": "q", "scores": {"match": {"value": "I", "answer": "a" * 1500}}}
+    json_log(tmp_path / "logs", "a.json", header(), [failing])
+    (check,) = parse_inspect(tmp_path / "logs", "logs").checks
+    assert check.evidence == "answer: " + "a" * 1000 + "\n... (500 more bytes cut)"
+
+
+def test_a_failed_promptfoo_rows_output_is_its_evidence_and_no_output_none(tmp_path: Path) -> None:
+    row = {**promptfoo_row("t", passes=(False,)), "response": {"output": "HELLO"}}
+    assert _one(tmp_path, row).evidence == "output: HELLO"
+    assert _one(tmp_path, promptfoo_row("t", passes=(False,))).evidence is None
+
+
+def test_a_one_line_promptfoo_error_has_no_evidence_and_a_long_output_is_cut(tmp_path: Path) -> None:
+    assert _one(tmp_path, promptfoo_row("t", error="Error: boom")).evidence is None
+    row = {**promptfoo_row("t", passes=(False,)), "response": {"output": "O" * 1500}}
+    assert _one(tmp_path, row).evidence == "output: " + "O" * 497 + "..."  # one line, as a message is
+    row = {**promptfoo_row("t", passes=(False,)), "response": {"output": {"k": "O" * 1500}}}
+    assert _one(tmp_path, row).evidence == "output: " + '{"k":"' + "O" * 993 + "\n... (3 more bytes cut)"
+    row["response"] = {"output": {"k": "a" + "é" * 1500}}  # cut at 1000 bytes, not in the middle of a character
+    assert _one(tmp_path, row).evidence == "output: " + '{"k":"a' + "é" * 496 + "\n... (995 more bytes cut)"
+
+
+@pytest.mark.parametrize(("grading", "error", "says"), [
+    ({"pass": False, "reason": "threshold not met", "componentResults": []}, None, "threshold not met"),
+    ({"pass": False, "componentResults": []}, "the grader gave up", "the grader gave up"),
+    ({"pass": False, "componentResults": []}, None, "promptfoo marked it failed"),
+])
+def test_a_failed_promptfoo_row_without_a_failed_assertion_says_why_it_failed(tmp_path: Path, grading, error, says) -> None:
+    row = {**promptfoo_row("t"), "success": False, "failureReason": 1, "gradingResult": grading}
+    if error is not None:
+        row["error"] = error
+    check = _one(tmp_path, row)
+    assert (check.passed, check.message) == (False, says)
