@@ -327,6 +327,25 @@ def test_guards_an_older_baseline_did_not_record_are_not_compared(tmp_path: Path
     assert load_baseline(path).settings["a"] == recorded
 
 
+@pytest.mark.parametrize(("key", "bad", "says"), [
+    ("tier", '"t4"', "tier must be one of t1, t2, t3"), ("repeat", "true", "repeat must be an integer >= 1"),
+    ("min_pass_rate", "1.5", "min_pass_rate must be a number from 0 to 1"), ("alpha", "nan", "alpha must be"),
+    ("stop", '"early"', "stop must be"), ("skips", '"never"', "skips must be"),
+    ("requires", "[1]", "requires must be an array of strings"), ("requires", '"env:K"', "requires must be an array"),
+    ("strict", '"yes"', "strict must be true or false"),
+])
+def test_each_bad_recorded_setting_is_one_line_naming_it(tmp_path: Path, key: str, bad: str, says: str) -> None:
+    from evalrun.errors import BaselineError
+
+    entry = {"tier": '"t1"', "repeat": "1", "min_pass_rate": "1.0", "alpha": "0.05", "stop": '"never"',
+             "skips": '"skip"', "requires": "[]", "strict": "false", key: bad}
+    path = tmp_path / "t1.toml"
+    path.write_text('["/settings"]\na = { ' + ", ".join(f"{k} = {v}" for k, v in entry.items()) + " }\n[a]\nx = 1\n")
+    with pytest.raises(BaselineError, match=says) as caught:
+        load_baseline(path)
+    assert "t1.toml" in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_a_bad_guard_is_one_line_naming_it(tmp_path: Path) -> None:
     import pytest
 
