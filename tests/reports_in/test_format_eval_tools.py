@@ -660,3 +660,35 @@ def test_a_failed_promptfoo_row_without_a_failed_assertion_says_why_it_failed(tm
         row["error"] = error
     check = _one(tmp_path, row)
     assert (check.passed, check.message) == (False, says)
+
+
+def test_a_task_run_twice_and_a_long_model_name_are_capped_where_they_show(tmp_path: Path) -> None:
+    task = "t" * 100
+    json_log(tmp_path / "twice", "a.json", header(task=task), [sample("q", match="C")])
+    json_log(tmp_path / "twice", "b.json", header(task=task), [sample("q", match="C")])
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(tmp_path / "twice", "twice")
+    assert str(caught.value).startswith(f"inspect log twice/b.json: task '{'t' * 79}…' is also in twice/a.json; ")
+    model = "m" * 300
+    json_log(tmp_path / "models", "a.json", header(model=model), [sample("q", match="C")])
+    json_log(tmp_path / "models", "b.json", header(model="other"), [sample("q", match="C")])
+    assert names(parse_inspect(tmp_path / "models", "models"))[0] == f"quiz ({'m' * 199}…) > q > match"
+
+
+def test_the_check_limit_holds_at_its_edge(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(inspect_log, "CHECK_LIMIT", 2)
+    json_log(tmp_path / "two", "a.json", header(), [sample("q", match="C"), sample("r", match="C")])
+    assert len(parse_inspect(tmp_path / "two", "two").checks) == 2
+    json_log(tmp_path / "three", "a.json", header(), [sample(n, match="C") for n in "qrs"])
+    with pytest.raises(ReportError, match="more than 2 sample scores, the most evalrun reads"):
+        parse_inspect(tmp_path / "three", "three")
+
+
+def test_a_promptfoo_row_that_errored_before_grading_asserts_what_its_test_lists(tmp_path: Path) -> None:
+    row = promptfoo_row("t", passes=(True, True), error="Error: boom")
+    assert _one(tmp_path, row).assertions == 2
+    del row["testCase"]["assert"]
+    assert _one(tmp_path, row).assertions == 0
+    failing = {**promptfoo_row("t"), "success": False, "failureReason": 1,
+               "gradingResult": {"pass": False, "reason": "w" * 400, "componentResults": []}}
+    assert _one(tmp_path, failing).message == "w" * 297 + "..."
