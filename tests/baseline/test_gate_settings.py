@@ -420,3 +420,11 @@ def test_the_lowest_judge_floors_read_back(tmp_path: Path) -> None:
     assert load_baseline(path).settings == {"a": floors}
     path.write_text(path.read_text().replace("-1.0", "-1"))  # a hand edit: tomllib reads it
     assert load_baseline(path).settings == {"a": floors}
+
+
+def test_a_move_from_or_to_a_tier_evalrun_does_not_know_reads_as_looser() -> None:
+    from evalrun.baseline.settings import tier_move
+
+    assert tier_move("a", "t1", "t2") == (True, "a: moved from t1 to t2, a looser tier")
+    assert tier_move("a", "t3", "t2") == (False, "a: moved from t3 to t2, a stricter tier")
+    assert tier_move("a", "t1", "t9")[0] is True and tier_move("a", "t0", "t1")[0] is True  # never read as stricter

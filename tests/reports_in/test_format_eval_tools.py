@@ -461,6 +461,7 @@ def test_the_value_limit_holds_at_its_edge_in_a_json_log_and_in_a_member_of_an_e
 
 
 def test_an_eval_whose_members_together_unpack_past_the_total_cap_is_refused(tmp_path: Path, monkeypatch) -> None:
+    assert inspect_log.TOTAL_LIMIT == 1024**3  # the 1 GiB docs/recipes-eval-tools.md promises; exercised smaller here
     monkeypatch.setattr(inspect_log, "TOTAL_LIMIT", 3 * 1024 * 1024)  # 1 GiB in use; each member stays far below 32 MiB
     pad = " " * (1024 * 1024)
     members = {"header.json": json.dumps(header()).encode()}
