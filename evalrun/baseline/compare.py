@@ -39,7 +39,7 @@ def compare_tier(
     of the manifest, its baseline file, and the manifest's ``[baseline] strict`` too."""
     tier = results.tier
     moved = {name: other for other in TIERS if other != tier for name in tier_cells(manifest, other)}
-    return compare_to_baseline(
+    comparison = compare_to_baseline(
         baseline,
         results,
         set(tier_cells(manifest, tier)),
@@ -50,6 +50,28 @@ def compare_tier(
         settings=gate_settings(manifest, tier),
         moved=moved,
     )
+    if baseline is None and (elsewhere := baseline_elsewhere(manifest, tier)) is not None:
+        comparison.regressions.insert(0, BaselineChange(
+            eval=tier, check=None, kind="baseline-elsewhere", message=(
+                f"no baseline at {comparison.path}, but {file_label(elsewhere)} holds one: [baseline] dir was moved "
+                f"away from it, and nothing it records would be compared; move the file to {comparison.path} "
+                f"(or set dir back)")))
+    return comparison
+
+
+def baseline_elsewhere(manifest: Manifest, tier: str) -> Path | None:
+    """The tier's baseline in the default folder when ``[baseline] dir`` points elsewhere and has none.
+
+    A dir moved to an empty folder would otherwise open the gate: every check it no
+    longer sees would pass as new (docs/baseline.md)."""
+    default = manifest.root / "baselines" / f"{tier}.toml"
+    here = baseline_path(manifest, tier)
+    try:
+        if here.resolve() == default.resolve() or here.exists() or not default.is_file():
+            return None
+    except OSError:
+        return None
+    return default
 
 
 def compare_to_baseline(
