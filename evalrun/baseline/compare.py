@@ -14,7 +14,7 @@ from pathlib import Path
 from evalrun.baseline.judges import diff_judges
 from evalrun.baseline.rates import diff_rates
 from evalrun.baseline.settings import GateSettings, diff_settings, gate_settings, tier_move
-from evalrun.baseline.spelling import counted, quote
+from evalrun.text import plural, quote
 from evalrun.baseline.store import baseline_path
 from evalrun.errors import file_label
 from evalrun.manifest import TIERS, Manifest
@@ -130,7 +130,7 @@ def compare_to_baseline(
             else:
                 looser, words = tier_move(name, tier, elsewhere)
                 change = _change(name, None, "moved-looser" if looser else "moved-stricter", sum(recorded.values()),
-                                 None, f"{words} (baseline of {tier}: {counted(len(recorded), 'check')})")
+                                 None, f"{words} (baseline of {tier}: {plural(len(recorded), 'check')})")
                 (regressions if looser else stale).append(change)
             not_compared.discard(name)
         elif name in compared:
@@ -185,7 +185,7 @@ def _diff_eval(
         if now is None:
             regressions.append(
                 _change(name, check, "vanished-check", before, None,
-                        f"{name}: check {quote(check)} vanished (baseline: {counted(before, 'assertion')})")
+                        f"{name}: check {quote(check)} vanished (baseline: {plural(before, 'assertion')})")
             )
         elif now < before:
             regressions.append(
@@ -201,7 +201,7 @@ def _diff_eval(
         if check not in old:
             stale.append(
                 _change(name, check, "new-check", None, now,
-                        f"{name}: new check {quote(check)} ({counted(now, 'assertion')})")
+                        f"{name}: new check {quote(check)} ({plural(now, 'assertion')})")
             )
 
 
@@ -209,7 +209,7 @@ def _vanished_eval(name: str, counts: Mapping[str, int]) -> BaselineChange:
     total = sum(counts.values())
     return _change(
         name, None, "vanished-eval", total, None,
-        f"{name}: eval vanished from the manifest (baseline: {counted(len(counts), 'check')}, {counted(total, 'assertion')})",
+        f"{name}: eval vanished from the manifest (baseline: {plural(len(counts), 'check')}, {plural(total, 'assertion')})",
     )
 
 
@@ -217,7 +217,7 @@ def _new_eval(name: str, counts: Mapping[str, int]) -> BaselineChange:
     total = sum(counts.values())
     return _change(
         name, None, "new-eval", None, total,
-        f"{name}: new eval, not in the baseline ({counted(len(counts), 'check')}, {counted(total, 'assertion')})",
+        f"{name}: new eval, not in the baseline ({plural(len(counts), 'check')}, {plural(total, 'assertion')})",
     )
 
 

@@ -45,6 +45,7 @@ from evalrun.errors import BaselineError
 from evalrun.manifest import TIERS, Manifest
 from evalrun.plan import cells
 from evalrun.results import BaselineChange
+from evalrun.text import quote
 
 SETTINGS_TABLE = "/settings"  # no eval or cell name holds "/"
 SETTINGS_KEYS = ("tier", "repeat", "min_pass_rate", "alpha", "stop", "skips", "requires", "strict")
@@ -174,9 +175,9 @@ def _compare(before: GateSettings, now: GateSettings) -> list[tuple[str, bool, s
     added = sorted(set(now.requires) - set(before.requires))
     removed = sorted(set(before.requires) - set(now.requires))
     for requirement in added:
-        out.append(("requires", True, f"requires {_quote(requirement)} now (one more way to skip)"))
+        out.append(("requires", True, f"requires {quote(requirement)} now (one more way to skip)"))
     for requirement in removed:
-        out.append(("requires", False, f"no longer requires {_quote(requirement)}"))
+        out.append(("requires", False, f"no longer requires {quote(requirement)}"))
     if before.strict != now.strict:
         out.append(("strict", not now.strict, f"[baseline] strict {str(before.strict).lower()} -> {str(now.strict).lower()}"))
     if before.too_little_data != now.too_little_data:
@@ -199,9 +200,9 @@ def _compare(before: GateSettings, now: GateSettings) -> list[tuple[str, bool, s
                     + (" (a run that cannot isolate only warns)" if not now.require_isolation else "")))
     if before.key_vars is not None and now.key_vars is not None:
         for name in sorted(set(before.key_vars) - set(now.key_vars)):
-            out.append(("key_vars", True, f"[models] key_vars no longer holds {_quote(name)} (its key reaches t1/t2 scorers)"))
+            out.append(("key_vars", True, f"[models] key_vars no longer holds {quote(name)} (its key reaches t1/t2 scorers)"))
         for name in sorted(set(now.key_vars) - set(before.key_vars)):
-            out.append(("key_vars", False, f"[models] key_vars holds {_quote(name)} now"))
+            out.append(("key_vars", False, f"[models] key_vars holds {quote(name)} now"))
     if before.replay_match is not None and before.replay_match != now.replay_match:
         words = " (a changed request no longer fails)" if now.replay_match == "index" else ""
         out.append(("replay_match", now.replay_match == "index",
@@ -352,7 +353,7 @@ def parse_settings_table(label: str, table: Any, fix: str) -> dict[str, GateSett
     where = f'{label}: ["{SETTINGS_TABLE}"]'
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: must be a table of eval = {{ tier = ..., repeat = ..., ... }}; {fix}")
-    return {name: parse_settings_entry(f"{where} {_quote(name)}", value, fix) for name, value in table.items()}
+    return {name: parse_settings_entry(f"{where} {quote(name)}", value, fix) for name, value in table.items()}
 
 
 def parse_settings_entry(where: str, value: Any, fix: str) -> GateSettings:
@@ -422,6 +423,3 @@ def parse_settings_entry(where: str, value: Any, fix: str) -> GateSettings:
 def _g(value: float) -> str:
     return f"{value:g}"
 
-
-def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)

@@ -14,7 +14,7 @@ from typing import Any
 from evalrun.baseline.compare import failed_before_scorer
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, Status
 from evalrun.plan import split_cell_name
-from evalrun.text import one_line
+from evalrun.text import one_line, plural
 
 _STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate", "new-settings", "tightened", "moved-stricter",
                 "judge-changed")
@@ -131,6 +131,6 @@ def _summarize_stale(stale: Iterable[BaselineChange]) -> str:
                  "judge-changed"):
         count = kinds.count(kind)
         if count:
-            singular, plural = words[kind]
-            parts.append(f"{count} {singular if count == 1 else plural}")
+            singular, many = words[kind]
+            parts.append(plural(count, singular, many))
     return ", ".join(parts)
