@@ -9,7 +9,7 @@ from evalrun.errors import ExitCode
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults
 from evalrun.text import plural
-from evalrun.verdict import VERDICT_WORDS
+from evalrun.reports_out.describe import VERDICT_WORDS
 
 _WORDS = {CAUGHT: ("CAUGHT", "green"), NOT_CAUGHT: ("NOT CAUGHT", "bold red"), BROKEN: ("BROKEN", "red")}
 
