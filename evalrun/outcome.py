@@ -21,7 +21,7 @@ from evalrun.reports_in.json_report import read_json_report
 from evalrun.reports_in.parsed import ParsedReport
 from evalrun.reports_in.rules import judge
 from evalrun.results import CheckResult, EvalResult, SkippedTest, Status
-from evalrun.text import one_line, shorten
+from evalrun.text import one_line, plural, shorten
 
 INSPECT_LOG_DIR_NAME = "inspect-logs"  # format = "inspect": INSPECT_LOG_DIR is this folder of the workdir
 
@@ -118,7 +118,7 @@ def _stopped(
         if running not in {c.name for c in checks}:
             checks.append(CheckResult(name=running, assertions=0, passed=False, message=f"did not finish: {what}"))
     finished = len(partial.checks)
-    kept = f"kept the {finished} check{'s' if finished != 1 else ''} it finished (partial)"
+    kept = f"kept the {plural(finished, 'check')} it finished (partial)"
     return EvalResult(
         status=status,
         message=shorten(f"{what.removesuffix(' while running') + where if where else what}; {how}; {kept}"),

@@ -297,6 +297,16 @@ def run_stamp(started_at: str) -> str:
     return "".join(ch for ch in started_at[:19] if ch.isdigit() or ch == "T")
 
 
+# A bite's verdict (``evalrun bites``), kept in its result's ``metrics["outcome"]``: evalrun.bites decides it,
+# reports_out and merge read it from the record.
+CAUGHT, NOT_CAUGHT, BROKEN, SKIPPED, INTERRUPTED = "caught", "not caught", "broken", "skipped", "interrupted"
+
+
+def outcome_of(result: EvalResult) -> str:
+    """A bite's verdict from its result; a result without one is broken (it proves nothing)."""
+    return str(result.metrics.get("outcome", BROKEN))
+
+
 def new_run_id(tier: str, started_at: str) -> str:
     """``20261201T025030-t1-3f9a2c1b``: sortable, readable, and this run's alone (32 random bits a second and tier)."""
     return f"{run_stamp(started_at)}-{tier}-{os.urandom(4).hex()}"

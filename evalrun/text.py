@@ -10,6 +10,7 @@ docs/output-safety.md states the rule for users.
 
 from __future__ import annotations
 
+import json
 import re
 
 EVIDENCE_LIMIT = 2048  # bytes of evidence kept per check: enough to read, small enough for results files
@@ -41,6 +42,12 @@ def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """A message fit for one line of a table: whitespace runs folded, length capped."""
     folded = " ".join(text.split())
     return folded if len(folded) <= limit else folded[: limit - 3] + "..."
+
+
+def quote(text: str) -> str:
+    """A name as messages and the baseline's file show it: JSON-quoted, odd characters (quotes, line breaks)
+    escaped onto one line, readably (non-ASCII kept)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

@@ -32,13 +32,3 @@ def decide_exit_code(
     assert all(r.status is Status.PASSED for r in results)
     return ExitCode.OK
 
-
-VERDICT_WORDS = {
-    ExitCode.OK: "passed",
-    ExitCode.FAILED: "failed",
-    ExitCode.USAGE: "usage or configuration error",
-    ExitCode.REGRESSED: "baseline regressed",
-    ExitCode.UNCHECKED: "not everything was checked",
-    ExitCode.NOTHING_SELECTED: "nothing was selected to run",
-    ExitCode.INTERRUPTED: "interrupted; partial results",
-}

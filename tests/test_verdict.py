@@ -6,7 +6,8 @@ import pytest
 
 from evalrun.errors import ExitCode
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, Status
-from evalrun.verdict import VERDICT_WORDS, decide_exit_code
+from evalrun.reports_out.describe import VERDICT_WORDS
+from evalrun.verdict import decide_exit_code
 
 
 def _eval(status: Status) -> EvalResult:

@@ -14,7 +14,7 @@ from pathlib import Path
 from evalrun.baseline.judges import diff_judges
 from evalrun.baseline.rates import diff_rates
 from evalrun.baseline.settings import GateSettings, diff_settings, gate_settings, tier_move
-from evalrun.baseline.spelling import counted, quote
+from evalrun.text import plural, quote
 from evalrun.baseline.store import baseline_path
 from evalrun.errors import file_label
 from evalrun.manifest import TIERS, Manifest
@@ -39,7 +39,7 @@ def compare_tier(
     of the manifest, its baseline file, and the manifest's ``[baseline] strict`` too."""
     tier = results.tier
     moved = {name: other for other in TIERS if other != tier for name in tier_cells(manifest, other)}
-    return compare_to_baseline(
+    comparison = compare_to_baseline(
         baseline,
         results,
         set(tier_cells(manifest, tier)),
@@ -50,6 +50,28 @@ def compare_tier(
         settings=gate_settings(manifest, tier),
         moved=moved,
     )
+    if baseline is None and (elsewhere := baseline_elsewhere(manifest, tier)) is not None:
+        comparison.regressions.insert(0, BaselineChange(
+            eval=tier, check=None, kind="baseline-elsewhere", message=(
+                f"no baseline at {comparison.path}, but {file_label(elsewhere)} holds one: [baseline] dir was moved "
+                f"away from it, and nothing it records would be compared; move the file to {comparison.path} "
+                f"(or set dir back)")))
+    return comparison
+
+
+def baseline_elsewhere(manifest: Manifest, tier: str) -> Path | None:
+    """The tier's baseline in the default folder when ``[baseline] dir`` points elsewhere and has none.
+
+    A dir moved to an empty folder would otherwise open the gate: every check it no
+    longer sees would pass as new (docs/baseline.md)."""
+    default = manifest.root / "baselines" / f"{tier}.toml"
+    here = baseline_path(manifest, tier)
+    try:
+        if here.resolve() == default.resolve() or here.exists() or not default.is_file():
+            return None
+    except OSError:
+        return None
+    return default
 
 
 def compare_to_baseline(
@@ -108,7 +130,7 @@ def compare_to_baseline(
             else:
                 looser, words = tier_move(name, tier, elsewhere)
                 change = _change(name, None, "moved-looser" if looser else "moved-stricter", sum(recorded.values()),
-                                 None, f"{words} (baseline of {tier}: {counted(len(recorded), 'check')})")
+                                 None, f"{words} (baseline of {tier}: {plural(len(recorded), 'check')})")
                 (regressions if looser else stale).append(change)
             not_compared.discard(name)
         elif name in compared:
@@ -163,7 +185,7 @@ def _diff_eval(
         if now is None:
             regressions.append(
                 _change(name, check, "vanished-check", before, None,
-                        f"{name}: check {quote(check)} vanished (baseline: {counted(before, 'assertion')})")
+                        f"{name}: check {quote(check)} vanished (baseline: {plural(before, 'assertion')})")
             )
         elif now < before:
             regressions.append(
@@ -179,7 +201,7 @@ def _diff_eval(
         if check not in old:
             stale.append(
                 _change(name, check, "new-check", None, now,
-                        f"{name}: new check {quote(check)} ({counted(now, 'assertion')})")
+                        f"{name}: new check {quote(check)} ({plural(now, 'assertion')})")
             )
 
 
@@ -187,7 +209,7 @@ def _vanished_eval(name: str, counts: Mapping[str, int]) -> BaselineChange:
     total = sum(counts.values())
     return _change(
         name, None, "vanished-eval", total, None,
-        f"{name}: eval vanished from the manifest (baseline: {counted(len(counts), 'check')}, {counted(total, 'assertion')})",
+        f"{name}: eval vanished from the manifest (baseline: {plural(len(counts), 'check')}, {plural(total, 'assertion')})",
     )
 
 
@@ -195,7 +217,7 @@ def _new_eval(name: str, counts: Mapping[str, int]) -> BaselineChange:
     total = sum(counts.values())
     return _change(
         name, None, "new-eval", None, total,
-        f"{name}: new eval, not in the baseline ({counted(len(counts), 'check')}, {counted(total, 'assertion')})",
+        f"{name}: new eval, not in the baseline ({plural(len(counts), 'check')}, {plural(total, 'assertion')})",
     )
 
 

@@ -20,14 +20,13 @@ sample: against a baselined 10/10 the binomial test calls a single failure in
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from evalrun.errors import BaselineError
 from evalrun.results import BaselineChange, EvalResult
 from evalrun.stats import detectable_passes, fisher_greater, fisher_less, sign_test_worse
-from evalrun.text import plural
+from evalrun.text import plural, quote
 
 RATE_KEYS = ("assertions", "passes", "runs")
 
@@ -125,7 +124,7 @@ def diff_rates(
             stale.append(BaselineChange(
                 eval=name, check=check, kind="new-rate", baseline=int(before), current=now.assertions,
                 current_rate=(now.rate.passes, now.rate.runs),
-                message=f"{name}: check {_quote(check)} has a pass rate now ({now.rate.passes} of {now.rate.runs}); "
+                message=f"{name}: check {quote(check)} has a pass rate now ({now.rate.passes} of {now.rate.runs}); "
                         f"the baseline has none",
             ))
             continue
@@ -141,12 +140,12 @@ def diff_rates(
         if lower < alpha:
             regressions.append(_rate_change(
                 name, check, "decayed", before, now.assertions, (bp, bn), (cp, cn), lower,
-                f"{name}: check {_quote(check)} {rates}: lower beyond chance ({test} p = {_p(lower)} < alpha {alpha:g})",
+                f"{name}: check {quote(check)} {rates}: lower beyond chance ({test} p = {_p(lower)} < alpha {alpha:g})",
             ))
         elif higher < alpha:
             stale.append(_rate_change(
                 name, check, "improved", before, now.assertions, (bp, bn), (cp, cn), higher,
-                f"{name}: check {_quote(check)} {rates}: higher beyond chance ({test} p = {_p(higher)} < alpha {alpha:g})",
+                f"{name}: check {quote(check)} {rates}: higher beyond chance ({test} p = {_p(higher)} < alpha {alpha:g})",
             ))
         elif undecided is not None:
             caught = detectable_passes(bp, bn, cn, alpha)
@@ -154,7 +153,7 @@ def diff_rates(
                 continue  # no drop, and the run could have caught one: no evidence of change
             change = _rate_change(
                 name, check, "too-little-data", before, now.assertions, (bp, bn), (cp, cn), lower,
-                f"{name}: check {_quote(check)} {rates}: too little data to tell ({_power(caught, cn)})",
+                f"{name}: check {quote(check)} {rates}: too little data to tell ({_power(caught, cn)})",
             )
             undecided.append(change.model_copy(update={
                 "detectable": None if caught is None else caught / cn, "fails": fails,
@@ -183,6 +182,3 @@ def _rate_change(eval_name: str, check: str, kind: str, before: int, now: int, b
 def _p(p: float) -> str:
     return f"{p:.2g}" if p < 0.001 else f"{p:.4f}"
 
-
-def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)

@@ -20,7 +20,8 @@ from typing import Any
 from evalrun.baseline.judges import JUDGES_TABLE, parse_judges_table, read_judges_entry
 from evalrun.baseline.rates import parse_rate_entry
 from evalrun.baseline.settings import SETTINGS_TABLE, GateSettings, parse_settings_table, read_settings_entry
-from evalrun.baseline.spelling import quote, table_key
+from evalrun.baseline.spelling import table_key
+from evalrun.text import quote
 from evalrun.baseline.store import BASELINE_LIMIT, update_command
 from evalrun.errors import BaselineError, file_label
 from evalrun.files import FileReadError, read_bounded

@@ -22,7 +22,11 @@ What is looser: a lower ``repeat`` or ``min_pass_rate``; a lower ``alpha``
 (a drop in pass rate is called a regression only when its p-value is below
 ``alpha``, so a smaller alpha calls fewer); ``stop = "decided"`` where it was
 ``"never"`` (fewer runs observed); ``skips = "skip"`` where it was
-``"fail"``; a requirement added (one more way to skip); ``strict`` off.
+``"fail"``; a requirement added (one more way to skip); ``strict`` off;
+``network = "host"``, ``require_isolation`` off, a name removed from
+``[models] key_vars``, ``replay_match = "index"``, ``strict_replay`` off (the
+tier's isolation and the ``[models]`` guards, GUARD_KEYS, written on every line;
+a line without them is "not recorded yet" for those five and compares none).
 Flags of one invocation (``--strict-baseline``, ``--repeat``, ``--no-skips``)
 are not recorded: the baseline cannot see a workflow file. Set them in the
 manifest (``[baseline] strict = true``) to have them recorded and guarded.
@@ -41,11 +45,15 @@ from evalrun.errors import BaselineError
 from evalrun.manifest import TIERS, Manifest
 from evalrun.plan import cell_name
 from evalrun.results import BaselineChange
+from evalrun.text import quote
 
 SETTINGS_TABLE = "/settings"  # no eval or cell name holds "/"
 SETTINGS_KEYS = ("tier", "repeat", "min_pass_rate", "alpha", "stop", "skips", "requires", "strict")
 # Written only when set (a baseline of an evalrun that knew none of them still reads the same).
 OPTIONAL_KEYS = ("too_little_data", "min_kappa", "min_ac1")
+# The tier's isolation and the manifest's [models] guards, written on every line by this evalrun; a line
+# without them (an older evalrun wrote it) has them "not recorded yet": compared once an update records them.
+GUARD_KEYS = ("network", "require_isolation", "key_vars", "replay_match", "strict_replay")
 DEFAULT_FLOOR = 1.0
 DEFAULT_ALPHA = 0.05
 
@@ -65,6 +73,12 @@ class GateSettings:
     too_little_data: str = "note"  # or "fail": a rate comparison that cannot tell is exit 4
     min_kappa: float | None = None  # an anchors eval's floors for its judge (evalrun.calibration)
     min_ac1: float | None = None
+    # GUARD_KEYS; None: not recorded yet (a baseline of an older evalrun), nothing to compare.
+    network: str | None = None  # "loopback" (t1/t2 isolated) or "host"
+    require_isolation: bool | None = None  # cannot isolate: exit 2
+    key_vars: tuple[str, ...] | None = None  # [models] key_vars: more keys kept out of t1/t2
+    replay_match: str | None = None  # "request" (a changed request fails) or "index"
+    strict_replay: bool | None = None  # a recorded call not requested fails the eval
 
 
 def gate_settings(manifest: Manifest, tier: str) -> dict[str, GateSettings]:
@@ -96,6 +110,11 @@ def gate_settings(manifest: Manifest, tier: str) -> dict[str, GateSettings]:
                 too_little_data=pick("too_little_data", "note"),
                 min_kappa=spec.anchors.min_kappa if spec.anchors is not None else None,
                 min_ac1=spec.anchors.min_ac1 if spec.anchors is not None else None,
+                network=tier_config.network or ("host" if tier == "t3" else "loopback"),
+                require_isolation=tier_config.require_isolation,
+                key_vars=tuple(sorted({name for name in manifest.models.key_vars if name})),
+                replay_match=manifest.models.replay_match,
+                strict_replay=manifest.models.strict_replay,
             )
     return out
 
@@ -157,9 +176,9 @@ def _compare(before: GateSettings, now: GateSettings) -> list[tuple[str, bool, s
     added = sorted(set(now.requires) - set(before.requires))
     removed = sorted(set(before.requires) - set(now.requires))
     for requirement in added:
-        out.append(("requires", True, f"requires {_quote(requirement)} now (one more way to skip)"))
+        out.append(("requires", True, f"requires {quote(requirement)} now (one more way to skip)"))
     for requirement in removed:
-        out.append(("requires", False, f"no longer requires {_quote(requirement)}"))
+        out.append(("requires", False, f"no longer requires {quote(requirement)}"))
     if before.strict != now.strict:
         out.append(("strict", not now.strict, f"[baseline] strict {str(before.strict).lower()} -> {str(now.strict).lower()}"))
     if before.too_little_data != now.too_little_data:
@@ -171,6 +190,29 @@ def _compare(before: GateSettings, now: GateSettings) -> list[tuple[str, bool, s
             looser = new is None or (old is not None and new < old)
             out.append((key, looser, f"anchors {key} {_g(old) if old is not None else 'unset'} -> "
                                      f"{_g(new) if new is not None else 'unset'}"))
+    # The tier's isolation and the [models] guards; a setting not recorded yet (None) is not compared.
+    if before.network is not None and before.network != now.network:
+        words = "scorers reach the network" if now.network == "host" else "scorers see only the loopback"
+        out.append(("network", now.network == "host", f'network "{before.network}" -> "{now.network}" ({words})'))
+    if before.require_isolation is not None and before.require_isolation != now.require_isolation:
+        out.append(("require_isolation", not now.require_isolation,
+                    f"require_isolation {str(before.require_isolation).lower()} -> "
+                    f"{str(now.require_isolation).lower()}"
+                    + (" (a run that cannot isolate only warns)" if not now.require_isolation else "")))
+    if before.key_vars is not None and now.key_vars is not None:
+        for name in sorted(set(before.key_vars) - set(now.key_vars)):
+            out.append(("key_vars", True, f"[models] key_vars no longer holds {quote(name)} (its key reaches t1/t2 scorers)"))
+        for name in sorted(set(now.key_vars) - set(before.key_vars)):
+            out.append(("key_vars", False, f"[models] key_vars holds {quote(name)} now"))
+    if before.replay_match is not None and before.replay_match != now.replay_match:
+        words = " (a changed request no longer fails)" if now.replay_match == "index" else ""
+        out.append(("replay_match", now.replay_match == "index",
+                    f'[models] replay_match "{before.replay_match}" -> "{now.replay_match}"{words}'))
+    if before.strict_replay is not None and before.strict_replay != now.strict_replay:
+        words = " (a recorded call not requested no longer fails)" if not now.strict_replay else ""
+        out.append(("strict_replay", not now.strict_replay,
+                    f"[models] strict_replay {str(before.strict_replay).lower()} -> "
+                    f"{str(now.strict_replay).lower()}{words}"))
     return out
 
 
@@ -222,7 +264,22 @@ def settings_line(key: str, settings: GateSettings) -> str:
         + (f', too_little_data = "{settings.too_little_data}"' if settings.too_little_data != "note" else "")
         + (f", min_kappa = {_toml_float(settings.min_kappa)}" if settings.min_kappa is not None else "")
         + (f", min_ac1 = {_toml_float(settings.min_ac1)}" if settings.min_ac1 is not None else "")
+        + _guards_part(settings)
         + " }"
+    )
+
+
+def _guards_part(settings: GateSettings) -> str:
+    """The GUARD_KEYS, all or none (a line read from an older baseline has none)."""
+    if None in (settings.network, settings.require_isolation, settings.key_vars, settings.replay_match,
+                settings.strict_replay):
+        return ""
+    key_vars = ", ".join(_toml_string(k) for k in settings.key_vars or ())
+    return (
+        f", network = {_toml_string(settings.network or '')}, "
+        f"require_isolation = {'true' if settings.require_isolation else 'false'}, key_vars = [{key_vars}], "
+        f"replay_match = {_toml_string(settings.replay_match or '')}, "
+        f"strict_replay = {'true' if settings.strict_replay else 'false'}"
     )
 
 
@@ -247,7 +304,8 @@ SETTINGS_ENTRY = re.compile(
     + r", min_pass_rate = " + _FLOAT + r", alpha = " + _FLOAT + r", stop = " + _BASIC + r", skips = " + _BASIC
     + r", requires = \[((?:" + _PLAIN_BASIC + r"(?:, " + _PLAIN_BASIC + r")*)?)\], strict = (true|false)"
     + r'(?:, too_little_data = "(fail)")?(?:, min_kappa = ' + _SIGNED_FLOAT + r")?(?:, min_ac1 = " + _SIGNED_FLOAT
-    + r")? \}\Z"
+    + r")?(?:, network = \"(loopback|host)\", require_isolation = (true|false), key_vars = \[((?:" + _PLAIN_BASIC
+    + r"(?:, " + _PLAIN_BASIC + r")*)?)\], replay_match = \"(request|index)\", strict_replay = (true|false))? \}\Z"
 )
 _STRING_IN_LIST = re.compile(_BASIC)
 
@@ -257,7 +315,8 @@ def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
     match = SETTINGS_ENTRY.match(line)
     if match is None:
         return None
-    bare, quoted, tier, repeat, floor, alpha, stop, skips, requires, strict, little, kappa, ac1 = match.groups()
+    (bare, quoted, tier, repeat, floor, alpha, stop, skips, requires, strict, little, kappa, ac1,
+     network, isolation, key_vars, replay_match, strict_replay) = match.groups()
     key = bare if bare is not None else _unescape(quoted)
     optional: dict[str, Any] = {}
     if little is not None:
@@ -266,6 +325,10 @@ def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
         optional["min_kappa"] = float(kappa)
     if ac1 is not None:
         optional["min_ac1"] = float(ac1)
+    if network is not None:
+        optional.update(network=network, require_isolation=isolation == "true",
+                        key_vars=[_unescape(m.group(1)) for m in _STRING_IN_LIST.finditer(key_vars)],
+                        replay_match=replay_match, strict_replay=strict_replay == "true")
     return key, {
         "tier": _unescape(tier),
         "repeat": int(repeat),
@@ -291,15 +354,15 @@ def parse_settings_table(label: str, table: Any, fix: str) -> dict[str, GateSett
     where = f'{label}: ["{SETTINGS_TABLE}"]'
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: must be a table of eval = {{ tier = ..., repeat = ..., ... }}; {fix}")
-    return {name: parse_settings_entry(f"{where} {_quote(name)}", value, fix) for name, value in table.items()}
+    return {name: parse_settings_entry(f"{where} {quote(name)}", value, fix) for name, value in table.items()}
 
 
 def parse_settings_entry(where: str, value: Any, fix: str) -> GateSettings:
     if not isinstance(value, dict):
         raise BaselineError(f"{where}: must be an inline table {{ tier = ..., repeat = ..., ... }}; {fix}")
-    unknown = sorted(set(value) - set(SETTINGS_KEYS) - set(OPTIONAL_KEYS))
+    unknown = sorted(set(value) - set(SETTINGS_KEYS) - set(OPTIONAL_KEYS) - set(GUARD_KEYS))
     if unknown:
-        known = ", ".join((*SETTINGS_KEYS, *OPTIONAL_KEYS))
+        known = ", ".join((*SETTINGS_KEYS, *OPTIONAL_KEYS, *GUARD_KEYS))
         raise BaselineError(f"{where}: unknown setting {unknown[0]!r}; known: {known}; {fix}")
     missing = [k for k in SETTINGS_KEYS if k not in value]
     if missing:
@@ -338,16 +401,26 @@ def parse_settings_entry(where: str, value: Any, fix: str) -> GateSettings:
                                    or not math.isfinite(number) or not -1 <= number <= 1):
             raise bad(key, "a number from -1 to 1")
         floors[key] = None if number is None else float(number)
+    if value.get("network", "host") not in ("loopback", "host"):
+        raise bad("network", '"loopback" or "host"')
+    for key in ("require_isolation", "strict_replay"):
+        if key in value and not isinstance(value[key], bool):
+            raise bad(key, "true or false")
+    key_vars = value.get("key_vars")
+    if key_vars is not None and (not isinstance(key_vars, list) or not all(isinstance(k, str) for k in key_vars)):
+        raise bad("key_vars", "an array of strings")
+    if value.get("replay_match", "index") not in ("request", "index"):
+        raise bad("replay_match", '"request" or "index"')
     return GateSettings(
         tier=value["tier"], repeat=repeat, min_pass_rate=numbers["min_pass_rate"], alpha=numbers["alpha"],
         stop=value["stop"], skips=value["skips"], requires=tuple(sorted(set(requires))), strict=value["strict"],
         too_little_data=value.get("too_little_data", "note"), **floors,
+        network=value.get("network"), require_isolation=value.get("require_isolation"),
+        key_vars=None if key_vars is None else tuple(sorted(set(key_vars))),
+        replay_match=value.get("replay_match"), strict_replay=value.get("strict_replay"),
     )
 
 
 def _g(value: float) -> str:
     return f"{value:g}"
 
-
-def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)

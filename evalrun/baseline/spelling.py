@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 import re
 
+from evalrun.text import quote
+
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def quote(text: str) -> str:
-    # JSON's escaping keeps odd names (quotes, newlines) on one line, readably.
-    return json.dumps(text, ensure_ascii=False)
 
 
 def table_key(name: str) -> str:
@@ -30,7 +27,3 @@ def toml_key(name: str) -> str:
     # JSON's escapes are TOML's, but for DEL, which TOML wants escaped too.
     return json.dumps(name, ensure_ascii=False).replace("\x7f", "\\u007f")
 
-
-def counted(count: int, noun: str) -> str:
-    """``1 check``, ``2 checks``."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

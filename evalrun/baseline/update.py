@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from evalrun.baseline.rates import counts_of
 from evalrun.baseline.read import Baseline
-from evalrun.baseline.spelling import counted, quote
+from evalrun.text import plural, quote
 from evalrun.baseline.write import sorted_baseline
 from evalrun.errors import BaselineRefused
 from evalrun.results import RunResults, Status
@@ -62,7 +62,7 @@ def _refuse_failing_state(results: RunResults) -> None:
     if offending:
         listed = ", ".join(f"{r.name} ({r.status.value})" for r in offending)
         raise BaselineRefused(
-            f"baseline not updated: {counted(len(offending), 'eval')} did not pass: {listed}; "
+            f"baseline not updated: {plural(len(offending), 'eval')} did not pass: {listed}; "
             f"a failing state is never a baseline, fix them and rerun the tier"
         )
     if results.interrupted:

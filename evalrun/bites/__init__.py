@@ -30,11 +30,12 @@ from pathlib import Path
 from evalrun.errors import ExitCode, UsageError
 from evalrun.manifest import Bite
 from evalrun.plan import PlannedEval
-from evalrun.results import CheckResult, EvalResult, Status
+from evalrun.results import (  # a bite's verdict is its result's: reports_out reads it from the record
+    BROKEN, CAUGHT, INTERRUPTED, NOT_CAUGHT, SKIPPED, CheckResult, EvalResult, Status, outcome_of,
+)
 from evalrun.selection.checkout import git_says, run_git
 from evalrun.text import one_line, plural
 
-CAUGHT, NOT_CAUGHT, BROKEN, SKIPPED, INTERRUPTED = "caught", "not caught", "broken", "skipped", "interrupted"
 _STATUS = {CAUGHT: Status.PASSED, NOT_CAUGHT: Status.FAILED, BROKEN: Status.ERROR, SKIPPED: Status.SKIPPED,
            INTERRUPTED: Status.INTERRUPTED}
 
@@ -215,10 +216,6 @@ def judge_bite(run: BiteRun, result: EvalResult | None, problem: str | None = No
         return done(NOT_CAUGHT, f"{listed} passed with {describe_bite(bite)}", checks, result)
     return done(CAUGHT, f"{plural(len(checks), 'named check')} failed with {describe_bite(bite)}",
                 checks, result)
-
-
-def outcome_of(result: EvalResult) -> str:
-    return str(result.metrics.get("outcome", BROKEN))
 
 
 def bites_exit_code(results: Sequence[EvalResult], interrupted: bool) -> ExitCode:

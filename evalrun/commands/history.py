@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from evalrun.reports_out.terminal import Console
+from evalrun.text import plural
 from evalrun.errors import UsageError, file_label
 from evalrun.history.location import locate_history
 from evalrun.history.records import GitInfo, StoredRun, make_record
@@ -95,8 +96,9 @@ def _print_series(series: CheckSeries, console: Console) -> None:
     console.line(f"{series.eval}: {series.check}")
     for p in series.points:
         assertions = "-" if p.assertions is None else str(p.assertions)
+        noun = "assertions" if p.assertions is None else plural(p.assertions, "assertion").partition(" ")[2]
         console.line(f"  {_time(p.run):<19}  {p.run.run_id:<27}  {p.run.short_commit:<11}  {p.status:<6}  "
-                     f"{assertions:>3} assertion{'s' if assertions != '1' else ''}")
+                     f"{assertions:>3} {noun}")
     present = series.present
     passed = sum(p.status == "passed" for p in present)
     streak = last_failure(series)

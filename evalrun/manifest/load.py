@@ -23,7 +23,7 @@ from evalrun.manifest.rules import check_rules
 from evalrun.manifest.schema import TIERS, Manifest, ManifestKeys, TierConfig, _RawManifest
 from evalrun.probes.spec import parse_probe_table
 from evalrun.services.spec import parse_service_tables
-from evalrun.text import one_line
+from evalrun.text import one_line, plural
 
 
 def find_manifest_upward(start: Path, name: str = "manifest.toml") -> Path | None:
@@ -212,6 +212,6 @@ def _describe_validation_error(label: str, data: Any, exc: ValidationError) -> s
         msg = str(err["msg"])
         msg = msg.removeprefix("Value error, ")
         msg = msg[:1].lower() + msg[1:]
-    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    more = f" (and {plural(len(errors) - 1, 'more problem')})" if len(errors) > 1 else ""
     where = _where(data, loc) or "top level"
     return f"{label}: {where}: {msg}{more}"

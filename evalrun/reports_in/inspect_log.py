@@ -25,7 +25,9 @@ read; this module owns what a log means to evalrun:
   named ``TASK/SCORER/METRIC``.
 
 Every read is bounded: the log file (``evalrun.files``), each zip member as it
-is decompressed (a zip bomb stops at the limit), the members and samples read.
+is decompressed (a zip bomb stops at the limit; 1 GiB for the whole .eval), the
+members and samples read, and the JSON values parsed at once (VALUE_LIMIT: bytes
+alone do not bound the memory Python objects take).
 Inspect compresses ``.eval`` members with zstandard: Python 3.14's
 ``compression.zstd`` or the ``zstandard`` package reads them (``pip install
 'evalrun[inspect]'``; Inspect itself depends on it).
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import struct
 import zipfile
 import zlib
@@ -63,6 +66,11 @@ from evalrun.text import one_line, shorten, truncate
 LOG_FILE_LIMIT = 100  # log files read from one run's folder: tasks x models of one eval
 MEMBER_LIMIT = REPORT_LIMIT  # bytes of one decompressed zip member (header.json, one sample)
 TOTAL_LIMIT = 1024**3  # decompressed bytes of one .eval in all
+# JSON values (objects, arrays, strings, numbers) parsed at once: a .json log, or one member of a .eval (its
+# header, one sample). Bytes alone do not bound memory: 32 MiB of "{}," is 11 million dicts, 0.9 GB. At the
+# limit a log costs at most ~300 MB of objects beyond its text; a real sample holds a few thousand values.
+VALUE_LIMIT = 4_000_000
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _MEMBERS = CHECK_LIMIT + 100  # zip entries looked at: one per sample, a few more
 _ZSTD = 93  # the zip compression method Inspect writes
 _NOT_LOGS = {"logs.json", "eval-set.json"}  # eval-set's listing files, beside the logs
@@ -116,7 +124,7 @@ def parse_inspect(log_dir: Path, label: str, secrets: Iterable[str] = ()) -> Par
         _read_metrics(log.header, task, metrics, secrets)
     problem = "; ".join(problems) if problems else None
     if not checks and problem is None:
-        problem = f"the Inspect log{'s' if len(logs) > 1 else ''} in {label} hold no scored samples"
+        problem = f"the Inspect {'logs' if len(logs) > 1 else 'log'} in {label} {'hold' if len(logs) > 1 else 'holds'} no scored samples"
     return ParsedReport(
         checks=[_finish(c) for c in checks.values()], metrics=metrics, problem=problem, source="Inspect"
     )
@@ -160,7 +168,7 @@ def _read(path: Path, where: str) -> bytes:
 def _open_log(path: Path, where: str) -> _Log:
     raw = _read(path, where)
     if path.name.endswith(".json"):
-        data = load_json(raw, f"inspect log {where}", _FIX)
+        data = _load(raw, f"inspect log {where}", "let Inspect write .eval logs (its default), read a sample at a time")
         if not isinstance(data, dict) or not isinstance(data.get("eval"), dict):
             raise ReportError(f"inspect log {where}: not an Inspect log (no \"eval\" object); {_FIX}")
         samples = data.get("samples")
@@ -210,16 +218,34 @@ def _open_eval(raw: bytes, where: str) -> _Log:
 
 def _member_json(archive: zipfile.ZipFile, raw: bytes, info: zipfile.ZipInfo, where: str, budget: list[int]) -> Any:
     place = f"inspect log {where}: {shorten(info.filename, 120)}"
-    data = _member_bytes(archive, raw, info, place, min(MEMBER_LIMIT, budget[0]))
+    data = _member_bytes(archive, raw, info, place, min(MEMBER_LIMIT, budget[0]), in_all=budget[0] < MEMBER_LIMIT)
     budget[0] -= len(data)
-    value = load_json(data, place, _FIX)
+    value = _load(data, place, "split the task's samples smaller")
     if not isinstance(value, dict):
         raise ReportError(f"{place}: not a JSON object; {_FIX}")
     return value
 
 
-def _member_bytes(archive: zipfile.ZipFile, raw: bytes, info: zipfile.ZipInfo, place: str, limit: int) -> bytes:
-    """One member, decompressed up to ``limit`` bytes: a member that inflates past it is refused."""
+def json_values(raw: bytes) -> int:
+    """How many JSON values ``json.loads(raw)`` would make (keys aside: the parser shares them), counted
+    without making them: one per comma and per non-empty container, plus the root."""
+    bare = _STRING.sub(b'""', raw)
+    return 1 + bare.count(b",") + bare.count(b"[") + bare.count(b"{") - bare.count(b"[]") - bare.count(b"{}")
+
+
+def _load(raw: bytes, place: str, fix: str) -> Any:
+    """``raw`` as JSON, refused in one line before parsing when it holds more than VALUE_LIMIT values."""
+    if len(raw) > VALUE_LIMIT and json_values(raw) > VALUE_LIMIT:  # every value takes at least a byte
+        raise ReportError(
+            f"{place}: holds more than {VALUE_LIMIT:,} JSON values, more than evalrun holds in memory at once; {fix}"
+        )
+    return load_json(raw, place, _FIX)
+
+
+def _member_bytes(archive: zipfile.ZipFile, raw: bytes, info: zipfile.ZipInfo, place: str, limit: int,
+                  in_all: bool = False) -> bytes:
+    """One member, decompressed up to ``limit`` bytes: a member that inflates past it is refused
+    (``in_all``: the limit is what is left of TOTAL_LIMIT, the most one .eval decompresses to)."""
     try:
         if info.compress_type == _ZSTD:
             data = _unzstd(_raw_member(raw, info, place), limit + 1, place)
@@ -234,8 +260,15 @@ def _member_bytes(archive: zipfile.ZipFile, raw: bytes, info: zipfile.ZipInfo, p
             struct.error) as exc:
         raise ReportError(f"{place}: cannot be decompressed ({shorten(one_line(str(exc)), 120)}); {_FIX}") from None
     if len(data) > limit:
-        raise ReportError(f"{place}: decompresses to more than {limit // (1024 * 1024)} MiB, the most evalrun reads")
+        if in_all:
+            raise ReportError(f"{place}: the log decompresses to more than {_mib(TOTAL_LIMIT)} MiB in all, the "
+                              f"most evalrun reads from one .eval; split the task's samples into several tasks")
+        raise ReportError(f"{place}: decompresses to more than {_mib(limit)} MiB, the most evalrun reads")
     return data
+
+
+def _mib(limit: int) -> str:
+    return f"{limit / (1024 * 1024):g}"
 
 
 def _raw_member(raw: bytes, info: zipfile.ZipInfo, place: str) -> bytes:

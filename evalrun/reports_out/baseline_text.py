@@ -14,7 +14,7 @@ from typing import Any
 from evalrun.baseline.compare import failed_before_scorer
 from evalrun.results import BaselineChange, BaselineComparison, EvalResult, Status
 from evalrun.plan import split_cell_name
-from evalrun.text import one_line
+from evalrun.text import one_line, plural
 
 _STALE_KINDS = ("new-eval", "new-check", "stronger", "improved", "new-rate", "new-settings", "tightened", "moved-stricter",
                 "judge-changed")
@@ -44,7 +44,9 @@ def format_comparison(
         lines.append(f"a looser gate must be committed in the baseline, for review; if it is meant, {run}")
     if cmp.strict and any(change.kind in _STALE_KINDS for change in cmp.regressions):
         lines.append(f"baseline is strict: new checks and higher counts must be committed; {run}")
-    if not cmp.exists:
+    if not cmp.exists and any(change.kind == "baseline-elsewhere" for change in cmp.regressions):
+        lines.append(f"if the tier's baseline is meant to start afresh there, run: {cmp.update_command}")
+    elif not cmp.exists:
         create = f"once every eval passes, create it with: {cmp.update_command}" if run_failed else f"create it with: {cmp.update_command}"
         lines.append(f"no baseline at {cmp.path}; {create}")
     elif cmp.stale:
@@ -129,6 +131,6 @@ def _summarize_stale(stale: Iterable[BaselineChange]) -> str:
                  "judge-changed"):
         count = kinds.count(kind)
         if count:
-            singular, plural = words[kind]
-            parts.append(f"{count} {singular if count == 1 else plural}")
+            singular, many = words[kind]
+            parts.append(plural(count, singular, many))
     return ", ".join(parts)

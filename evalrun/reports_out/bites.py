@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrun.bites import BROKEN, CAUGHT, NOT_CAUGHT, outcome_of
 from evalrun.errors import ExitCode
 from evalrun.reports_out.terminal import Console
-from evalrun.results import EvalResult, RunResults
+from evalrun.results import BROKEN, CAUGHT, NOT_CAUGHT, EvalResult, RunResults, outcome_of
 from evalrun.text import plural
-from evalrun.verdict import VERDICT_WORDS
+from evalrun.reports_out.describe import VERDICT_WORDS
 
 _WORDS = {CAUGHT: ("CAUGHT", "green"), NOT_CAUGHT: ("NOT CAUGHT", "bold red"), BROKEN: ("BROKEN", "red")}
 

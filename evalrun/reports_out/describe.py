@@ -21,12 +21,23 @@ from evalrun.results import (
     BaselineChange, CheckResult, EvalResult, JudgeCalibration, NetworkIsolation, RunResults, Status,
 )
 from evalrun.text import plural, seen_words
-from evalrun.verdict import VERDICT_WORDS
 
 if TYPE_CHECKING:
     from evalrun.manifest.schema import Budget
     from evalrun.plan import Plan
     from evalrun.repeats import FlakyCheck
+
+
+# Each exit code's words: the terminal, the summary, JUnit, Markdown, the HTML report and bites say the same.
+VERDICT_WORDS = {
+    ExitCode.OK: "passed",
+    ExitCode.FAILED: "failed",
+    ExitCode.USAGE: "usage or configuration error",
+    ExitCode.REGRESSED: "baseline regressed",
+    ExitCode.UNCHECKED: "not everything was checked",
+    ExitCode.NOTHING_SELECTED: "nothing was selected to run",
+    ExitCode.INTERRUPTED: "interrupted; partial results",
+}
 
 
 def describe_verdict(results: RunResults) -> str:

@@ -188,7 +188,7 @@ def call_views(evals: list[Any], budget: int = PAGE_CALL_CHARS) -> dict[str, Cal
 def render_report(runs: list[StoredRun], notes: list[str] | None = None) -> str:
     """The page for ``runs`` (oldest first; the last is the latest run)."""
     from evalrun.errors import ExitCode
-    from evalrun.verdict import VERDICT_WORDS
+    from evalrun.reports_out.describe import VERDICT_WORDS
 
     if not runs:
         raise ValueError("a report needs at least one run")

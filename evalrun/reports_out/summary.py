@@ -24,7 +24,7 @@ from evalrun.reports_out.describe import (
 from evalrun.reports_out.matrix import plain_lines, side_by_side
 from evalrun.reports_out.terminal import Console, closing_line, output_tails
 from evalrun.results import EvalResult, RunResults
-from evalrun.verdict import VERDICT_WORDS
+from evalrun.reports_out.describe import VERDICT_WORDS
 
 
 class WrittenFiles(Protocol):

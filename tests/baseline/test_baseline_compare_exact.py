@@ -245,3 +245,32 @@ def test_an_evals_own_change_sorts_before_its_checks() -> None:
     baseline.settings = {"a": _settings(repeat=5)}
     result = _compare(baseline, _eval("a", x=2, y=1), settings={"a": _settings(repeat=1)})
     assert [(c.eval, c.check, c.kind) for c in result.regressions] == [("a", None, "loosened"), ("a", "x", "weakened")]
+
+
+def test_a_baseline_dir_moved_away_from_the_tiers_baseline_is_a_regression_that_names_both(tmp_path: Path,
+                                                                                            monkeypatch) -> None:
+    from evalrun.reports_out.baseline_text import format_comparison
+
+    monkeypatch.chdir(tmp_path)  # file labels are relative to the working directory
+
+    (tmp_path / "evals" / "a").mkdir(parents=True)
+    (tmp_path / "baselines").mkdir()
+    (tmp_path / "baselines" / "t1.toml").write_text('[a]\nx = 1\n"gone" = 3\n')
+    manifest_file = tmp_path / "manifest.toml"
+    entry = '[tiers.t1]\n[[evals]]\nname = "a"\ntier = "t1"\ndir = "evals/a"\nrun = ["true"]\n'
+    manifest_file.write_text('[baseline]\ndir = "gate/empty"\n' + entry)
+    moved = compare_tier(load_manifest(manifest_file), _run(_eval("a", x=1)), None, strict=False, update_command=UPDATE)
+    assert [c.kind for c in moved.regressions] == ["baseline-elsewhere"]
+    lines = format_comparison(moved, [])
+    assert lines[0] == ("regression: no baseline at gate/empty/t1.toml, but baselines/t1.toml holds one: [baseline] "
+                        "dir was moved away from it, and nothing it records would be compared; move the file to "
+                        "gate/empty/t1.toml (or set dir back)")
+    assert not any(line.startswith("no baseline at") for line in lines)
+    # The default folder itself, or a moved dir that holds the tier's baseline, or nothing to move away from: as before.
+    manifest_file.write_text(entry)
+    assert compare_tier(load_manifest(manifest_file), _run(_eval("a", x=1)), None, strict=False,
+                        update_command=UPDATE).regressions == []
+    (tmp_path / "baselines" / "t1.toml").unlink()
+    manifest_file.write_text('[baseline]\ndir = "gate/empty"\n' + entry)
+    assert compare_tier(load_manifest(manifest_file), _run(_eval("a", x=1)), None, strict=False,
+                        update_command=UPDATE).regressions == []

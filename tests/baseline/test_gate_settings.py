@@ -9,8 +9,10 @@ loosened setting, until ``baseline --update`` records it; tightening passes.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,12 +38,26 @@ gate = st.builds(
     min_kappa=st.one_of(st.none(), st.floats(-1, 1, allow_nan=False)),
     min_ac1=st.one_of(st.none(), st.floats(-1, 1, allow_nan=False)),
 )
+guards = st.one_of(
+    st.just({}),  # a line an older evalrun wrote: the guards not recorded yet
+    st.fixed_dictionaries({
+        "network": st.sampled_from(["loopback", "host"]),
+        "require_isolation": st.booleans(),
+        "key_vars": st.lists(names, max_size=3, unique=True).map(lambda k: tuple(sorted(k))),
+        "replay_match": st.sampled_from(["request", "index"]),
+        "strict_replay": st.booleans(),
+    }),
+)
+gate = st.tuples(gate, guards).map(lambda pair: replace(pair[0], **pair[1]))
 counts = st.dictionaries(names, st.dictionaries(names, st.integers(0, 10**12), max_size=3), max_size=4)
 
 
 def _as_toml_table(s: GateSettings) -> dict:
     optional = {"too_little_data": s.too_little_data} if s.too_little_data != "note" else {}
     optional.update({k: getattr(s, k) for k in ("min_kappa", "min_ac1") if getattr(s, k) is not None})
+    if s.network is not None:
+        optional.update(network=s.network, require_isolation=s.require_isolation, key_vars=list(s.key_vars),
+                        replay_match=s.replay_match, strict_replay=s.strict_replay)
     return {"tier": s.tier, "repeat": s.repeat, "min_pass_rate": s.min_pass_rate, "alpha": s.alpha, "stop": s.stop,
             "skips": s.skips, "requires": list(s.requires), "strict": s.strict, **optional}
 
@@ -74,6 +90,9 @@ line_parts = st.lists(
         'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, too_little_data = "fail", min_kappa = -0.5 }',
         'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_ac1 = 0.6 }',
         'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_kappa = 1 }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, network = "host", require_isolation = false, key_vars = ["K", "\\u004b"], replay_match = "index", strict_replay = true }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, network = "host", key_vars = [], replay_match = "index", strict_replay = true }',
+        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_kappa = -1.0, network = "wide", require_isolation = false, key_vars = [], replay_match = "index", strict_replay = true }',
         "", "# note",
     ]),
     max_size=8,
@@ -224,7 +243,7 @@ def test_a_filtered_update_keeps_the_other_evals_recorded_settings(project) -> N
 def test_the_judge_floors_and_too_little_data_are_gate_settings_too(project) -> None:
     proj = _project(project, extra='too_little_data = "fail"\nanchors = { min_kappa = 0.6, min_ac1 = 0.5 }\n')
     text = (proj.root / "baselines/t1.toml").read_text()
-    assert 'strict = false, too_little_data = "fail", min_kappa = 0.6, min_ac1 = 0.5 }' in text
+    assert 'strict = false, too_little_data = "fail", min_kappa = 0.6, min_ac1 = 0.5, network = "loopback"' in text
     _edit(proj, 'too_little_data = "fail"\nanchors = { min_kappa = 0.6, min_ac1 = 0.5 }',
           'too_little_data = "note"\nanchors = { min_kappa = 0.4 }')
     r = proj.run("t1")
@@ -266,3 +285,177 @@ def test_gate_settings_name_every_cell_as_the_plan_does_without_resolving_eval_f
     assert got["plain"].requires == ()
     assert got["both[m]"].requires == ("env:DB", "env:GPU")
     assert got["both[n]"].requires == ("env:DB",)
+
+
+# --- the tier's isolation and the [models] guards -------------------------------------------
+
+STRICT_GUARDS = dict(network="loopback", require_isolation=True, key_vars=("MY_KEY", "OTHER_KEY"),
+                     replay_match="request", strict_replay=True)
+
+
+def _diff(before: GateSettings, now: GateSettings) -> tuple[list[str], list[str]]:
+    from evalrun.baseline.settings import diff_settings
+
+    regressions: list = []
+    stale: list = []
+    diff_settings({"a": before}, {"a": now}, ["a"], regressions, stale)
+    return [c.message for c in regressions], [c.message for c in stale]
+
+
+def test_each_guard_loosened_alone_is_one_regression_line_and_tightened_alone_a_note() -> None:
+    strict = GateSettings(tier="t1", **STRICT_GUARDS)
+    loosened = {
+        "network": ("host", 'a: the gate was loosened: network "loopback" -> "host" (scorers reach the network)'),
+        "require_isolation": (False, "a: the gate was loosened: require_isolation true -> false "
+                                     "(a run that cannot isolate only warns)"),
+        "key_vars": (("OTHER_KEY",), 'a: the gate was loosened: [models] key_vars no longer holds "MY_KEY" '
+                                     "(its key reaches t1/t2 scorers)"),
+        "replay_match": ("index", 'a: the gate was loosened: [models] replay_match "request" -> "index" '
+                                  "(a changed request no longer fails)"),
+        "strict_replay": (False, "a: the gate was loosened: [models] strict_replay true -> false "
+                                 "(a recorded call not requested no longer fails)"),
+    }
+    for key, (value, line) in loosened.items():
+        looser = replace(strict, **{key: value})
+        assert _diff(strict, looser) == ([line], []), key
+        regressions, stale = _diff(looser, strict)  # the way back tightens: a note, no regression
+        assert regressions == [] and len(stale) == 1 and stale[0].startswith("a: the gate was tightened: "), key
+    regressions, stale = _diff(strict, replace(strict, key_vars=("MY_KEY", "NEW_KEY", "OTHER_KEY")))
+    assert regressions == [] and stale == ['a: the gate was tightened: [models] key_vars holds "NEW_KEY" now']
+
+
+@pytest.mark.parametrize(("before", "after", "words"), [
+    ({"repeat": 3}, {"repeat": 2}, "repeat 3 -> 2"),
+    ({"min_pass_rate": 0.9}, {"min_pass_rate": 0.8}, "min_pass_rate 0.9 -> 0.8"),
+    ({"alpha": 0.05}, {"alpha": 0.01}, "alpha 0.05 -> 0.01"),
+    ({"stop": "never"}, {"stop": "decided"}, 'stop "never" -> "decided"'),
+    ({"skips": "fail"}, {"skips": "skip"}, 'skips "fail" -> "skip" (a skip no longer fails)'),
+    ({"requires": ()}, {"requires": ("env:K",)}, 'requires "env:K" now (one more way to skip)'),
+    ({"strict": True}, {"strict": False}, "[baseline] strict true -> false"),
+    ({"too_little_data": "fail"}, {"too_little_data": "note"}, 'too_little_data "fail" -> "note"'),
+    ({"min_kappa": 0.6}, {"min_kappa": 0.4}, "anchors min_kappa 0.6 -> 0.4"),
+    ({"min_ac1": 0.6}, {"min_ac1": None}, "anchors min_ac1 0.6 -> unset"),
+])
+def test_each_setting_loosened_alone_is_its_line_and_the_way_back_a_note(before, after, words) -> None:
+    strict, loose = GateSettings(tier="t1", **before), GateSettings(tier="t1", **after)
+    assert _diff(strict, loose) == ([f"a: the gate was loosened: {words}"], [])
+    regressions, stale = _diff(loose, strict)
+    assert regressions == [] and len(stale) == 1 and stale[0].startswith("a: the gate was tightened: ")
+
+
+def test_guards_an_older_baseline_did_not_record_are_not_compared(tmp_path: Path) -> None:
+    path = tmp_path / "t1.toml"
+    path.write_text('["/settings"]\na = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", '
+                    'skips = "skip", requires = [], strict = false }\n\n[a]\nx = 1\n')
+    recorded = load_baseline(path).settings["a"]
+    assert (recorded.network, recorded.require_isolation, recorded.key_vars, recorded.replay_match,
+            recorded.strict_replay) == (None, None, None, None, None)
+    loosest = GateSettings(tier="t1", network="host", require_isolation=False, key_vars=(), replay_match="index",
+                           strict_replay=False)
+    assert _diff(recorded, loosest) == ([], [])  # the upgrade day: nothing to compare, no note
+    # written again (a filtered update carries it over), it stays unrecorded rather than recorded as loose
+    write_baseline(path, {"a": {"x": 1}}, "evalrun baseline --update t1", {"a": recorded})
+    assert load_baseline(path).settings["a"] == recorded
+
+
+@pytest.mark.parametrize(("key", "bad", "says"), [
+    ("tier", '"t4"', "tier must be one of t1, t2, t3"), ("repeat", "true", "repeat must be an integer >= 1"),
+    ("min_pass_rate", "1.5", "min_pass_rate must be a number from 0 to 1"), ("alpha", "nan", "alpha must be"),
+    ("stop", '"early"', "stop must be"), ("skips", '"never"', "skips must be"),
+    ("requires", "[1]", "requires must be an array of strings"), ("requires", '"env:K"', "requires must be an array"),
+    ("strict", '"yes"', "strict must be true or false"),
+])
+def test_each_bad_recorded_setting_is_one_line_naming_it(tmp_path: Path, key: str, bad: str, says: str) -> None:
+    from evalrun.errors import BaselineError
+
+    entry = {"tier": '"t1"', "repeat": "1", "min_pass_rate": "1.0", "alpha": "0.05", "stop": '"never"',
+             "skips": '"skip"', "requires": "[]", "strict": "false", key: bad}
+    path = tmp_path / "t1.toml"
+    path.write_text('["/settings"]\na = { ' + ", ".join(f"{k} = {v}" for k, v in entry.items()) + " }\n[a]\nx = 1\n")
+    with pytest.raises(BaselineError, match=says) as caught:
+        load_baseline(path)
+    assert "t1.toml" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_bad_guard_is_one_line_naming_it(tmp_path: Path) -> None:
+    import pytest
+
+    from evalrun.errors import BaselineError
+
+    path = tmp_path / "t1.toml"
+    head = ('["/settings"]\na = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", '
+            'skips = "skip", requires = [], strict = false, ')
+    for bad, says in (('network = "wide"', "network must be"), ("require_isolation = 1", "require_isolation must be"),
+                      ("key_vars = [1]", "key_vars must be"), ('replay_match = "digest"', "replay_match must be"),
+                      ('strict_replay = "yes"', "strict_replay must be")):
+        path.write_text(head + bad + " }\n[a]\nx = 1\n")
+        with pytest.raises(BaselineError, match=says) as caught:
+            load_baseline(path)
+        assert "t1.toml" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_loosening_isolation_or_a_models_guard_exits_3_until_the_update_records_it(project) -> None:
+    models = '[models]\nkey_vars = ["MY_KEY", "OTHER_KEY"]\nstrict_replay = true\n\n'
+    proj = _project(project, tier_tables="[tiers.t1]\n\n" + models)
+    path = proj.root / "baselines/t1.toml"
+    text = path.read_text()
+    recorded = ('network = "loopback", require_isolation = false, key_vars = ["MY_KEY", "OTHER_KEY"], '
+                'replay_match = "request", strict_replay = true }')
+    assert text.count(recorded) == 2, text  # a and b
+    # As recorded on a machine that isolates (require_isolation = true cannot run where isolation is missing).
+    path.write_text(text.replace("require_isolation = false", "require_isolation = true"))
+    _edit(proj, "[tiers.t1]\n", '[tiers.t1]\nnetwork = "host"\n')
+    _edit(proj, 'key_vars = ["MY_KEY", "OTHER_KEY"]\nstrict_replay = true',
+          'key_vars = ["OTHER_KEY"]\nstrict_replay = false\nreplay_match = "index"')
+    r = proj.run("t1")
+    assert r.code == 3, r.output
+    lines = [ln.split("loosened: ")[1] for ln in r.out.splitlines() if ln.startswith("regression: a: the gate was loosened")]
+    assert lines == [
+        'network "loopback" -> "host" (scorers reach the network)',
+        "require_isolation true -> false (a run that cannot isolate only warns)",
+        '[models] key_vars no longer holds "MY_KEY" (its key reaches t1/t2 scorers)',
+        '[models] replay_match "request" -> "index" (a changed request no longer fails)',
+        "[models] strict_replay true -> false (a recorded call not requested no longer fails)",
+    ]
+    assert "a looser gate must be committed in the baseline" in r.out
+    assert proj.run("baseline", "--update", "t1").code == 0
+    assert ('network = "host", require_isolation = false, key_vars = ["OTHER_KEY"], replay_match = "index", '
+            'strict_replay = false }') in path.read_text()  # in the pull request's diff
+    _edit(proj, "strict_replay = false", "strict_replay = true")  # tightening passes, with a note
+    tighter = proj.run("t1")
+    assert tighter.code == 0, tighter.output
+    assert "a: the gate was tightened: [models] strict_replay false -> true" in tighter.out
+
+
+# --- where a mutation sample found the settings unwatched ------------------------------------------------------------
+
+
+def test_a_filtered_update_records_todays_settings_for_evals_an_older_baseline_had_none_for() -> None:
+    from evalrun.baseline.settings import updated_settings
+
+    old_a, now_a, now_b = GateSettings(tier="t1", repeat=5), GateSettings(tier="t1"), GateSettings(tier="t1", repeat=2)
+    current = {"a": now_a, "b": now_b}
+    # A baseline without settings: the evals this update did not run get today's, not nothing
+    # (nothing would read "settings not recorded yet" on the next run, exit 3 under strict).
+    assert updated_settings(None, current, ran=["a"], keep=["a", "b"]) == {"a": now_a, "b": now_b}
+    # A settings table that lacks b (a hand edit) alike; a it did not run keeps what was recorded.
+    assert updated_settings({"a": old_a}, current, ran=["b"], keep=["a", "b"]) == {"a": old_a, "b": now_b}
+    assert updated_settings({"a": old_a}, current, ran=["a"], keep=["a"]) == {"a": now_a}
+
+
+def test_the_lowest_judge_floors_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "t1.toml"
+    floors = GateSettings(tier="t1", min_kappa=-1.0, min_ac1=-1.0)
+    write_baseline(path, {"a": {"x": 1}}, "evalrun baseline --update t1", {"a": floors})
+    assert "min_kappa = -1.0, min_ac1 = -1.0" in path.read_text()
+    assert load_baseline(path).settings == {"a": floors}
+    path.write_text(path.read_text().replace("-1.0", "-1"))  # a hand edit: tomllib reads it
+    assert load_baseline(path).settings == {"a": floors}
+
+
+def test_a_move_from_or_to_a_tier_evalrun_does_not_know_reads_as_looser() -> None:
+    from evalrun.baseline.settings import tier_move
+
+    assert tier_move("a", "t1", "t2") == (True, "a: moved from t1 to t2, a looser tier")
+    assert tier_move("a", "t3", "t2") == (False, "a: moved from t3 to t2, a stricter tier")
+    assert tier_move("a", "t1", "t9")[0] is True and tier_move("a", "t0", "t1")[0] is True  # never read as stricter

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import json
+import sys
+import tracemalloc
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalrun.errors import ReportError
-from evalrun.reports_in.inspect_log import parse_inspect
+from evalrun.reports_in import inspect_log
+from evalrun.reports_in.inspect_log import VALUE_LIMIT, json_values, parse_inspect
 from evalrun.reports_in.promptfoo import parse_promptfoo
 from evalrun.reports_in.rules import judge
 from evalrun.results import Status
@@ -386,3 +389,307 @@ def test_tool_format_keys_in_the_manifest_are_checked_in_one_line(project, extra
     assert r.code == 2, r.output
     lines = [line for line in r.err.splitlines() if line.strip()]
     assert len(lines) == 1 and says in lines[0] and "manifest.toml" in lines[0], r.err
+
+
+# === where a mutation sample found the readers unwatched ===========================================================
+
+# --- what a log may cost in memory ------------------------------------------------------------------------------
+
+
+def _values(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(_values(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_values(v) for v in value)
+    return 1
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.sampled_from([None, 1, 0]))
+def test_json_values_counts_what_the_parser_would_make_without_making_it(value: Any, indent: int | None) -> None:
+    raw = json.dumps(value, indent=indent, ensure_ascii=False).encode()
+    assert json_values(raw) == _values(value)  # strings holding , [ { " \ do not count
+
+
+def test_a_json_log_of_many_small_objects_is_refused_in_one_line_before_it_is_parsed(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # 13 MB of "{}," would be 4.5 million dicts: about 350 MB of Python objects from a file well under every byte cap.
+    many = b"[" + b",".join([b"{}"] * (VALUE_LIMIT + 500_000)) + b"]"
+    head = json.dumps({**header(), "samples": [sample("q", match="C")]}).encode()
+    (logs / "a.json").write_bytes(head[:-1] + b', "padding": ' + many + b"}")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ReportError) as caught:
+            parse_inspect(logs, "logs")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    message = str(caught.value)
+    assert message == ("inspect log logs/a.json: holds more than 4,000,000 JSON values, more than evalrun holds in "
+                       "memory at once; let Inspect write .eval logs (its default), read a sample at a time")
+    assert peak < 4 * len(many), peak  # the file and a copy without its strings, never the objects
+
+
+def test_the_value_limit_holds_at_its_edge_in_a_json_log_and_in_a_member_of_an_eval(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(inspect_log, "VALUE_LIMIT", 1000)
+    head = {**header(), "samples": [sample("q", match="C")]}
+    room = 1000 - _values(head) - 1  # the list "pad" and its items
+    json_log(tmp_path / "ok", "a.json", {**header(), "pad": [0] * room}, [sample("q", match="C")])
+    assert json_values((tmp_path / "ok" / "a.json").read_bytes()) == 1000
+    assert [c.name for c in parse_inspect(tmp_path / "ok", "ok").checks] == ["quiz > q > match"]
+    json_log(tmp_path / "over", "a.json", {**header(), "pad": [0] * (room + 1)}, [sample("q", match="C")])
+    with pytest.raises(ReportError, match="holds more than 1,000 JSON values"):
+        parse_inspect(tmp_path / "over", "over")
+    big_sample = json.dumps({**sample("q", match="C"), "events": [{}] * 1000}).encode()
+    eval_log(tmp_path / "zip", "a.eval", {"header.json": json.dumps(header()).encode(),
+                                          "samples/q_epoch_1.json": big_sample})
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(tmp_path / "zip", "zip")
+    assert str(caught.value) == ("inspect log zip/a.eval: samples/q_epoch_1.json: holds more than 1,000 JSON values, "
+                                 "more than evalrun holds in memory at once; split the task's samples smaller")
+
+
+# --- what one .eval unpacks to in all ---------------------------------------------------------------------------
+
+
+def test_an_eval_whose_members_together_unpack_past_the_total_cap_is_refused(tmp_path: Path, monkeypatch) -> None:
+    assert inspect_log.TOTAL_LIMIT == 1024**3  # the 1 GiB docs/recipes-eval-tools.md promises; exercised smaller here
+    monkeypatch.setattr(inspect_log, "TOTAL_LIMIT", 3 * 1024 * 1024)  # 1 GiB in use; each member stays far below 32 MiB
+    pad = " " * (1024 * 1024)
+    members = {"header.json": json.dumps(header()).encode()}
+    for n in range(2):
+        members[f"samples/q{n}_epoch_1.json"] = json.dumps({**sample(f"q{n}", match="C"), "pad": pad}).encode()
+    eval_log(tmp_path / "two", "a.eval", members)
+    assert len(parse_inspect(tmp_path / "two", "two").checks) == 2  # 2 MiB and a little: under the cap
+    members["samples/q2_epoch_1.json"] = members["samples/q1_epoch_1.json"].replace(b'"q1"', b'"q2"')
+    eval_log(tmp_path / "three", "a.eval", members)
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(tmp_path / "three", "three")
+    assert str(caught.value) == ("inspect log three/a.eval: samples/q2_epoch_1.json: the log decompresses to more than "
+                                 "3 MiB in all, the most evalrun reads from one .eval; split the task's samples into "
+                                 "several tasks")
+
+
+# --- what a failure says ------------------------------------------------------------------------------------------
+
+
+def test_an_inspect_failure_keeps_the_scorers_explanation_and_the_answer(tmp_path: Path) -> None:
+    failing = {"id": "q", "epoch": 1, "scores": {"match": {"value": "I", "explanation": "expected 4,\n got 5",
+                                                           "answer": "5"}}}
+    json_log(tmp_path / "logs", "a.json", header(), [failing])
+    (check,) = parse_inspect(tmp_path / "logs", "logs").checks
+    assert (check.passed, check.message, check.evidence) == (False, "scored I: expected 4, got 5", "answer: 5")
+    json_log(tmp_path / "bare", "a.json", header(), [{"id": "q", "scores": {"match": {"value": "I"}}}])
+    (bare,) = parse_inspect(tmp_path / "bare", "bare").checks
+    assert (bare.message, bare.evidence) == ("scored I", None)
+
+
+@pytest.mark.parametrize("members", [
+    {"header.json": json.dumps({"version": 2, "status": "success"}).encode()},
+    {"header.json": json.dumps({**header(), "eval": "quiz"}).encode()},
+    {"samples/q_epoch_1.json": json.dumps(sample("q", match="C")).encode()},  # neither header nor journal
+], ids=["no-eval", "eval-not-an-object", "no-header-no-journal"])
+def test_an_eval_whose_header_has_no_eval_object_is_refused_not_read_as_task_task(tmp_path: Path, members) -> None:
+    eval_log(tmp_path / "logs", "a.eval", {**members, "samples/q_epoch_1.json": json.dumps(sample("q", match="C")).encode()})
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(tmp_path / "logs", "logs")
+    assert str(caught.value).startswith('inspect log logs/a.eval: not an Inspect log (no "eval" object in header.json); ')
+
+
+def test_without_zstandard_a_compressed_eval_names_the_install(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # import zstandard raises ImportError
+    monkeypatch.setitem(sys.modules, "compression", None)  # and Python 3.14's compression.zstd too
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.eval").write_bytes((ASSETS / "inspect-sample-error.eval").read_bytes())
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(logs, "logs")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("inspect log logs/a.eval: ")
+    assert message.endswith(": is zstandard-compressed and this Python cannot read it; install zstandard "
+                            "(pip install 'evalrun[inspect]') or let Inspect write JSON logs (INSPECT_LOG_FORMAT=json)")
+
+
+# --- promptfoo: either road to "errored", and the caps on a name's parts ------------------------------------------
+
+
+def _one(tmp_path: Path, row: dict[str, Any]):
+    (check,) = parse_promptfoo(promptfoo_out(tmp_path, [row])).checks
+    return check
+
+
+def test_a_promptfoo_row_marked_errored_is_an_error_even_with_a_grade_and_no_error_text(tmp_path: Path) -> None:
+    row = {**promptfoo_row("t", passes=(False,)), "failureReason": 2}
+    check = _one(tmp_path, row)
+    assert (check.passed, check.message) == (False, "error: the test errored")
+
+
+def test_a_promptfoo_row_with_error_text_and_no_grade_is_an_error_whatever_its_failure_reason(tmp_path: Path) -> None:
+    row = {**promptfoo_row("t", error="Error: rate limited\n    at call (x.js:1)"), "failureReason": 1}
+    check = _one(tmp_path, row)
+    assert (check.passed, check.message, check.evidence) == (
+        False, "error: Error: rate limited", "Error: rate limited\n    at call (x.js:1)")
+
+
+def test_a_graded_promptfoo_failure_with_error_text_is_an_ordinary_failed_assertion(tmp_path: Path) -> None:
+    row = {**promptfoo_row("t", passes=(False,)), "error": "Expected X"}  # failureReason 1: an assertion failed
+    check = _one(tmp_path, row)
+    assert (check.passed, check.message) == (False, "contains: Expected X")
+
+
+def test_each_part_of_a_promptfoo_check_name_is_capped(tmp_path: Path) -> None:
+    rows = [promptfoo_row("d" * 500, provider="p" * 500, prompt="a" * 500),
+            promptfoo_row("d" * 500, provider="p" * 500, prompt="b" * 500)]
+    first, second = parse_promptfoo(promptfoo_out(tmp_path, rows)).checks
+    assert first.name == " > ".join(["d" * 397 + "...", "p" * 197 + "...", "a" * 197 + "..."])
+    assert second.name.endswith("b" * 197 + "...")
+
+
+def test_the_log_file_limit_holds_at_its_edge(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(inspect_log, "LOG_FILE_LIMIT", 2)
+    for n in range(2):
+        json_log(tmp_path / "logs", f"{n}.json", header(task=f"t{n}"), [sample("q", match="C")])
+    assert len(parse_inspect(tmp_path / "logs", "logs").checks) == 2
+    json_log(tmp_path / "logs", "2.json", header(task="t2"), [sample("q", match="C")])
+    with pytest.raises(ReportError, match="more than 2 log files, the most evalrun reads from one run"):
+        parse_inspect(tmp_path / "logs", "logs")
+
+
+def test_a_promptfoo_test_named_by_its_vars_or_index_caps_each_part(tmp_path: Path) -> None:
+    rows = [promptfoo_row(None, **{"k" * 100: "v" * 200})]
+    assert names(parse_promptfoo(promptfoo_out(tmp_path, rows))) == [
+        f"{'k' * 77}...={'v' * 119}… > shout"]
+    bare = {**promptfoo_row(None), "testIdx": 2}
+    flagged = {**promptfoo_row(None), "testIdx": True}
+    unnumbered = promptfoo_row(None)
+    for row, name in ((bare, "test 3 > shout"), (flagged, "test > shout"), (unnumbered, "test > shout")):
+        row["testCase"] = {"assert": row["testCase"]["assert"]}  # neither description nor vars
+        row["vars"] = {}
+        assert names(parse_promptfoo(promptfoo_out(tmp_path, [row]))) == [name]
+
+
+def test_a_promptfoo_errors_first_line_reason_and_stack_are_capped(tmp_path: Path) -> None:
+    error = "E" * 450 + "\n" + "    at frame\n" * 400
+    check = _one(tmp_path, promptfoo_row("t", error=error))
+    assert check.message == "error: " + "E" * 397 + "..."
+    assert check.evidence.startswith(error[:2000]) and check.evidence.endswith(f"({len(error) - 2000} more bytes cut)")
+    row = promptfoo_row("t", passes=(False,))
+    row["gradingResult"]["componentResults"][0]["reason"] = "r" * 400
+    assert _one(tmp_path, row).message == "contains: " + "r" * 297 + "..."
+
+
+def test_a_zstandard_member_past_the_member_cap_is_refused_at_the_cap(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(inspect_log, "MEMBER_LIMIT", 20_000)  # samples a (7,576 bytes) fits, b (37,846) does not
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.eval").write_bytes((ASSETS / "inspect-sample-error.eval").read_bytes())
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(logs, "logs")
+    assert str(caught.value) == ("inspect log logs/a.eval: samples/b_epoch_1.json: decompresses to more than "
+                                 "0.0190735 MiB, the most evalrun reads")
+
+
+def test_the_member_count_holds_at_its_edge(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(inspect_log, "_MEMBERS", 3)
+    members = {"header.json": json.dumps(header()).encode()}
+    for n in range(2):
+        members[f"samples/q{n}_epoch_1.json"] = json.dumps(sample(f"q{n}", match="C")).encode()
+    eval_log(tmp_path / "three", "a.eval", members)
+    assert len(parse_inspect(tmp_path / "three", "three").checks) == 2
+    members["samples/q2_epoch_1.json"] = json.dumps(sample("q2", match="C")).encode()
+    eval_log(tmp_path / "four", "a.eval", members)
+    with pytest.raises(ReportError, match="more than 3 members, more than evalrun reads"):
+        parse_inspect(tmp_path / "four", "four")
+
+
+def test_a_long_member_name_and_a_long_sample_id_are_capped(tmp_path: Path) -> None:
+    member = "samples/" + "m" * 200 + ".json"
+    eval_log(tmp_path / "bad", "a.eval", {"header.json": json.dumps(header()).encode(), member: b"{not json"})
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(tmp_path / "bad", "bad")
+    assert str(caught.value).startswith(f"inspect log bad/a.eval: {member[:119]}…: not JSON (")
+    json_log(tmp_path / "long", "a.json", header(), [sample("i" * 400, match="C")])
+    assert names(parse_inspect(tmp_path / "long", "long")) == [f"quiz > {'i' * 299}… > match"]
+
+
+def test_logs_without_scored_samples_say_so_in_the_number_they_are(tmp_path: Path) -> None:
+    json_log(tmp_path / "logs", "a.json", header(), [])
+    assert parse_inspect(tmp_path / "logs", "logs").problem == "the Inspect log in logs holds no scored samples"
+    json_log(tmp_path / "logs", "b.json", header(task="other"), [])
+    assert parse_inspect(tmp_path / "logs", "logs").problem == "the Inspect logs in logs hold no scored samples"
+
+
+def test_an_inspect_answer_is_evidence_cut_at_1000_bytes(tmp_path: Path) -> None:
+    failing = {"id": "q", "scores": {"match": {"value": "I", "answer": "a" * 1500}}}
+    json_log(tmp_path / "logs", "a.json", header(), [failing])
+    (check,) = parse_inspect(tmp_path / "logs", "logs").checks
+    assert check.evidence == "answer: " + "a" * 1000 + "\n... (500 more bytes cut)"
+
+
+def test_a_failed_promptfoo_rows_output_is_its_evidence_and_no_output_none(tmp_path: Path) -> None:
+    row = {**promptfoo_row("t", passes=(False,)), "response": {"output": "HELLO"}}
+    assert _one(tmp_path, row).evidence == "output: HELLO"
+    assert _one(tmp_path, promptfoo_row("t", passes=(False,))).evidence is None
+
+
+def test_a_one_line_promptfoo_error_has_no_evidence_and_a_long_output_is_cut(tmp_path: Path) -> None:
+    assert _one(tmp_path, promptfoo_row("t", error="Error: boom")).evidence is None
+    row = {**promptfoo_row("t", passes=(False,)), "response": {"output": "O" * 1500}}
+    assert _one(tmp_path, row).evidence == "output: " + "O" * 497 + "..."  # one line, as a message is
+    row = {**promptfoo_row("t", passes=(False,)), "response": {"output": {"k": "O" * 1500}}}
+    assert _one(tmp_path, row).evidence == "output: " + '{"k":"' + "O" * 993 + "\n... (3 more bytes cut)"
+    row["response"] = {"output": {"k": "a" + "é" * 1500}}  # cut at 1000 bytes, not in the middle of a character
+    assert _one(tmp_path, row).evidence == "output: " + '{"k":"a' + "é" * 496 + "\n... (995 more bytes cut)"
+
+
+@pytest.mark.parametrize(("grading", "error", "says"), [
+    ({"pass": False, "reason": "threshold not met", "componentResults": []}, None, "threshold not met"),
+    ({"pass": False, "componentResults": []}, "the grader gave up", "the grader gave up"),
+    ({"pass": False, "componentResults": []}, None, "promptfoo marked it failed"),
+])
+def test_a_failed_promptfoo_row_without_a_failed_assertion_says_why_it_failed(tmp_path: Path, grading, error, says) -> None:
+    row = {**promptfoo_row("t"), "success": False, "failureReason": 1, "gradingResult": grading}
+    if error is not None:
+        row["error"] = error
+    check = _one(tmp_path, row)
+    assert (check.passed, check.message) == (False, says)
+
+
+def test_a_task_run_twice_and_a_long_model_name_are_capped_where_they_show(tmp_path: Path) -> None:
+    task = "t" * 100
+    json_log(tmp_path / "twice", "a.json", header(task=task), [sample("q", match="C")])
+    json_log(tmp_path / "twice", "b.json", header(task=task), [sample("q", match="C")])
+    with pytest.raises(ReportError) as caught:
+        parse_inspect(tmp_path / "twice", "twice")
+    assert str(caught.value).startswith(f"inspect log twice/b.json: task '{'t' * 79}…' is also in twice/a.json; ")
+    model = "m" * 300
+    json_log(tmp_path / "models", "a.json", header(model=model), [sample("q", match="C")])
+    json_log(tmp_path / "models", "b.json", header(model="other"), [sample("q", match="C")])
+    assert names(parse_inspect(tmp_path / "models", "models"))[0] == f"quiz ({'m' * 199}…) > q > match"
+
+
+def test_the_check_limit_holds_at_its_edge(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(inspect_log, "CHECK_LIMIT", 2)
+    json_log(tmp_path / "two", "a.json", header(), [sample("q", match="C"), sample("r", match="C")])
+    assert len(parse_inspect(tmp_path / "two", "two").checks) == 2
+    json_log(tmp_path / "three", "a.json", header(), [sample(n, match="C") for n in "qrs"])
+    with pytest.raises(ReportError, match="more than 2 sample scores, the most evalrun reads"):
+        parse_inspect(tmp_path / "three", "three")
+
+
+def test_a_promptfoo_row_that_errored_before_grading_asserts_what_its_test_lists(tmp_path: Path) -> None:
+    row = promptfoo_row("t", passes=(True, True), error="Error: boom")
+    assert _one(tmp_path, row).assertions == 2
+    del row["testCase"]["assert"]
+    assert _one(tmp_path, row).assertions == 0
+    failing = {**promptfoo_row("t"), "success": False, "failureReason": 1,
+               "gradingResult": {"pass": False, "reason": "w" * 400, "componentResults": []}}
+    assert _one(tmp_path, failing).message == "w" * 297 + "..."

@@ -109,6 +109,8 @@ def test_symlink_to_a_regular_file_is_read(tmp_path: Path) -> None:
         ('{"checks": [{"name": "' + "n" * 1001 + '", "assertions": 1, "passed": true}]}',
          "invalid report: checks[0].name: "),
     ],
+    # a long input is named by its length: its text would go into PYTEST_CURRENT_TEST (100 KB here)
+    ids=lambda value: f"{len(value)} characters" if len(value) >= 60 else None,
 )
 def test_json_that_python_cannot_hold_is_an_invalid_report(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "report.json"
