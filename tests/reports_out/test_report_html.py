@@ -99,3 +99,12 @@ def test_a_metric_past_a_floats_range_is_shown_and_left_off_the_charts() -> None
     html = render_report(runs)
     assert 'id="chart-metric:alpha:huge"' in html or "alpha: huge" in html  # the metric's chart: one point, 7
     assert "huge = 1000000000" in html  # the latest run's value, as the report said it
+
+
+def test_needs_attention_does_not_say_nothing_failed_beside_a_check_that_failed_earlier() -> None:
+    # Failed at two commits, fixed at the next three: 60 % with red cells, neither failing now nor flaky (issue 34).
+    html = page(False, False, True, True, True)
+    attention = re.search(r'<section id="attention">(.*?)</section>', html, re.S).group(1)
+    assert "no check fails or flips" not in attention
+    assert "nothing failing now or flaky: 1 check failed earlier in these runs and passes now" in attention
+    assert "<td>60%</td>" in re.search(r'<section id="checks">(.*?)</section>', html, re.S).group(1)
