@@ -120,6 +120,12 @@ def trend_charts(runs: list[StoredRun]) -> list[Chart]:
         make_chart("duration", "duration (sum of evals, s)", [sum(e.duration_s for e in r.evals) for r in runs],
                    ids, " s", 0),
     ]
+    # A run can fail with every check that ran passing (an eval errored, timed out or failed a runner rule
+    # before any check): its "100%" must not read as the run's verdict beside "failed".
+    silent = [e.name for e in runs[-1].evals if e.failed and all(c.passed for c in e.checks)] if runs else []
+    if silent and charts[0].latest:
+        charts[0].latest += (f" of the checks that ran; {plural(len(silent), 'eval')} failed without a failing check "
+                             f"({', '.join(silent[:3])}{', ...' if len(silent) > 3 else ''})")
     if any(tokens(r) is not None for r in runs):
         charts.append(make_chart("tokens", "model tokens", [tokens(r) for r in runs], ids, "", 0))
     metric_keys: dict[tuple[str, str], None] = {}

@@ -108,3 +108,16 @@ def test_needs_attention_does_not_say_nothing_failed_beside_a_check_that_failed_
     assert "no check fails or flips" not in attention
     assert "nothing failing now or flaky: 1 check failed earlier in these runs and passes now" in attention
     assert "<td>60%</td>" in re.search(r'<section id="checks">(.*?)</section>', html, re.S).group(1)
+
+
+def test_a_failed_run_whose_checks_all_passed_does_not_headline_100_percent_alone() -> None:
+    from evalrun.results import EvalResult, Status
+
+    run = results(1)
+    crashed = EvalResult(name="gamma", tier="t1", dir="evals/gamma", status=Status.ERROR, message="scorer crashed")
+    run = run.model_copy(update={"evals": [*run.evals, crashed], "exit_code": 1})
+    html = render_report([make_record(run, GitInfo(), "run")])
+    assert '<div id="verdict" class="bad">failed (exit 1)</div>' in html
+    caption = re.search(r'checks passed \(% of checks run\) <span class="latest">(.*?)</span>', html).group(1)
+    assert caption == "100% of the checks that ran; 1 eval failed without a failing check (gamma)"
+    assert 'class="latest">100%<' in page(True)  # a passing run: the plain figure
