@@ -227,6 +227,23 @@ def render_report(runs: list[StoredRun], notes: list[str] | None = None) -> str:
     )
 
 
+def models_line(models: dict[str, Any], tokens: int | None, logged: int) -> str:
+    """An eval's models line: who answered, the calls answered, and the calls made that got no answer (the page
+    lists every call made; "unknown provider, 0 calls" above "1 model call" contradicted it)."""
+    by_provider = models.get("by_provider") or {}
+    answered = int(models.get("calls") or 0)
+    if by_provider:
+        who = ", ".join(f"{p} {m}" for p, names in by_provider.items() for m in names) or ", ".join(by_provider)
+    elif models.get("provider"):
+        who = f"{models['provider']} {', '.join(models.get('models') or [])}".strip()
+    else:
+        who = "no provider answered" if not answered else "unknown provider"
+    calls = plural(answered, "call") + " answered"
+    if logged > answered:
+        calls += f" of {logged} made"
+    return f"{who}, {calls}, {tokens or 0} tokens ({models.get('mode') or ''})"
+
+
 def _latest_checks(evals: list[Any], budget: int) -> tuple[dict[str, list[Any]], dict[str, int]]:
     """Each eval's checks the page lists (failed ones first, ``budget`` on the whole page), and how many it leaves out."""
     shown: dict[str, list[Any]] = {}
@@ -254,6 +271,7 @@ def _template() -> Any:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = short_name
     env.filters["plural"] = plural
+    env.globals["models_line"] = models_line
     return env.get_template("report.html")
 
 

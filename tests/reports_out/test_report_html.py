@@ -26,7 +26,7 @@ def test_the_latest_run_is_shown_whole() -> None:
     assert '<li>alpha: check &#34;gone&#34; vanished (baseline: 2 assertions)</li>' in html
     assert "<td>beta</td><td class=\"status-skipped\">skipped</td><td>env KEY is not set</td>" in html
     assert "expected 3, got 2" in html
-    assert "models: openai gpt-x, 2 calls, 42 tokens" in html
+    assert "models: openai gpt-x, 2 calls answered, 42 tokens" in html
     assert "latency_ms = 101" in html
     assert "commit <span class=\"mono\">0101010101</span> on main" in html
 
@@ -121,3 +121,17 @@ def test_a_failed_run_whose_checks_all_passed_does_not_headline_100_percent_alon
     caption = re.search(r'checks passed \(% of checks run\) <span class="latest">(.*?)</span>', html).group(1)
     assert caption == "100% of the checks that ran; 1 eval failed without a failing check (gamma)"
     assert 'class="latest">100%<' in page(True)  # a passing run: the plain figure
+
+
+def test_the_models_line_agrees_with_the_calls_listed_below_it() -> None:
+    from evalrun.results import EvalResult, Status
+
+    run = results(1)
+    refused = EvalResult(name="gamma", tier="t2", dir="evals/gamma", status=Status.FAILED, message="no fixture",
+                         models={"mode": "replay", "provider": None, "models": [], "calls": 0,
+                                 "call_log": [{"method": "POST", "path": "/v1/chat/completions", "status": 404}]})
+    html = render_report([make_record(run.model_copy(update={"evals": [*run.evals, refused]}), GitInfo(), "run")])
+    section = html[html.index("<h3>gamma"):]
+    assert "unknown provider" not in section and ", 0 calls," not in section
+    assert "models: no provider answered, 0 calls answered of 1 made, 0 tokens (replay)" in section
+    assert "1 model call: what was asked and answered" in section
