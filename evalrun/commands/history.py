@@ -13,7 +13,7 @@ from evalrun.text import plural
 from evalrun.errors import UsageError, file_label
 from evalrun.history.location import locate_history
 from evalrun.history.records import GitInfo, StoredRun, make_record
-from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
+from evalrun.history.series import ABSENT, CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
 from evalrun.manifest import TIERS, Manifest, load_manifest
@@ -104,8 +104,17 @@ def _print_series(series: CheckSeries, console: Console) -> None:
     streak = last_failure(series)
     if streak is not None:
         console.line(f"  {streak.describe()}", "red" if streak.fixed_by is None else "yellow")
-    if streak is None or streak.fixed_by is not None:
-        console.line(f"  passing now ({passed} of {len(present)} runs passed{'; flaky' if series.flaky else ''})")
+    flaky = '; flaky' if series.flaky else ''
+    last = series.points[-1] if series.points else None
+    if last is not None and last.status == ABSENT:
+        # The latest run did not run this check (the eval errored, was skipped, or was not in it): "passing now"
+        # would speak for a run that never checked; say what the latest run was.
+        ev = next((e for e in last.run.evals if e.name == series.eval), None)
+        why = f"{series.eval} {ev.status}" if ev is not None else f"{series.eval} was not in it"
+        console.line(f"  latest run {last.run.run_id} ({_time(last.run)}): the check did not run ({why}); "
+                     f"before it, {passed} of {len(present)} runs passed{flaky}", "yellow")
+    elif streak is None or streak.fixed_by is not None:
+        console.line(f"  passing now ({passed} of {len(present)} runs passed{flaky})")
 
 
 def _time(run: StoredRun) -> str:
