@@ -117,20 +117,24 @@ ShardOpt = Annotated[
 DEFAULT_MANIFEST = Path("manifest.toml")
 
 
-def _console():  # noqa: ANN202 - imported lazily to keep --version fast
-    from evalrun.reports_out.terminal import Console
+_SESSION = None  # this invocation's evalrun.session.Session, made where its command's arguments are parsed
 
-    return Console(env=os.environ, secrets=_process_secrets())
+
+def _session(manifest_path: Optional[Path] = None):  # noqa: ANN202 - imported lazily to keep --version fast
+    """The invocation's one ``Session``: the only read of ``os.environ`` a command's state comes from."""
+    global _SESSION
+    from evalrun.session import Session
+
+    _SESSION = Session(os.environ, manifest_path)
+    return _SESSION
 
 
 def _process_secrets() -> frozenset[str]:
-    """What evalrun's own environment holds that nothing it prints may show: the console and the error lines.
+    """What nothing evalrun prints may show: the session's secrets, the same set its console scrubs with.
 
-    A run adds its manifest's key variables to these (``evalrun.context``); this process has no manifest yet.
+    Before a command made its session (typer's own usage errors), one without a manifest.
     """
-    from evalrun.secrets import known_secrets
-
-    return known_secrets(os.environ).values
+    return (_SESSION or _session()).secrets.values
 
 
 def _version(value: bool) -> None:
@@ -230,7 +234,7 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             verbose=verbose,
             last_failed=last_failed,
         )
-        return run_tier(request, _console())
+        return run_tier(request, _session(manifest_path))
 
     command.__doc__ = summary
     app.command(name=fixed_tier or "run")(command)
@@ -258,8 +262,8 @@ def merge(
     from evalrun.commands.merge import merge_shards
 
     return merge_shards(
-        paths=results, manifest_path=manifest, tier=tier, json_path=json_path, strict=strict_baseline,
-        junit=junit, markdown=markdown, console=_console(),
+        paths=results, tier=tier, json_path=json_path, strict=strict_baseline,
+        junit=junit, markdown=markdown, session=_session(manifest),
     )
 
 
@@ -268,7 +272,7 @@ def check(manifest: ManifestOpt = DEFAULT_MANIFEST) -> int:
     """Validate the manifest and warn about absolute paths of this machine in eval sources."""
     from evalrun.commands.check import check as check_command
 
-    return check_command(manifest_path=manifest, console=_console())
+    return check_command(_session(manifest))
 
 
 @app.command()
@@ -286,7 +290,7 @@ def dry(
     from evalrun.commands.dry import dry as dry_command
 
     return dry_command(
-        manifest, tier, list(eval_ or []), list(tag or []), _console(), probe=not no_probe,
+        manifest, tier, list(eval_ or []), list(tag or []), _session(manifest), probe=not no_probe,
         changed_since=changed_since, shard=shard, experiments=list(experiment or []),
     )
 
@@ -319,7 +323,7 @@ def bites(
         manifest_path=manifest, tier=tier, evals=list(eval_ or []), tags=list(tag or []), jobs=jobs, shard=shard,
         worktree=worktree, json_path=json_path, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path,
     )
-    return bites_command(request, _console())
+    return bites_command(request, _session(manifest))
 
 
 @app.command()
@@ -375,14 +379,13 @@ def baseline(
     from evalrun.commands.baseline import update_baselines
 
     return update_baselines(
-        manifest_path=manifest,
         tiers=[update] if update else [],
         all_tiers=all_tiers,
         evals=list(eval_ or []),
         tags=list(tag or []),
         jobs=jobs,
         from_results=from_results,
-        console=_console(),
+        session=_session(manifest),
         experiments=list(experiment or []),
         repeat=repeat,
     )
@@ -402,7 +405,7 @@ def baseline_diff(
     from evalrun.commands.baseline import diff_baseline
 
     return diff_baseline(
-        manifest_path=manifest, tier=tier, from_results=from_results, strict=strict_baseline, console=_console()
+        tier=tier, from_results=from_results, strict=strict_baseline, session=_session(manifest)
     )
 
 
@@ -432,7 +435,7 @@ def replay_serve(
     """Run the proxy in the foreground until Ctrl-C."""
     from evalrun.commands.replay import serve
 
-    return serve(fixtures, mode, upstream, port, eval_name)
+    return serve(fixtures, mode, upstream, port, eval_name, _session())
 
 @app.command()
 def history(
@@ -456,12 +459,12 @@ def history(
 
     words = list(words or [])
     if words[:1] == ["import"]:
-        return import_results(manifest_path=manifest, paths=[Path(w) for w in words[1:]], console=_console())
+        return import_results(paths=[Path(w) for w in words[1:]], session=_session(manifest))
     if len(words) > 1:
         raise UsageError(f"history: expected at most one TIER, got {' '.join(words)}")
     return show_history(
-        manifest_path=manifest, tier=words[0] if words else None, eval_name=eval_, check=check_,
-        last=last, as_json=as_json, console=_console(), shards=shards,
+        tier=words[0] if words else None, eval_name=eval_, check=check_,
+        last=last, as_json=as_json, session=_session(manifest), shards=shards,
     )
 
 
@@ -475,7 +478,7 @@ def show(
     """Show one eval of the tier's last run: its verdict, failed checks and every model call in order."""
     from evalrun.commands.show import show_eval
 
-    return show_eval(manifest_path=manifest, name=name, tier=tier, json_path=json_path, console=_console())
+    return show_eval(name=name, tier=tier, json_path=json_path, session=_session(manifest))
 
 
 @app.command()
@@ -494,7 +497,7 @@ def report(
     """Write a report of the latest run and the trends of the last runs."""
     from evalrun.commands.report import write_report
 
-    return write_report(manifest_path=manifest, tier=tier, html=html, last=last, console=_console())
+    return write_report(tier=tier, html=html, last=last, session=_session(manifest))
 
 
 @app.command()
@@ -508,13 +511,15 @@ def init(
     """Start a project: a commented manifest, one passing t1 eval, baselines/, and .gitignore for .evalrun/."""
     from evalrun.commands.init import init_project
 
-    return init_project(folder=folder, console=_console(), model=model)
+    return init_project(folder=folder, session=_session(), model=model)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     """The one error boundary: every way out of evalrun passes here."""
     from evalrun.errors import EvalrunError
 
+    global _SESSION
+    _SESSION = None  # each call is an invocation of its own (tests call main in one process)
     try:
         if (sys.argv[1:] if argv is None else argv) == ["--version"]:
             # Answered before typer builds every command's parser: --version costs little more than importing typer.

@@ -32,6 +32,7 @@ from evalrun import __version__
 from evalrun.atomic import writes_in_place
 from evalrun.calibration import calibrate
 from evalrun.context import RunContext
+from evalrun.session import Session
 from evalrun.baseline import Baseline, baseline_path, compare_tier, load_baseline, update_command
 from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
@@ -50,7 +51,7 @@ from evalrun.reports_out.summary import interrupted_report, report
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, new_run_id, redact_result, write_results
 from evalrun.leftovers import reap_leftovers
-from evalrun.workspace import Workspace, check_writable
+from evalrun.workspace import check_writable, workspace_of
 from evalrun.services.manager import ServiceManager
 from evalrun.verdict import decide_exit_code
 
@@ -112,14 +113,14 @@ class Outputs:
 # --------------------------------------------------------------------------- the run
 
 
-def run(request: RunRequest, console: Console, environ: Mapping[str, str]) -> int:
-    """Run one tier and return its exit code."""
+def run(request: RunRequest, session: Session) -> int:
+    """Run one tier of the session's manifest and return its exit code."""
     if request.clean_checkout or request.worktree:
-        return _run_in_clean_checkout(request, console, environ)
-    manifest = load(request.manifest_path)
+        return _run_in_clean_checkout(request, session)
+    console, environ, manifest = session.console, session.environ, session.manifest
     plan, _ = select(manifest, request, console, environ)
     outputs = plan_outputs(manifest, request, plan)
-    context = RunContext.build(manifest, request.tier, environ)  # the one place the run's state is worked out
+    context = RunContext.build(session, request.tier)  # the one place the run's state is worked out
     return _run_plan(context, plan, request, outputs, console, shown=manifest)
 
 
@@ -259,7 +260,7 @@ def _timings(manifest: Manifest, request: RunRequest, plan: Plan, environ: Mappi
 
 def default_results_path(manifest: Manifest, tier: str, shard: str | None = None) -> Path:
     """The tier's results file in the workspace (``evalrun.workspace``): ``.evalrun/results/<tier>.json``, or a shard's."""
-    return Workspace(manifest.root).results(tier, shard)
+    return workspace_of(manifest.root).results(tier, shard)
 
 
 def plan_outputs(manifest: Manifest, request: RunRequest, plan: Plan) -> Outputs:
@@ -363,11 +364,12 @@ def _collect(
     # Probes obey the tier's key rule as scorers do: no provider key in t1/t2.
     probe_env = context.probe_env()
     with _sigterm_as_interrupt():
-        check_tier_guard(manifest, tier, probe_env)  # unmet: exit 2 before any scorer starts
+        check_tier_guard(manifest, tier, probe_env, context.secrets.values)  # unmet: exit 2 before any scorer starts
         for line in reap_leftovers(context.workspace.services):
             console.warn(line)
         try:
-            pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, options.no_skips))
+            pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, options.no_skips),
+                              context.secrets.values)
             if not plan.evals:
                 console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
             results, interrupted = _start_and_execute(context, plan, options, pre, console, baseline, sandboxed)
@@ -651,7 +653,7 @@ def positional_warnings(results: RunResults, baseline: Baseline | None, console:
 # --------------------------------------------------------------------------- clean checkout
 
 
-def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mapping[str, str]) -> int:
+def _run_in_clean_checkout(request: RunRequest, session: Session) -> int:
     """Run from ``git archive HEAD`` (plus uncommitted changes with --worktree) in a temporary folder.
 
     The selection is made in the real repository (the export has no .git); results
@@ -659,7 +661,7 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
     """
     from evalrun.selection.checkout import clean_checkout
 
-    manifest = load(request.manifest_path)
+    console, environ, manifest = session.console, session.environ, session.manifest
     plan, _ = select(manifest, request, console, environ)
     outputs = plan_outputs(manifest, request, plan)
     keep = {p.name for p in plan.evals}
@@ -677,7 +679,7 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
             durations=plan.durations,
         )
         inner_request = replace(request, manifest_path=exported, clean_checkout=False, worktree=False)
-        context = RunContext.build(inner, request.tier, environ)  # the export's manifest, services and logs
+        context = RunContext.build(session, request.tier, inner)  # the export's manifest, services and logs
         return _run_plan(context, narrowed, inner_request, outputs, console, shown=manifest)
 
 

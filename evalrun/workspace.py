@@ -7,6 +7,7 @@ This module owns the layout of that folder; no other module spells its paths::
       results/<tier>.json                 the tier's last run (the default ``--json``)
       results/<tier>.shard-I-of-N.json    one shard's share of it (``--shard I/N``)
       results/bites-<tier>.json           the bites' results (``evalrun bites``), sharded alike
+      results/.<file>.lock                held while a results file is written (``evalrun.locks``: beside the file it guards)
       services/                           a record of every service and scorer started, swept by the next run
       logs/                               the services' logs
       locks/<baseline file>.lock          held while a baseline is read, updated and written
@@ -22,6 +23,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from evalrun.atomic import write_atomic, writes_in_place
@@ -83,6 +85,12 @@ class Workspace:
         if not ignore.exists():
             write_atomic(ignore, GITIGNORE)
         return self.folder
+
+
+@lru_cache(maxsize=None)
+def workspace_of(root: Path) -> Workspace:
+    """The one ``Workspace`` of the project in ``root`` (an invocation's is its ``evalrun.session.Session``'s)."""
+    return Workspace(root)
 
 
 def check_writable(path: Path, flag: str) -> Path:

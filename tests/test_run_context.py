@@ -24,6 +24,7 @@ from evalrun.pipeline import RunRequest, run
 from evalrun.reports_out.terminal import Console
 from evalrun.secrets import PLACEHOLDER, RunSecrets, known_secrets
 from evalrun.workspace import Workspace
+from harness.session import make_session
 
 KEY = "sk-run-context-key-0123456789"
 EXTRA_KEY = "acme-key-value-9876543210"
@@ -100,7 +101,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
 def test_one_run_works_its_secrets_and_scrubbed_environment_out_once(suite: Path, calls: dict[str, list[Any]]) -> None:
     out = io.StringIO()
     request = RunRequest(manifest_path=suite / "manifest.toml", tier="t2", jobs=1)
-    code = run(request, Console(out, env={}), _environ(suite))
+    code = run(request, make_session(suite / "manifest.toml", _environ(suite), console=Console(out, env={})))
     assert code == 0, out.getvalue()
     # Counted, never shown: a failing assertion must not print the environment.
     with_run_env = {name: sum(1 for e in found if hasattr(e, "get") and e.get("SOME_TOKEN") == TOKEN)
@@ -120,7 +121,7 @@ def test_one_run_works_its_secrets_and_scrubbed_environment_out_once(suite: Path
 def test_the_context_holds_each_part_once_worked_out(suite: Path) -> None:
     manifest = load_manifest(suite / "manifest.toml")
     environ = _environ(suite)
-    context = RunContext.build(manifest, "t2", environ)
+    context = RunContext.build(make_session(suite / "manifest.toml", environ), "t2", manifest)
     assert context.tier == "t2" and context.manifest is manifest
     assert context.secrets == known_secrets(environ, ["ACME_LLM_CRED"])
     assert isinstance(context.secrets, RunSecrets)
@@ -139,7 +140,7 @@ def test_the_probe_environment_is_the_scrubbed_one_with_the_manifest_s_pythonpat
     (suite / "src").mkdir()
     (suite / "manifest.toml").write_text('pythonpath = ["src"]\n' + MANIFEST, encoding="utf-8")
     manifest = load_manifest(suite / "manifest.toml")
-    context = RunContext.build(manifest, "t2", _environ(suite))
+    context = RunContext.build(make_session(suite / "manifest.toml", _environ(suite)), "t2", manifest)
     probe_env = context.probe_env()
     assert probe_env["OPENAI_API_KEY"] == PLACEHOLDER
     assert probe_env["PYTHONPATH"].split(":")[0] == str(suite / "src")

@@ -3,46 +3,44 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evalrun.reports_out.terminal import Console
 from evalrun.text import plural
 from evalrun.errors import UsageError, file_label
-from evalrun.history.location import locate_history
 from evalrun.history.records import GitInfo, StoredRun, make_record
 from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
-from evalrun.manifest import TIERS, Manifest, load_manifest
+from evalrun.manifest import TIERS
 from evalrun.results import load_run_results
-from evalrun.secrets import known_secrets
+from evalrun.reports_out.terminal import Console
+from evalrun.session import Session
 
 T = TypeVar("T")
 
 
-def _using(manifest: Manifest, action: Callable[[HistoryStore], T]) -> T:
+def _using(session: Session, action: Callable[[HistoryStore], T]) -> T:
     """``action`` on the history store, bounded; one-line HistoryError (exit 2) when it cannot be used."""
-    location = locate_history(manifest, os.environ)
+    location = session.history
     if location is None:
-        raise UsageError(f"{file_label(manifest.path)}: history is off ([history] enabled = false); turn it on to use it")
+        raise UsageError(f"{file_label(session.manifest.path)}: history is off ([history] enabled = false); turn it on to use it")
     return use_store(location, action)
 
 
 def show_history(
-    *, manifest_path: Path, tier: str | None, eval_name: str | None, check: str | None, last: int, as_json: bool,
-    console: Console, shards: bool = False,
+    *, tier: str | None, eval_name: str | None, check: str | None, last: int, as_json: bool,
+    session: Session, shards: bool = False,
 ) -> int:
     if tier is not None and tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
-    manifest = load_manifest(manifest_path)
-    location = locate_history(manifest, os.environ)
+    console = session.console
+    location = session.history
     if location is not None and location.kind == "sqlite" and not Path(location.target).exists():
         runs, shown = [], location.shown  # reading creates nothing
     else:
-        runs = _using(manifest, lambda store: store.runs(tier, last, shards))
+        runs = _using(session, lambda store: store.runs(tier, last, shards))
         shown = location.shown if location is not None else ""
     narrowed = eval_name is not None or check is not None
     series = ordered_for_attention(in_own_tier(check_series(runs, eval_name, check))) if narrowed else []
@@ -67,15 +65,15 @@ def show_history(
     return 0
 
 
-def import_results(*, manifest_path: Path, paths: list[Path], console: Console) -> int:
+def import_results(*, paths: list[Path], session: Session) -> int:
     """Load results files into the history; every file is read and checked before anything is written."""
     if not paths:
         raise UsageError("history import: name at least one results file")
-    manifest = load_manifest(manifest_path)
-    secrets = set(known_secrets(os.environ, manifest.models.key_vars).values)
+    console = session.console
+    secrets = set(session.secrets.values)
     use = "bites runs are not kept in the history; import the results of runs"
     records = [(path, make_record(load_run_results(path, use), GitInfo(), "import", secrets)) for path in paths]
-    added = _using(manifest, lambda store: [store.append(record) for _, record in records])
+    added = _using(session, lambda store: [store.append(record) for _, record in records])
     for (path, record), new in zip(records, added):
         console.line(f"{'imported' if new else 'already in the history:'} {path} ({record.run_id})")
     return 0

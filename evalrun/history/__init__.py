@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from evalrun.workspace import Workspace
+from evalrun.workspace import workspace_of
 
 if TYPE_CHECKING:
     from evalrun.manifest import Manifest
@@ -33,7 +33,7 @@ def record_run(
     from evalrun.history.backends import use_store
     from evalrun.history.store import HistoryError
 
-    workspace = Workspace(manifest.root)
+    workspace = workspace_of(manifest.root)
     try:
         workspace.ensure()
     except OSError as exc:
