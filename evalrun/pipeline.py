@@ -56,6 +56,7 @@ from evalrun.services.manager import ServiceManager
 from evalrun.verdict import decide_exit_code
 
 if TYPE_CHECKING:
+    from evalrun.history.location import HistoryLocation
     from evalrun.selection.changed import ChangedSelection
     from evalrun.sandbox import Sandbox
 
@@ -118,7 +119,7 @@ def run(request: RunRequest, session: Session) -> int:
     if request.clean_checkout or request.worktree:
         return _run_in_clean_checkout(request, session)
     console, environ, manifest = session.console, session.environ, session.manifest
-    plan, _ = select(manifest, request, console, environ)
+    plan, _ = select(manifest, request, console, environ, locate=session.locate_history)
     outputs = plan_outputs(manifest, request, plan)
     context = RunContext.build(session, request.tier)  # the one place the run's state is worked out
     return _run_plan(context, plan, request, outputs, console, shown=manifest)
@@ -137,7 +138,7 @@ def _run_plan(
             judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
             positional_warnings(judged, baseline, console)
             return deliver(judged, shown, outputs, console, context.environ, secrets=context.secrets.values,
-                           source="run", verbose=request.verbose)
+                           source="run", verbose=request.verbose, locate=context.session.locate_history)
     except KeyboardInterrupt:
         if collected is None:
             raise
@@ -147,19 +148,20 @@ def _run_plan(
 
 def deliver(
     judged: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
-    *, secrets: Iterable[str], source: str, verbose: bool = False,
+    *, secrets: Iterable[str], source: str, verbose: bool = False, locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> int:
     """Write, record, report (and the HTML page); the exit code. Interrupted here: 130, and the results file says so.
 
     ``secrets``: the run's (``evalrun.secrets.known_secrets``), scrubbed from what the history and the page keep.
     ``verbose``: the report prints the output tail of every failing eval (``-v``).
+    ``locate``: the session's ``locate_history``: the history is located once an invocation.
     """
     try:
         with _sigterm_as_interrupt():
             write(judged, outputs, console, environ)
-            history_warning = record(judged, manifest, console, environ, secrets=secrets, source=source)
+            history_warning = record(judged, manifest, console, environ, secrets=secrets, source=source, locate=locate)
             report(judged, console, outputs, verbose=verbose)
-            write_html(judged, manifest, outputs, console, environ, history_warning, secrets=secrets)
+            write_html(judged, manifest, outputs, console, environ, history_warning, secrets=secrets, locate=locate)
     except KeyboardInterrupt:
         _interrupted_after_scorers(judged, outputs, console)
         return int(ExitCode.INTERRUPTED)
@@ -167,12 +169,12 @@ def deliver(
 
 
 def keep_and_record(results: RunResults, results_path: Path, manifest: Manifest, console: Console,
-                    environ: Mapping[str, str], *, secrets: Iterable[str], source: str) -> None:
+                    environ: Mapping[str, str], *, secrets: Iterable[str], source: str, locate: Callable[[], HistoryLocation | None] | None = None) -> None:
     """The results file, then the history; interrupted here, the file is marked so and KeyboardInterrupt goes on."""
     try:
         with _sigterm_as_interrupt():
             write_results(results, results_path)
-            record(results, manifest, console, environ, secrets=secrets, source=source)
+            record(results, manifest, console, environ, secrets=secrets, source=source, locate=locate)
     except KeyboardInterrupt:
         stopped = results.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
         with _sigterm_ignored(), contextlib.suppress(OSError):
@@ -203,6 +205,7 @@ def load(manifest_path: Path) -> Manifest:
 
 def select(
     manifest: Manifest, request: RunRequest, console: Console | None = None, environ: Mapping[str, str] | None = None,
+    locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> tuple[Plan, ChangedSelection | None]:
     """The tier, the filters, then ``--changed-since``, ``--last-failed``, then ``--shard``: every shard drops the same evals.
 
@@ -233,7 +236,7 @@ def select(
         plan = last.plan
         if console is not None:
             console.note(last.note)
-    timings = _timings(manifest, request, plan, environ, shard is not None)
+    timings = _timings(manifest, request, plan, environ, shard is not None, locate)
     if shard is not None:
         from evalrun.reports_out.shards import shard_note
 
@@ -251,11 +254,12 @@ def select(
     return plan, changed
 
 
-def _timings(manifest: Manifest, request: RunRequest, plan: Plan, environ: Mapping[str, str], sharded: bool) -> Timings:
+def _timings(manifest: Manifest, request: RunRequest, plan: Plan, environ: Mapping[str, str], sharded: bool,
+             locate: Callable[[], HistoryLocation | None] | None = None) -> Timings:
     """Each eval's recent duration, read only where it changes something: a split, or more evals than one worker."""
     if not sharded and (request.jobs == 1 or len(plan.evals) < 2):
         return Timings()
-    return load_timings(manifest, request.tier, environ, default_results_path(manifest, request.tier))
+    return load_timings(manifest, request.tier, environ, default_results_path(manifest, request.tier), locate)
 
 
 def default_results_path(manifest: Manifest, tier: str, shard: str | None = None) -> Path:
@@ -608,19 +612,19 @@ def _write_output(write_one: Callable[[], None], flag: str, path: Path) -> None:
 
 def record(
     results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str,
-    *, secrets: Iterable[str],
+    *, secrets: Iterable[str], locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> str | None:
     """Append the run to the history store; a history that cannot be written is a warning (returned too), never a verdict."""
     from evalrun.history import record_run
 
-    if warning := record_run(manifest, results, environ, source=source, secrets=secrets):
+    if warning := record_run(manifest, results, environ, source=source, secrets=secrets, locate=locate):
         console.warn(warning)
     return warning
 
 
 def write_html(
     results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
-    history_warning: str | None = None, *, secrets: Iterable[str],
+    history_warning: str | None = None, *, secrets: Iterable[str], locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> None:
     """The HTML report of this run and the history's last runs, when ``--html`` asked for it.
 
@@ -630,7 +634,8 @@ def write_html(
         return
     from evalrun.reports_out.html import write_html_after_run
 
-    if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning, secrets=secrets):
+    if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning, secrets=secrets,
+                                       locate=locate):
         console.warn(warning)
 
 
@@ -662,7 +667,7 @@ def _run_in_clean_checkout(request: RunRequest, session: Session) -> int:
     from evalrun.selection.checkout import clean_checkout
 
     console, environ, manifest = session.console, session.environ, session.manifest
-    plan, _ = select(manifest, request, console, environ)
+    plan, _ = select(manifest, request, console, environ, locate=session.locate_history)
     outputs = plan_outputs(manifest, request, plan)
     keep = {p.name for p in plan.evals}
     with clean_checkout(request.manifest_path, request.worktree) as exported:

@@ -12,7 +12,7 @@ it to the command. The session owns:
 - ``manifest``: the manifest, loaded once, when first asked for (a clean copy's
   own manifest, under ``--clean-checkout`` or ``bites``, is another one);
 - ``console``: the one printer of the invocation;
-- ``history``: where the history is (``evalrun.history.location``), located once.
+- ``locate_history()``: where the history is (``evalrun.history.location``), located once.
 
 A run of one tier adds its tier and scrubbed environment: ``evalrun.context.RunContext``.
 """
@@ -43,6 +43,7 @@ class Session:
         self.environ: Mapping[str, str] = MappingProxyType(dict(environ))  # a copy: what the start read is kept
         self.manifest_path = manifest_path
         self._stream = stream
+        self._located: tuple[HistoryLocation | None, Exception | None] | None = None
         if console is not None:
             self.__dict__["console"] = console
 
@@ -83,9 +84,21 @@ class Session:
 
         return Console(self._stream, env=self.environ, secrets=self.secrets.values)
 
-    @cached_property
-    def history(self) -> HistoryLocation | None:
-        """Where the history is; None when ``[history] enabled = false``."""
-        from evalrun.history.location import locate_history
+    def locate_history(self) -> HistoryLocation | None:
+        """Where the history is, located on the first call; None when ``[history] enabled = false``.
 
-        return locate_history(self.manifest, self.environ)
+        A bad location (an empty ``EVALRUN_HISTORY_URL``, a bad URL) is remembered too: each asker gets
+        the same one-line error and decides what it means for it (a run warns, ``evalrun history`` exits 2).
+        """
+        if self._located is None:
+            from evalrun.errors import EvalrunError
+            from evalrun.history.location import locate_history
+
+            try:
+                self._located = (locate_history(self.manifest, self.environ), None)
+            except EvalrunError as exc:
+                self._located = (None, exc)
+        location, error = self._located
+        if error is not None:
+            raise error
+        return location

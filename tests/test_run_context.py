@@ -203,3 +203,127 @@ def test_report_html_from_the_results_file_scrubs_the_manifest_s_key_values(quot
     assert outcome.code == 0, outcome.output
     text = page.read_text(encoding="utf-8")
     assert CRED not in text and "said [redacted by evalrun]" in text
+
+
+# -- one invocation, one of each: counted through the CLI's entry point, in this process --------------------------
+
+COUNTED_MANIFEST = """
+[tiers.t1]
+description = "static"
+network = "host"
+[models]
+key_vars = ["ACME_LLM_CRED"]
+[history]
+enabled = true
+[[evals]]
+name = "a"
+tier = "t1"
+dir = "evals/a"
+run = ["python", "score.py"]
+requires = ["env:COUNTED_PROBE_VAR"]
+[[evals.bites]]
+name = "broken"
+env = { BREAK_IT = "1" }
+fails = ["works"]
+[[evals]]
+name = "b"
+tier = "t1"
+dir = "evals/a"
+run = ["python", "score.py"]
+"""
+COUNTED_SCORER = (
+    "import json, os\n"
+    "json.dump({'checks': [{'name': 'works', 'assertions': 1, 'passed': not os.environ.get('BREAK_IT')}]},"
+    " open(os.environ['EVALRUN_REPORT'], 'w'))\n"
+)
+
+
+@pytest.fixture
+def counted_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repository with two t1 evals (one behind a probe, one with a bite); evalrun's environment set here."""
+    from harness.git import git, write
+
+    root = tmp_path / "repo"
+    write(root, {"manifest.toml": COUNTED_MANIFEST, "evals/a/score.py": COUNTED_SCORER})
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "suite")
+    for name in [k for k in __import__("os").environ if k.startswith("EVALRUN_") or k.startswith("GITHUB_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("EVALRUN_HISTORY_URL", f"sqlite:{tmp_path / 'history.sqlite'}")
+    monkeypatch.setenv("ACME_LLM_CRED", EXTRA_KEY)
+    monkeypatch.setenv("COUNTED_PROBE_VAR", "set")
+    return root
+
+
+@pytest.fixture
+def per_invocation(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, int]]:
+    """``invoke(root, *argv)``: run ``evalrun argv`` through ``evalrun.cli.main``, and count, for that one call,
+    the secrets worked out, the project's workspaces made, its manifest loaded and its history located."""
+    import evalrun.cli
+    import evalrun.history.location
+    import evalrun.manifest
+    import evalrun.workspace
+
+    counted: dict[str, list[Any]] = {}
+
+    def counting(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counted.setdefault(name, []).append(args[0] if args else None)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    originals = {
+        "known_secrets": evalrun.secrets.known_secrets,
+        "secret_like_values": evalrun.secrets.secret_like_values,
+        "load_manifest": evalrun.manifest.load_manifest,
+        "locate_history": evalrun.history.location.locate_history,
+    }
+    wrappers = {name: counting(name, fn) for name, fn in originals.items()}
+    __import__("evalrun.pipeline"), __import__("evalrun.bites.run"), __import__("evalrun.commands.merge")
+    for module in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("evalrun")]:
+        for name, fn in originals.items():
+            if getattr(module, name, None) is fn:
+                monkeypatch.setattr(module, name, wrappers[name])
+    monkeypatch.setattr(evalrun.workspace, "Workspace", counting("Workspace", evalrun.workspace.Workspace))
+
+    def invoke(root: Path, *argv: str, code: int = 0) -> dict[str, int]:
+        counted.clear()
+        evalrun.workspace.workspace_of.cache_clear()  # each invocation makes its own
+        got = evalrun.cli.main([*argv, "--manifest", str(root / "manifest.toml")])
+        assert got == code, argv
+        ours = {"Workspace": root, "load_manifest": root / "manifest.toml"}  # a bite's clean copy is another project
+        counts = {name: sum(1 for a in found if name not in ours or Path(a) == ours[name])
+                  for name, found in counted.items()}
+        return {name: counts.get(name, 0) for name in [*originals, "Workspace"]}
+
+    return invoke
+
+
+ONCE = {"known_secrets": 1, "secret_like_values": 1, "load_manifest": 1, "Workspace": 1, "locate_history": 1}
+
+
+def test_each_invocation_works_out_its_secrets_workspace_manifest_and_history_once(
+    counted_suite: Path, per_invocation: Callable[..., dict[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = counted_suite
+    # A run with a probe (probes scrub with the run's secrets: no second look at the environment).
+    assert per_invocation(root, "t1", "-j", "2") == ONCE
+    # --html: the page reads the history the run just wrote, located by the same session.
+    assert per_invocation(root, "t1", "--html", str(root.parent / "page.html")) == ONCE
+    # bites: one context per bite, all from the one session (the clean copies' manifests are their own).
+    assert per_invocation(root, "bites", "t1") == {**ONCE, "locate_history": 0}  # bites are never recorded
+    # merge: the shards' results, judged and recorded once.
+    for index in (1, 2):
+        assert evalrun_main(root, "t1", "--shard", f"{index}/2") == 0
+    shards = [str(root / ".evalrun" / "results" / f"t1.shard-{i}-of-2.json") for i in (1, 2)]
+    assert per_invocation(root, "merge", *shards) == ONCE
+    out = capsys.readouterr()
+    assert EXTRA_KEY not in out.out + out.err
+
+
+def evalrun_main(root: Path, *argv: str) -> int:
+    import evalrun.cli
+
+    return evalrun.cli.main([*argv, "--manifest", str(root / "manifest.toml")])

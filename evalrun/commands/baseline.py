@@ -87,7 +87,8 @@ def update_baselines(
             context = RunContext.build(session, tier)
             results = collect(context, plan, CollectOptions(jobs=jobs, repeat=repeat), console, early)
             keep_and_record(results, context.workspace.results(tier), manifest, console, context.environ,
-                            secrets=context.secrets.values, source="baseline")
+                            secrets=context.secrets.values, source="baseline",
+                            locate=session.locate_history)
             if results.interrupted:
                 raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered

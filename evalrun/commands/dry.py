@@ -42,7 +42,7 @@ def dry(
             manifest_path, tier, evals, tags, jobs=1, changed_since=changed_since, shard=shard,
             experiments=list(experiments or []),
         )
-        plan, changed = select(manifest, request, console, environ)  # a shard says which and what balanced it
+        plan, changed = select(manifest, request, console, environ, locate=session.locate_history)  # a shard says which and what balanced it
     else:
         plan = make_plan(manifest, tier, evals, tags, experiments)
     if changed is not None:

@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 def _using(session: Session, action: Callable[[HistoryStore], T]) -> T:
     """``action`` on the history store, bounded; one-line HistoryError (exit 2) when it cannot be used."""
-    location = session.history
+    location = session.locate_history()
     if location is None:
         raise UsageError(f"{file_label(session.manifest.path)}: history is off ([history] enabled = false); turn it on to use it")
     return use_store(location, action)
@@ -36,7 +36,7 @@ def show_history(
     if tier is not None and tier not in TIERS:
         raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     console = session.console
-    location = session.history
+    location = session.locate_history()
     if location is not None and location.kind == "sqlite" and not Path(location.target).exists():
         runs, shown = [], location.shown  # reading creates nothing
     else:

@@ -44,7 +44,8 @@ def merge_shards(
     judged = judge(merged, manifest, load_baseline(baseline_path(manifest, merged.tier)), strict=strict)
     for result in judged.evals:
         console.eval_finished(result)
-    code = deliver(judged, manifest, outputs, console, session.environ, secrets=session.secrets.values, source="merge")
+    code = deliver(judged, manifest, outputs, console, session.environ, secrets=session.secrets.values, source="merge",
+                   locate=session.locate_history)
     console.line(f"merged {len(paths)} shard results")
     return code
 

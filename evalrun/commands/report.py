@@ -20,11 +20,11 @@ def write_report(*, tier: str | None, html: Path | None, last: int, session: Ses
     console, manifest, environ = session.console, session.manifest, session.environ
     chosen = ""
     if tier is None:  # the tier of the latest run in the history
-        latest, _ = runs_for_report(manifest, None, 1, environ, strict=True)
+        latest, _ = runs_for_report(manifest, None, 1, environ, strict=True, locate=session.locate_history)
         tier = latest[-1].tier if latest else None
         if tier:
             chosen = f"tier {tier}: the tier of the latest run in the history (name a tier to report another)"
-    runs, notes = runs_for_report(manifest, tier, last, environ, strict=True) if tier else ([], [])
+    runs, notes = runs_for_report(manifest, tier, last, environ, strict=True, locate=session.locate_history) if tier else ([], [])
     if not runs:
         fallback = session.workspace.results(tier or "t1")
         if not fallback.exists():
@@ -33,7 +33,7 @@ def write_report(*, tier: str | None, html: Path | None, last: int, session: Ses
                 f"run evalrun {tier or 't1'} first"
             )
         runs, more = runs_for_report(manifest, tier, last, environ, load_results(fallback), strict=True,
-                                     secrets=session.secrets.values)
+                                     secrets=session.secrets.values, locate=session.locate_history)
         notes = [*notes, *more]
     for note in notes:
         console.warn(note)
