@@ -102,7 +102,7 @@ def update_baselines(
             locks.enter_context(hold_lock(baseline_lock(manifest, path)))
         written = []
         for tier, path, *_ in pending:  # every file checked before any is written
-            check_unchanged_since(manifest, path, snapshots[path], f"rerun {update_command(tier, manifest_path)}")
+            check_unchanged_since(manifest, path, snapshots[path], f"rerun {update_command(tier, session.manifest_path)}")
         for tier, path, results, names, filtered in pending:
             old = load_baseline(path)
             new, notes = update_baseline(old, results, names, filtered)
@@ -112,7 +112,7 @@ def update_baselines(
             )
             judges = updated_judges(old.judges if old is not None else None, results.evals, keep=new)
             try:
-                write_baseline(path, new, update_command(tier, manifest_path), settings, judges)
+                write_baseline(path, new, update_command(tier, session.manifest_path), settings, judges)
             except OSError as exc:
                 raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
             mark_written(manifest, path)
