@@ -64,6 +64,15 @@ app.add_typer(baseline_app, name="baseline")
 replay_app = _Typer(help="The record/replay model proxy.", no_args_is_help=True)
 app.add_typer(replay_app, name="replay")
 
+def _tier(value: Optional[str]) -> Optional[str]:
+    """Every TIER argument and ``--tier``: checked once, here, as it is parsed (``evalrun.plan.known_tier``)."""
+    if value is None:
+        return value
+    from evalrun.plan import known_tier
+
+    return known_tier(value)
+
+
 def _manifest_upward(ctx: typer.Context, param: typer.CallbackParam, value: Path) -> Path:
     """No ``--manifest`` and none here: the nearest ``manifest.toml`` above (as git and pytest find their root),
     said on stderr, so a run from a subfolder uses the project's manifest and tells which."""
@@ -155,7 +164,8 @@ def _main(
 def _run_command(fixed_tier: Optional[str], summary: str) -> None:
     """Register ``evalrun t1`` (tier fixed) or ``evalrun run --tier T``, with the options every run takes."""
     TierOpt = Annotated[
-        Optional[str], typer.Option("--tier", metavar="TIER", hidden=fixed_tier is not None, help="t1, t2 or t3.")
+        Optional[str],
+        typer.Option("--tier", metavar="TIER", hidden=fixed_tier is not None, help="t1, t2 or t3.", callback=_tier),
     ]
     RecordOpt = Annotated[
         bool,
@@ -251,7 +261,7 @@ def merge(
     results: Annotated[list[Path], typer.Argument(metavar="RESULTS...", help="The shards' results files.")],
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     tier: Annotated[
-        Optional[str], typer.Option("--tier", metavar="TIER", help="Default: the first file's tier.")
+        Optional[str], typer.Option("--tier", metavar="TIER", help="Default: the first file's tier.", callback=_tier)
     ] = None,
     json_path: JsonOpt = None,
     strict_baseline: StrictOpt = False,
@@ -277,7 +287,9 @@ def check(manifest: ManifestOpt = DEFAULT_MANIFEST) -> int:
 
 @app.command()
 def dry(
-    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: every tier).")] = None,
+    tier: Annotated[
+        Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: every tier).", callback=_tier)
+    ] = None,
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     eval_: EvalOpt = None,
     tag: TagOpt = None,
@@ -297,7 +309,9 @@ def dry(
 
 @app.command()
 def bites(
-    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: t1 and t2).")] = None,
+    tier: Annotated[
+        Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: t1 and t2).", callback=_tier)
+    ] = None,
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     eval_: EvalOpt = None,
     tag: TagOpt = None,
@@ -393,7 +407,7 @@ def baseline(
 
 @baseline_app.command("diff")
 def baseline_diff(
-    tier: Annotated[str, typer.Argument(metavar="TIER", help="t1, t2 or t3.")],
+    tier: Annotated[str, typer.Argument(metavar="TIER", help="t1, t2 or t3.", callback=_tier)],
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     from_results: Annotated[
         Optional[Path],
@@ -463,7 +477,7 @@ def history(
     if len(words) > 1:
         raise UsageError(f"history: expected at most one TIER, got {' '.join(words)}")
     return show_history(
-        tier=words[0] if words else None, eval_name=eval_, check=check_,
+        tier=_tier(words[0] if words else None), eval_name=eval_, check=check_,
         last=last, as_json=as_json, session=_session(manifest), shards=shards,
     )
 
@@ -471,7 +485,7 @@ def history(
 @app.command()
 def show(
     name: Annotated[str, typer.Argument(metavar="EVAL", help="An eval, or one of its cells: eval[experiment].")],
-    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="Default: the eval's tier.")] = None,
+    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="Default: the eval's tier.", callback=_tier)] = None,
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     json_path: JsonOpt = None,
 ) -> int:
@@ -484,7 +498,8 @@ def show(
 @app.command()
 def report(
     tier: Annotated[
-        Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: the tier of the latest run).")
+        Optional[str],
+        typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: the tier of the latest run).", callback=_tier),
     ] = None,
     html: Annotated[
         Optional[Path], typer.Option("--html", metavar="PATH", help="Write the self-contained HTML report here.")

@@ -327,3 +327,17 @@ def evalrun_main(root: Path, *argv: str) -> int:
     import evalrun.cli
 
     return evalrun.cli.main([*argv, "--manifest", str(root / "manifest.toml")])
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--tier", "t9"], ["t1", "--tier", "t9"], ["bites", "t9"], ["dry", "t9"], ["history", "t9"],
+    ["show", "a", "t9"], ["report", "t9", "--html", "x.html"], ["baseline", "diff", "t9"], ["merge", "r.json", "--tier", "t9"],
+])
+def test_every_tier_the_parser_reads_is_checked_there_with_one_sentence(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Checked as the arguments are parsed: before any manifest is read (there is none here), the same line."""
+    import evalrun.cli
+
+    assert evalrun.cli.main([*argv, "--manifest", str(tmp_path / "absent.toml")]) == 2
+    assert capsys.readouterr().err == "evalrun: error: unknown tier 't9'; use one of t1, t2, t3\n"

@@ -24,7 +24,6 @@ from evalrun.bites import (
     BiteNotApplied, BiteRun, apply_bite, bite_shard_split, bites_exit_code, judge_bite, plan_bites, select_bite_shard,
 )
 from evalrun.errors import EvalrunError, ExitCode, UsageError
-from evalrun.manifest import TIERS
 from evalrun.context import RunContext
 from evalrun.session import Session
 from evalrun.pipeline import CollectOptions, Outputs, collect, load, write
@@ -54,8 +53,6 @@ class BitesRequest:
 
 def run_bites(request: BitesRequest, session: Session) -> int:
     console, environ, manifest = session.console, session.environ, session.manifest
-    if request.tier is not None and request.tier not in TIERS:
-        raise UsageError(f"bites {request.tier}: unknown tier; use one of {', '.join(TIERS)}")
     tiers = [request.tier] if request.tier else [t for t in ("t1", "t2") if t in manifest.tiers]
     outputs_given = any(p is not None for p in (request.json_path, request.junit_path, request.markdown_path,
                                                 request.html_path))

@@ -13,7 +13,6 @@ from evalrun.history.records import GitInfo, StoredRun, make_record
 from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
-from evalrun.manifest import TIERS
 from evalrun.results import load_run_results
 from evalrun.reports_out.terminal import Console
 from evalrun.session import Session
@@ -33,8 +32,6 @@ def show_history(
     *, tier: str | None, eval_name: str | None, check: str | None, last: int, as_json: bool,
     session: Session, shards: bool = False,
 ) -> int:
-    if tier is not None and tier not in TIERS:
-        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     console = session.console
     location = session.locate_history()
     if location is not None and location.kind == "sqlite" and not Path(location.target).exists():

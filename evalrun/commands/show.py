@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.errors import UsageError, file_label
-from evalrun.manifest import TIERS
 from evalrun.plan import split_cell_name
 from evalrun.reports_out.transcript import transcript_lines
 from evalrun.results import load_results
@@ -13,8 +12,6 @@ from evalrun.session import Session
 
 
 def show_eval(*, name: str, tier: str | None, json_path: Path | None, session: Session) -> int:
-    if tier is not None and tier not in TIERS:
-        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
     console, manifest = session.console, session.manifest
     base, _ = split_cell_name(name)
     spec = next((e for e in manifest.evals if e.name == base), None)
