@@ -7,7 +7,7 @@ This module owns the layout of that folder; no other module spells its paths::
       results/<tier>.json                 the tier's last run (the default ``--json``)
       results/<tier>.shard-I-of-N.json    one shard's share of it (``--shard I/N``)
       results/bites-<tier>.json           the bites' results (``evalrun bites``), sharded alike
-      results/.<file>.lock                held while a results file is written (``evalrun.locks``: beside the file it guards)
+      results/.<tier>.json.lock           held while that results file is written (beside any file: ``evalrun.locks``)
       services/                           a record of every service and scorer started, swept by the next run
       logs/                               the services' logs
       locks/<baseline file>.lock          held while a baseline is read, updated and written
@@ -28,6 +28,7 @@ from pathlib import Path
 
 from evalrun.atomic import write_atomic, writes_in_place
 from evalrun.errors import OutputError
+from evalrun.locks import sidecar_lock
 
 FOLDER = ".evalrun"
 HISTORY_FILE = Path(FOLDER) / "history.sqlite"  # relative to the manifest's folder
@@ -59,6 +60,10 @@ class Workspace:
             index, _, total = shard.replace(" ", "").partition("/")
             return folder / f"{stem}.shard-{index}-of-{total}.json"
         return folder / f"{stem}.json"
+
+    def results_lock(self, tier: str, shard: str | None = None) -> Path:
+        """``results/.<tier>.json.lock``: the sidecar lock held while the results file is written (``evalrun.locks``)."""
+        return sidecar_lock(self.results(tier, shard))
 
     @property
     def services(self) -> Path:

@@ -7,14 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evalrun.text import plural
 from evalrun.errors import UsageError, file_label
 from evalrun.history.records import GitInfo, StoredRun, make_record
 from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
 from evalrun.results import load_run_results
-from evalrun.reports_out.terminal import Console
+from evalrun.reports_out.history_text import print_runs, print_series
 from evalrun.session import Session
 
 T = TypeVar("T")
@@ -56,9 +55,9 @@ def show_history(
         return 0
     if narrowed:
         for s in series:
-            _print_series(s, console)
+            print_series(s, console)
     else:
-        _print_runs(runs, console)
+        print_runs(runs, console)
     return 0
 
 
@@ -74,37 +73,6 @@ def import_results(*, paths: list[Path], session: Session) -> int:
     for (path, record), new in zip(records, added):
         console.line(f"{'imported' if new else 'already in the history:'} {path} ({record.run_id})")
     return 0
-
-
-def _print_runs(runs: list[StoredRun], console: Console) -> None:
-    header = f"{'time':<19}  {'run':<27}  {'tier':<4}  {'commit':<11}  {'exit':>4}  {'passed':>6}  {'failed':>6}  {'skipped':>7}"
-    console.line(header)
-    for run in runs:
-        c = run.counts()
-        exit_code = "-" if run.exit_code is None else str(run.exit_code)
-        source = "" if run.source == "run" else f"  ({run.source})"
-        console.line(f"{_time(run):<19}  {run.run_id:<27}  {run.tier:<4}  {run.short_commit:<11}  {exit_code:>4}  "
-                     f"{c['passed']:>6}  {c['failed']:>6}  {c['skipped']:>7}{source}")
-
-
-def _print_series(series: CheckSeries, console: Console) -> None:
-    console.line(f"{series.eval}: {series.check}")
-    for p in series.points:
-        assertions = "-" if p.assertions is None else str(p.assertions)
-        noun = "assertions" if p.assertions is None else plural(p.assertions, "assertion").partition(" ")[2]
-        console.line(f"  {_time(p.run):<19}  {p.run.run_id:<27}  {p.run.short_commit:<11}  {p.status:<6}  "
-                     f"{assertions:>3} {noun}")
-    present = series.present
-    passed = sum(p.status == "passed" for p in present)
-    streak = last_failure(series)
-    if streak is not None:
-        console.line(f"  {streak.describe()}", "red" if streak.fixed_by is None else "yellow")
-    if streak is None or streak.fixed_by is not None:
-        console.line(f"  passing now ({passed} of {len(present)} runs passed{'; flaky' if series.flaky else ''})")
-
-
-def _time(run: StoredRun) -> str:
-    return run.started_at[:19].replace("T", " ")
 
 
 def _run_json(run: StoredRun) -> dict[str, Any]:
