@@ -75,7 +75,7 @@ def update_baselines(
         snapshots[path] = baseline_fingerprint(path)  # what the file was before any scorer could touch it
         earlier[tier] = early
         if from_results is not None:
-            results = load_run_results(from_results, f"pass the results of a run (.evalrun/results/{tier}.json)")
+            results = load_run_results(from_results, f"pass the results of a run ({session.workspace.results(tier).relative_to(manifest.root)})")
             if results.tier != tier:
                 raise ResultsError(f"{from_results}: holds tier {results.tier}, not {tier}; pass --update {results.tier}")
             chosen = ("evals", "tags", "experiments")
