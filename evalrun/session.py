@@ -3,8 +3,9 @@
 ``evalrun.cli`` builds one ``Session`` where it parses the arguments and hands
 it to the command. The session owns:
 
-- ``environ``: a read-only copy of evalrun's environment, taken once (the only
-  read of ``os.environ`` outside the entry point and the scorer-side helpers);
+- ``environ``: a read-only copy of evalrun's environment, taken once by the
+  entry point (no command reads ``os.environ``; only a few low-level defaults
+  do: the scorer SDK's side, git's and ps's child environments);
 - ``secrets``: the invocation's secrets (``evalrun.secrets.known_secrets``, the
   only call of it), with the manifest's ``[models] key_vars`` when there is a
   manifest; the console and the error boundary scrub with this same set;
