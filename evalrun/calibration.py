@@ -25,6 +25,7 @@ from evalrun.stats import cohen_kappa, corrected_rate, gwet_ac1
 
 TABLE = ("both_pass", "only_people", "only_judge", "both_fail")
 DISAGREEMENT = 0.3  # |kappa - AC1| above it: the anchors are too unbalanced for kappa to mean much
+MAX_COUNT = 1_000_000_000  # anchors a table may count: past it no anchors file was read (10**400 is valid JSON)
 
 
 def calibrate(results: RunResults, manifest: Manifest) -> RunResults:
@@ -42,6 +43,12 @@ def calibrate(results: RunResults, manifest: Manifest) -> RunResults:
         table = _table(result)
         if table is None:
             evals.append(result)
+            continue
+        too_big = [key for key in TABLE if table[key] > MAX_COUNT]
+        if too_big:  # no anchors file holds that many: the table is not one, and the judge is not measured
+            why = (f"anchors.{too_big[0]}: {str(table[too_big[0]])[:12]}... is not a count of anchors "
+                   f"(at most {MAX_COUNT:,}); the judge could not be measured")
+            evals.append(result.model_copy(update={"status": Status.FAILED, "message": why}))
             continue
         cal = measure(result.name, table, result.metrics.get("anchors.judge"), spec_floors.min_kappa, spec_floors.min_ac1)
         if cal.below and result.status is Status.PASSED:

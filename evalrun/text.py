@@ -17,8 +17,18 @@ EVIDENCE_LIMIT = 2048  # bytes of evidence kept per check: enough to read, small
 MESSAGE_LIMIT = 500  # characters of a one-line message
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate (which no UTF-8 can hold: a JSON ``"\\ud800"``, a Python
+    ``surrogateescape`` decode) replaced by U+FFFD, so encoding it can never raise."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def truncate(text: str, limit: int = EVIDENCE_LIMIT) -> str:
-    """Cut ``text`` to about ``limit`` UTF-8 bytes, saying how much was cut."""
+    """Cut ``text`` to about ``limit`` UTF-8 bytes, saying how much was cut; lone surrogates become U+FFFD."""
+    text = well_formed(text)
     raw = text.encode("utf-8")
     if len(raw) <= limit:
         return text

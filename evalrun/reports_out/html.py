@@ -321,7 +321,13 @@ def write_html_after_run(
 
 
 def _numeric(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A number a chart can draw: an int past a float's range (a valid JSON metric, 10**400) is none."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _num(value: float) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from evalrun.atomic import write_atomic
 from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.reports_out.matrix import markdown_lines, side_by_side
-from evalrun.text import neutralise, one_line, plural, truncate
+from evalrun.text import neutralise, one_line, plural, truncate, well_formed
 from evalrun.repeats import flaky_checks
 from evalrun.reports_out.describe import (
     describe_repeats, describe_unchecked, describe_verdict, network_line, rate_line, update_hint,
@@ -52,7 +52,7 @@ def render_markdown(results: RunResults) -> str:
     parts += _undecided(results)
     parts += _unchecked(results)
     parts += _stale(results)
-    text = "\n\n".join(part for part in parts if part) + "\n"
+    text = well_formed("\n\n".join(part for part in parts if part) + "\n")
     if len(text.encode("utf-8")) > _MAX_BYTES:
         text = truncate(text, _MAX_BYTES) + "\n\n_Summary cut to fit; the results file has everything._\n"
     return neutralise(text, lines=True)  # the final string: whatever a piece missed, nothing raw leaves

@@ -316,3 +316,18 @@ def test_neutralising_never_joins_pieces_of_a_key_the_redaction_saw_apart() -> N
         Console(screen, env={"CI": "true"}, secrets={key}).line("check " + glue.join(pieces))
         assert key not in screen.getvalue(), glue
         assert key not in neutralise(glue.join(pieces)) and key not in neutralise(glue.join(pieces), lines=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010) | st.characters(), max_size=60),
+       st.integers(min_value=0, max_value=80))
+def test_truncate_never_raises_on_a_lone_surrogate(text: str, limit: int) -> None:
+    # A report's "\ud800" escape, or an output decoded with surrogateescape, reaches evidence and Markdown.
+    kept = truncate(text, limit)
+    assert not re.search("[\ud800-\udfff]", kept)
+    kept.encode("utf-8")  # strict: what is written must be UTF-8
+
+
+def test_a_lone_surrogate_in_scorer_text_is_written_as_u_fffd_by_truncate() -> None:
+    assert truncate("x\ud800y") == "x\ufffdy"
+    assert truncate("x" * 10 + "\udfff" + "y" * 10, 13).startswith("x" * 10 + "\ufffd\n")  # U+FFFD: 3 bytes

@@ -87,3 +87,15 @@ def test_a_chart_breaks_its_line_where_a_run_has_no_value() -> None:
     assert len(chart.segments) == 2 and chart.data_values == "1,,3,4"
     assert (chart.low, chart.high, chart.latest) == ("1", "4", "4")
     assert make_chart("e", "e", [None, None], ["a", "b"]).segments == []
+
+
+def test_a_metric_past_a_floats_range_is_shown_and_left_off_the_charts() -> None:
+    # 10**400 is a valid JSON number, so a valid metric; as a float it overflows (it crashed the page, exit 70).
+    runs = []
+    for n, huge in enumerate((10**400, 7, 10**400)):
+        run = results(n)
+        run.evals[0].metrics["huge"] = huge
+        runs.append(make_record(run, GitInfo(), "run"))
+    html = render_report(runs)
+    assert 'id="chart-metric:alpha:huge"' in html or "alpha: huge" in html  # the metric's chart: one point, 7
+    assert "huge = 1000000000" in html  # the latest run's value, as the report said it
