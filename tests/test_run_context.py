@@ -341,3 +341,24 @@ def test_every_tier_the_parser_reads_is_checked_there_with_one_sentence(
 
     assert evalrun.cli.main([*argv, "--manifest", str(tmp_path / "absent.toml")]) == 2
     assert capsys.readouterr().err == "evalrun: error: unknown tier 't9'; use one of t1, t2, t3\n"
+
+
+def test_one_call_of_known_secrets_one_workspace_construction_and_no_environ_in_commands() -> None:
+    """The source says it too: the session works the secrets out, workspace_of makes the Workspace, no command reads os.environ."""
+    import re
+
+    package = Path(evalrun.secrets.__file__).resolve().parent
+    sources = {p.relative_to(package).as_posix(): p.read_text(encoding="utf-8") for p in package.rglob("*.py")}
+
+    def callers(pattern: str) -> list[str]:
+        return sorted(f"{name}:{n}" for name, text in sources.items()
+                      for n, line in enumerate(text.splitlines(), 1)
+                      if re.search(pattern, line) and not line.lstrip().startswith(("def ", "class ", "#")))
+
+    assert callers(r"\bknown_secrets\(") == [f"session.py:{_line(sources['session.py'], 'known_secrets(')}"]
+    assert callers(r"\bWorkspace\(") == [f"workspace.py:{_line(sources['workspace.py'], 'return Workspace(')}"]
+    assert [name for name, text in sources.items() if name.startswith("commands/") and "os.environ" in text] == []
+
+
+def _line(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line and not line.lstrip().startswith("def "))
