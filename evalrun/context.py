@@ -46,7 +46,8 @@ class RunContext:
 
     @property
     def secrets(self) -> RunSecrets:
-        return self.session.secrets
+        """The session's secrets (with the key variables of a clean copy's manifest, should it name more)."""
+        return self.session.secrets_for(self.manifest.models.key_vars)
 
     @property
     def workspace(self) -> Workspace:

@@ -20,7 +20,7 @@ A run of one tier adds its tier and scrubbed environment: ``evalrun.context.RunC
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -44,6 +44,8 @@ class Session:
         self.environ: Mapping[str, str] = MappingProxyType(dict(environ))  # a copy: what the start read is kept
         self.manifest_path = manifest_path
         self._stream = stream
+        self._secrets: dict[tuple[str, ...], RunSecrets] = {}
+        self._key_vars: tuple[str, ...] = ()
         self._located: tuple[HistoryLocation | None, Exception | None] | None = None
         if console is not None:
             self.__dict__["console"] = console
@@ -72,7 +74,20 @@ class Session:
                 key_vars = list(self.manifest.models.key_vars)
             except (EvalrunError, OSError, ValueError):
                 pass
-        return known_secrets(self.environ, key_vars)
+        self._key_vars = tuple(key_vars)
+        return self._secrets_with(self._key_vars)
+
+    def secrets_for(self, key_vars: Iterable[str]) -> RunSecrets:
+        """The secrets of a run whose manifest names ``key_vars``: the session's own when it names no other
+        (always, but for a clean copy whose committed manifest names a key variable the working tree does not)."""
+        own = self.secrets
+        extra = tuple(sorted(set(key_vars) - set(self._key_vars)))
+        return own if not extra else self._secrets_with((*self._key_vars, *extra))
+
+    def _secrets_with(self, key_vars: tuple[str, ...]) -> RunSecrets:
+        if key_vars not in self._secrets:
+            self._secrets[key_vars] = known_secrets(self.environ, key_vars)
+        return self._secrets[key_vars]
 
     @cached_property
     def workspace(self) -> Workspace:

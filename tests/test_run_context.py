@@ -362,3 +362,15 @@ def test_one_call_of_known_secrets_one_workspace_construction_and_no_environ_in_
 
 def _line(text: str, needle: str) -> int:
     return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line and not line.lstrip().startswith("def "))
+
+
+def test_a_clean_copy_s_manifest_that_names_another_key_variable_adds_its_value(suite: Path) -> None:
+    """Under --clean-checkout the committed manifest runs: a key variable only it names is still a secret."""
+    environ = {**_environ(suite), "OTHER_CRED": "other-cred-value-31337"}
+    session = make_session(suite / "manifest.toml", environ)
+    assert session.secrets_for(["ACME_LLM_CRED"]) is session.secrets  # the same manifest: the same set
+    (suite / "copy" / "evals" / "a").mkdir(parents=True)
+    (suite / "copy" / "manifest.toml").write_text(MANIFEST.replace('["ACME_LLM_CRED"]', '["OTHER_CRED"]'), encoding="utf-8")
+    context = RunContext.build(session, "t2", load_manifest(suite / "copy" / "manifest.toml"))
+    assert "other-cred-value-31337" in context.secrets.keys and EXTRA_KEY in context.secrets.keys
+    assert "other-cred-value-31337" not in session.secrets.values
