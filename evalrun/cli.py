@@ -1,7 +1,9 @@
 """The command line: parse arguments, call one command function, and the one error boundary.
 
 Nothing here decides anything. Each command is a function in
-``evalrun/commands/`` that takes typed arguments and returns an exit code.
+``evalrun/commands/`` that takes typed arguments and the invocation's one
+``evalrun.session.Session`` (made here, from the only read of ``os.environ``
+a command's state comes from) and returns an exit code.
 ``main`` is the only place errors become exit codes: an ``EvalrunError`` is one
 line on stderr and its exit code, a usage mistake typer finds is exit 2,
 Ctrl-C (or SIGTERM) 130, a closed stdout changes nothing, and anything
