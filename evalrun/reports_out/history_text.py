@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalrun.history.records import StoredRun
-from evalrun.history.series import CheckSeries, last_failure
+from evalrun.history.series import ABSENT, CheckSeries, last_failure
 from evalrun.reports_out.terminal import Console
 from evalrun.text import plural
 
@@ -33,8 +33,17 @@ def print_series(series: CheckSeries, console: Console) -> None:
     streak = last_failure(series)
     if streak is not None:
         console.line(f"  {streak.describe()}", "red" if streak.fixed_by is None else "yellow")
-    if streak is None or streak.fixed_by is not None:
-        console.line(f"  passing now ({passed} of {len(present)} runs passed{'; flaky' if series.flaky else ''})")
+    flaky = '; flaky' if series.flaky else ''
+    last = series.points[-1] if series.points else None
+    if last is not None and last.status == ABSENT:
+        # The latest run did not run this check (the eval errored, was skipped, or was not in it): "passing now"
+        # would speak for a run that never checked; say what the latest run was.
+        ev = next((e for e in last.run.evals if e.name == series.eval), None)
+        why = f"{series.eval} {ev.status}" if ev is not None else f"{series.eval} was not in it"
+        console.line(f"  latest run {last.run.run_id} ({_time(last.run)}): the check did not run ({why}); "
+                     f"before it, {passed} of {len(present)} runs passed{flaky}", "yellow")
+    elif streak is None or streak.fixed_by is not None:
+        console.line(f"  passing now ({passed} of {len(present)} runs passed{flaky})")
 
 
 def _time(run: StoredRun) -> str:

@@ -121,6 +121,12 @@ def trend_charts(runs: list[StoredRun]) -> list[Chart]:
         make_chart("duration", "duration (sum of evals, s)", [sum(e.duration_s for e in r.evals) for r in runs],
                    ids, " s", 0),
     ]
+    # A run can fail with every check that ran passing (an eval errored, timed out or failed a runner rule
+    # before any check): its "100%" must not read as the run's verdict beside "failed".
+    silent = [e.name for e in runs[-1].evals if e.failed and all(c.passed for c in e.checks)] if runs else []
+    if silent and charts[0].latest:
+        charts[0].latest += (f" of the checks that ran; {plural(len(silent), 'eval')} failed without a failing check "
+                             f"({', '.join(silent[:3])}{', ...' if len(silent) > 3 else ''})")
     if any(tokens(r) is not None for r in runs):
         charts.append(make_chart("tokens", "model tokens", [tokens(r) for r in runs], ids, "", 0))
     metric_keys: dict[tuple[str, str], None] = {}
@@ -222,6 +228,23 @@ def render_report(runs: list[StoredRun], notes: list[str] | None = None) -> str:
     )
 
 
+def models_line(models: dict[str, Any], tokens: int | None, logged: int) -> str:
+    """An eval's models line: who answered, the calls answered, and the calls made that got no answer (the page
+    lists every call made; "unknown provider, 0 calls" above "1 model call" contradicted it)."""
+    by_provider = models.get("by_provider") or {}
+    answered = int(models.get("calls") or 0)
+    if by_provider:
+        who = ", ".join(f"{p} {m}" for p, names in by_provider.items() for m in names) or ", ".join(by_provider)
+    elif models.get("provider"):
+        who = f"{models['provider']} {', '.join(models.get('models') or [])}".strip()
+    else:
+        who = "no provider answered" if not answered else "unknown provider"
+    calls = plural(answered, "call") + " answered"
+    if logged > answered:
+        calls += f" of {logged} made"
+    return f"{who}, {calls}, {tokens or 0} tokens ({models.get('mode') or ''})"
+
+
 def _latest_checks(evals: list[Any], budget: int) -> tuple[dict[str, list[Any]], dict[str, int]]:
     """Each eval's checks the page lists (failed ones first, ``budget`` on the whole page), and how many it leaves out."""
     shown: dict[str, list[Any]] = {}
@@ -249,6 +272,7 @@ def _template() -> Any:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = short_name
     env.filters["plural"] = plural
+    env.globals["models_line"] = models_line
     return env.get_template("report.html")
 
 

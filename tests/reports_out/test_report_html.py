@@ -26,7 +26,7 @@ def test_the_latest_run_is_shown_whole() -> None:
     assert '<li>alpha: check &#34;gone&#34; vanished (baseline: 2 assertions)</li>' in html
     assert "<td>beta</td><td class=\"status-skipped\">skipped</td><td>env KEY is not set</td>" in html
     assert "expected 3, got 2" in html
-    assert "models: openai gpt-x, 2 calls, 42 tokens" in html
+    assert "models: openai gpt-x, 2 calls answered, 42 tokens" in html
     assert "latency_ms = 101" in html
     assert "commit <span class=\"mono\">0101010101</span> on main" in html
 
@@ -99,3 +99,39 @@ def test_a_metric_past_a_floats_range_is_shown_and_left_off_the_charts() -> None
     html = render_report(runs)
     assert 'id="chart-metric:alpha:huge"' in html or "alpha: huge" in html  # the metric's chart: one point, 7
     assert "huge = 1000000000" in html  # the latest run's value, as the report said it
+
+
+def test_needs_attention_does_not_say_nothing_failed_beside_a_check_that_failed_earlier() -> None:
+    # Failed at two commits, fixed at the next three: 60 % with red cells, neither failing now nor flaky (issue 34).
+    html = page(False, False, True, True, True)
+    attention = re.search(r'<section id="attention">(.*?)</section>', html, re.S).group(1)
+    assert "no check fails or flips" not in attention
+    assert "nothing failing now or flaky: 1 check failed earlier in these runs and passes now" in attention
+    assert "<td>60%</td>" in re.search(r'<section id="checks">(.*?)</section>', html, re.S).group(1)
+
+
+def test_a_failed_run_whose_checks_all_passed_does_not_headline_100_percent_alone() -> None:
+    from evalrun.results import EvalResult, Status
+
+    run = results(1)
+    crashed = EvalResult(name="gamma", tier="t1", dir="evals/gamma", status=Status.ERROR, message="scorer crashed")
+    run = run.model_copy(update={"evals": [*run.evals, crashed], "exit_code": 1})
+    html = render_report([make_record(run, GitInfo(), "run")])
+    assert '<div id="verdict" class="bad">failed (exit 1)</div>' in html
+    caption = re.search(r'checks passed \(% of checks run\) <span class="latest">(.*?)</span>', html).group(1)
+    assert caption == "100% of the checks that ran; 1 eval failed without a failing check (gamma)"
+    assert 'class="latest">100%<' in page(True)  # a passing run: the plain figure
+
+
+def test_the_models_line_agrees_with_the_calls_listed_below_it() -> None:
+    from evalrun.results import EvalResult, Status
+
+    run = results(1)
+    refused = EvalResult(name="gamma", tier="t2", dir="evals/gamma", status=Status.FAILED, message="no fixture",
+                         models={"mode": "replay", "provider": None, "models": [], "calls": 0,
+                                 "call_log": [{"method": "POST", "path": "/v1/chat/completions", "status": 404}]})
+    html = render_report([make_record(run.model_copy(update={"evals": [*run.evals, refused]}), GitInfo(), "run")])
+    section = html[html.index("<h3>gamma"):]
+    assert "unknown provider" not in section and ", 0 calls," not in section
+    assert "models: no provider answered, 0 calls answered of 1 made, 0 tokens (replay)" in section
+    assert "1 model call: what was asked and answered" in section
