@@ -25,9 +25,10 @@ from evalrun.errors import UsageError
 from evalrun.files import FileReadError, read_bounded
 from evalrun.manifest import Manifest
 from evalrun.selection.checkout import run_git, split_z
+from evalrun.workspace import FOLDER as WORKSPACE_FOLDER
 
 MAX_BYTES = 1_000_000  # larger files are data, not sources
-_SKIPPED_DIRS = {".git", "__pycache__", ".evalrun", "node_modules", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
+_SKIPPED_DIRS = {".git", "__pycache__", WORKSPACE_FOLDER, "node_modules", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
 # Characters that end a path in source text: whitespace, quotes, brackets, separators of lists.
 _PATH_TAIL = r"[^\s'\"`<>()\[\]{},;|]*"
 _GENERIC = (

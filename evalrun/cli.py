@@ -1,7 +1,9 @@
 """The command line: parse arguments, call one command function, and the one error boundary.
 
 Nothing here decides anything. Each command is a function in
-``evalrun/commands/`` that takes typed arguments and returns an exit code.
+``evalrun/commands/`` that takes typed arguments and the invocation's one
+``evalrun.session.Session`` (made here, from the only read of ``os.environ``
+a command's state comes from) and returns an exit code.
 ``main`` is the only place errors become exit codes: an ``EvalrunError`` is one
 line on stderr and its exit code, a usage mistake typer finds is exit 2,
 Ctrl-C (or SIGTERM) 130, a closed stdout changes nothing, and anything
@@ -64,6 +66,15 @@ app.add_typer(baseline_app, name="baseline")
 replay_app = _Typer(help="The record/replay model proxy.", no_args_is_help=True)
 app.add_typer(replay_app, name="replay")
 
+def _tier(value: Optional[str]) -> Optional[str]:
+    """Every TIER argument and ``--tier``: checked once, here, as it is parsed (``evalrun.plan.known_tier``)."""
+    if value is None:
+        return value
+    from evalrun.plan import known_tier
+
+    return known_tier(value)
+
+
 def _manifest_upward(ctx: typer.Context, param: typer.CallbackParam, value: Path) -> Path:
     """No ``--manifest`` and none here: the nearest ``manifest.toml`` above (as git and pytest find their root),
     said on stderr, so a run from a subfolder uses the project's manifest and tells which."""
@@ -117,20 +128,24 @@ ShardOpt = Annotated[
 DEFAULT_MANIFEST = Path("manifest.toml")
 
 
-def _console():  # noqa: ANN202 - imported lazily to keep --version fast
-    from evalrun.reports_out.terminal import Console
+_SESSION = None  # this invocation's evalrun.session.Session, made where its command's arguments are parsed
 
-    return Console(env=os.environ, secrets=_process_secrets())
+
+def _session(manifest_path: Optional[Path] = None):  # noqa: ANN202 - imported lazily to keep --version fast
+    """The invocation's one ``Session``: the only read of ``os.environ`` a command's state comes from."""
+    global _SESSION
+    from evalrun.session import Session
+
+    _SESSION = Session(os.environ, manifest_path)
+    return _SESSION
 
 
 def _process_secrets() -> frozenset[str]:
-    """What evalrun's own environment holds that nothing it prints may show: the console and the error lines.
+    """What nothing evalrun prints may show: the session's secrets, the same set its console scrubs with.
 
-    A run adds its manifest's key variables to these (``evalrun.context``); this process has no manifest yet.
+    Before a command made its session (typer's own usage errors), one without a manifest.
     """
-    from evalrun.secrets import known_secrets
-
-    return known_secrets(os.environ).values
+    return (_SESSION or _session()).secrets.values
 
 
 def _version(value: bool) -> None:
@@ -151,7 +166,8 @@ def _main(
 def _run_command(fixed_tier: Optional[str], summary: str) -> None:
     """Register ``evalrun t1`` (tier fixed) or ``evalrun run --tier T``, with the options every run takes."""
     TierOpt = Annotated[
-        Optional[str], typer.Option("--tier", metavar="TIER", hidden=fixed_tier is not None, help="t1, t2 or t3.")
+        Optional[str],
+        typer.Option("--tier", metavar="TIER", hidden=fixed_tier is not None, help="t1, t2 or t3.", callback=_tier),
     ]
     RecordOpt = Annotated[
         bool,
@@ -230,7 +246,7 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
             verbose=verbose,
             last_failed=last_failed,
         )
-        return run_tier(request, _console())
+        return run_tier(request, _session(manifest_path))
 
     command.__doc__ = summary
     app.command(name=fixed_tier or "run")(command)
@@ -247,7 +263,7 @@ def merge(
     results: Annotated[list[Path], typer.Argument(metavar="RESULTS...", help="The shards' results files.")],
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     tier: Annotated[
-        Optional[str], typer.Option("--tier", metavar="TIER", help="Default: the first file's tier.")
+        Optional[str], typer.Option("--tier", metavar="TIER", help="Default: the first file's tier.", callback=_tier)
     ] = None,
     json_path: JsonOpt = None,
     strict_baseline: StrictOpt = False,
@@ -258,8 +274,8 @@ def merge(
     from evalrun.commands.merge import merge_shards
 
     return merge_shards(
-        paths=results, manifest_path=manifest, tier=tier, json_path=json_path, strict=strict_baseline,
-        junit=junit, markdown=markdown, console=_console(),
+        paths=results, tier=tier, json_path=json_path, strict=strict_baseline,
+        junit=junit, markdown=markdown, session=_session(manifest),
     )
 
 
@@ -268,12 +284,14 @@ def check(manifest: ManifestOpt = DEFAULT_MANIFEST) -> int:
     """Validate the manifest and warn about absolute paths of this machine in eval sources."""
     from evalrun.commands.check import check as check_command
 
-    return check_command(manifest_path=manifest, console=_console())
+    return check_command(_session(manifest))
 
 
 @app.command()
 def dry(
-    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: every tier).")] = None,
+    tier: Annotated[
+        Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: every tier).", callback=_tier)
+    ] = None,
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     eval_: EvalOpt = None,
     tag: TagOpt = None,
@@ -286,14 +304,16 @@ def dry(
     from evalrun.commands.dry import dry as dry_command
 
     return dry_command(
-        manifest, tier, list(eval_ or []), list(tag or []), _console(), probe=not no_probe,
+        manifest, tier, list(eval_ or []), list(tag or []), _session(manifest), probe=not no_probe,
         changed_since=changed_since, shard=shard, experiments=list(experiment or []),
     )
 
 
 @app.command()
 def bites(
-    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: t1 and t2).")] = None,
+    tier: Annotated[
+        Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: t1 and t2).", callback=_tier)
+    ] = None,
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     eval_: EvalOpt = None,
     tag: TagOpt = None,
@@ -319,7 +339,7 @@ def bites(
         manifest_path=manifest, tier=tier, evals=list(eval_ or []), tags=list(tag or []), jobs=jobs, shard=shard,
         worktree=worktree, json_path=json_path, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path,
     )
-    return bites_command(request, _console())
+    return bites_command(request, _session(manifest))
 
 
 @app.command()
@@ -375,14 +395,13 @@ def baseline(
     from evalrun.commands.baseline import update_baselines
 
     return update_baselines(
-        manifest_path=manifest,
         tiers=[update] if update else [],
         all_tiers=all_tiers,
         evals=list(eval_ or []),
         tags=list(tag or []),
         jobs=jobs,
         from_results=from_results,
-        console=_console(),
+        session=_session(manifest),
         experiments=list(experiment or []),
         repeat=repeat,
     )
@@ -390,7 +409,7 @@ def baseline(
 
 @baseline_app.command("diff")
 def baseline_diff(
-    tier: Annotated[str, typer.Argument(metavar="TIER", help="t1, t2 or t3.")],
+    tier: Annotated[str, typer.Argument(metavar="TIER", help="t1, t2 or t3.", callback=_tier)],
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     from_results: Annotated[
         Optional[Path],
@@ -402,7 +421,7 @@ def baseline_diff(
     from evalrun.commands.baseline import diff_baseline
 
     return diff_baseline(
-        manifest_path=manifest, tier=tier, from_results=from_results, strict=strict_baseline, console=_console()
+        tier=tier, from_results=from_results, strict=strict_baseline, session=_session(manifest)
     )
 
 
@@ -432,7 +451,7 @@ def replay_serve(
     """Run the proxy in the foreground until Ctrl-C."""
     from evalrun.commands.replay import serve
 
-    return serve(fixtures, mode, upstream, port, eval_name)
+    return serve(fixtures, mode, upstream, port, eval_name, _session())
 
 @app.command()
 def history(
@@ -456,32 +475,33 @@ def history(
 
     words = list(words or [])
     if words[:1] == ["import"]:
-        return import_results(manifest_path=manifest, paths=[Path(w) for w in words[1:]], console=_console())
+        return import_results(paths=[Path(w) for w in words[1:]], session=_session(manifest))
     if len(words) > 1:
         raise UsageError(f"history: expected at most one TIER, got {' '.join(words)}")
     return show_history(
-        manifest_path=manifest, tier=words[0] if words else None, eval_name=eval_, check=check_,
-        last=last, as_json=as_json, console=_console(), shards=shards,
+        tier=_tier(words[0] if words else None), eval_name=eval_, check=check_,
+        last=last, as_json=as_json, session=_session(manifest), shards=shards,
     )
 
 
 @app.command()
 def show(
     name: Annotated[str, typer.Argument(metavar="EVAL", help="An eval, or one of its cells: eval[experiment].")],
-    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="Default: the eval's tier.")] = None,
+    tier: Annotated[Optional[str], typer.Argument(metavar="[TIER]", help="Default: the eval's tier.", callback=_tier)] = None,
     manifest: ManifestOpt = DEFAULT_MANIFEST,
     json_path: JsonOpt = None,
 ) -> int:
     """Show one eval of the tier's last run: its verdict, failed checks and every model call in order."""
     from evalrun.commands.show import show_eval
 
-    return show_eval(manifest_path=manifest, name=name, tier=tier, json_path=json_path, console=_console())
+    return show_eval(name=name, tier=tier, json_path=json_path, session=_session(manifest))
 
 
 @app.command()
 def report(
     tier: Annotated[
-        Optional[str], typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: the tier of the latest run).")
+        Optional[str],
+        typer.Argument(metavar="[TIER]", help="t1, t2 or t3 (default: the tier of the latest run).", callback=_tier),
     ] = None,
     html: Annotated[
         Optional[Path], typer.Option("--html", metavar="PATH", help="Write the self-contained HTML report here.")
@@ -494,7 +514,7 @@ def report(
     """Write a report of the latest run and the trends of the last runs."""
     from evalrun.commands.report import write_report
 
-    return write_report(manifest_path=manifest, tier=tier, html=html, last=last, console=_console())
+    return write_report(tier=tier, html=html, last=last, session=_session(manifest))
 
 
 @app.command()
@@ -508,13 +528,15 @@ def init(
     """Start a project: a commented manifest, one passing t1 eval, baselines/, and .gitignore for .evalrun/."""
     from evalrun.commands.init import init_project
 
-    return init_project(folder=folder, console=_console(), model=model)
+    return init_project(folder=folder, session=_session(), model=model)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     """The one error boundary: every way out of evalrun passes here."""
     from evalrun.errors import EvalrunError
 
+    global _SESSION
+    _SESSION = None  # each call is an invocation of its own (tests call main in one process)
     try:
         if (sys.argv[1:] if argv is None else argv) == ["--version"]:
             # Answered before typer builds every command's parser: --version costs little more than importing typer.

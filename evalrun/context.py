@@ -1,12 +1,14 @@
-"""What one run knows, worked out once at its start and handed down: tox's ``State``, for a tier.
+"""What one run of a tier knows, worked out once at its start and handed down: tox's ``State``, for a tier.
 
-A run's context holds the manifest, the tier, evalrun's own environment, the
-run's secrets (``evalrun.secrets.known_secrets``: the one place they are
-worked out), the tier's scrubbed environment (``evalrun.models.scorer_env``:
-no provider key in t1/t2; worked out once, for probes, services and scorers
-alike) and the ``.evalrun/`` workspace. ``evalrun.pipeline`` builds it once
-and gives each stage the parts it uses; no stage derives any of them again
-from the environment.
+A run's context is the invocation's ``evalrun.session.Session`` (evalrun's own
+environment, read-only; the run's secrets, worked out once there by
+``evalrun.secrets.known_secrets``), the manifest that runs (the session's, or a
+clean copy's own under ``--clean-checkout`` and for each bite), the tier, the
+tier's scrubbed environment (``evalrun.models.scorer_env``: no provider key in
+t1/t2; worked out once, for probes, services and scorers alike) and the
+``.evalrun/`` workspace of the manifest that runs. ``evalrun.pipeline`` builds
+it once per run (``evalrun.bites`` once per bite) and gives each stage the parts
+it uses; no stage derives any of them again from the environment.
 """
 
 from __future__ import annotations
@@ -18,33 +20,38 @@ from types import MappingProxyType
 
 from evalrun.manifest import Manifest
 from evalrun.models.scorer_env import scrub_environment, with_pythonpath
-from evalrun.secrets import RunSecrets, known_secrets
-from evalrun.workspace import Workspace
+from evalrun.secrets import RunSecrets
+from evalrun.session import Session
+from evalrun.workspace import Workspace, workspace_of
 
 
 @dataclass(frozen=True)
 class RunContext:
+    session: Session
     manifest: Manifest  # the manifest that runs (a clean checkout's own, under --clean-checkout)
     tier: str
-    environ: Mapping[str, str]  # evalrun's own environment, read-only
-    secrets: RunSecrets
     scrubbed_env: Mapping[str, str]  # evalrun's environment under the tier's key rule, read-only
-    workspace: Workspace
 
     @staticmethod
-    def build(manifest: Manifest, tier: str, environ: Mapping[str, str]) -> RunContext:
-        """The context of a run of ``tier``: every derived part computed here, once."""
-        key_vars = manifest.models.key_vars
-        secrets = known_secrets(environ, key_vars)
-        scrubbed = scrub_environment(environ, tier, None, key_vars)
-        return RunContext(
-            manifest=manifest,
-            tier=tier,
-            environ=MappingProxyType(dict(environ)),  # a copy: what the run read is what it keeps
-            secrets=secrets,
-            scrubbed_env=MappingProxyType(scrubbed),
-            workspace=Workspace(manifest.root),
-        )
+    def build(session: Session, tier: str, manifest: Manifest | None = None) -> RunContext:
+        """The context of a run of ``tier`` (of ``manifest``, default the session's): worked out here, once."""
+        manifest = session.manifest if manifest is None else manifest
+        scrubbed = scrub_environment(session.environ, tier, None, manifest.models.key_vars)
+        return RunContext(session=session, manifest=manifest, tier=tier, scrubbed_env=MappingProxyType(scrubbed))
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """evalrun's own environment, read-only (the session's copy)."""
+        return self.session.environ
+
+    @property
+    def secrets(self) -> RunSecrets:
+        """The session's secrets (with the key variables of a clean copy's manifest, should it name more)."""
+        return self.session.secrets_for(self.manifest.models.key_vars)
+
+    @property
+    def workspace(self) -> Workspace:
+        return workspace_of(self.manifest.root)
 
     @property
     def python_paths(self) -> list[Path]:

@@ -26,7 +26,7 @@ from evalrun.plan import make_plan, tier_cells
 from evalrun.isolation import combined_network
 from evalrun.results import EvalResult, RunResults, load_results, merged_run_id
 from evalrun.text import plural
-from evalrun.workspace import Workspace
+from evalrun.workspace import workspace_of
 
 # Options that decide which evals a shard's plan held; every shard must agree on them.
 _SHARED_FILTERS = ("evals", "tags", "experiments", "changed_since", "unchanged")
@@ -236,7 +236,7 @@ def _merge_bites(shards: list[tuple[Path, RunResults]], manifest: Manifest, tier
         missing = next(i for i in range(1, total + 1) if i not in by_index)
         names = [r.name for r in select_bite_shard(runs, (missing, total))]
         held = f"no results file holds its {plural(len(names), 'bite')}: {_names(names)}" if names else "it holds no bite"
-        expected = Workspace(manifest.root).bites_results(tier, f"{missing}/{total}").name
+        expected = workspace_of(manifest.root).bites_results(tier, f"{missing}/{total}").name
         raise ResultsError(
             f"merge: bites shard {missing}/{total} ({expected}) is missing (have {_have(by_index, total)}): {held}; "
             f"a shard failed or its results were not uploaded"

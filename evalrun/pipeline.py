@@ -32,6 +32,7 @@ from evalrun import __version__
 from evalrun.atomic import writes_in_place
 from evalrun.calibration import calibrate
 from evalrun.context import RunContext
+from evalrun.session import Session
 from evalrun.baseline import Baseline, baseline_path, compare_tier, load_baseline, update_command
 from evalrun.errors import ExitCode, OutputError, ReportError, UsageError
 from evalrun.execute import ExecuteRequest, Preparation, execute, scorer_base_env
@@ -50,11 +51,12 @@ from evalrun.reports_out.summary import interrupted_report, report
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, new_run_id, redact_result, write_results
 from evalrun.leftovers import reap_leftovers
-from evalrun.workspace import Workspace, check_writable
+from evalrun.workspace import check_writable, workspace_of
 from evalrun.services.manager import ServiceManager
 from evalrun.verdict import decide_exit_code
 
 if TYPE_CHECKING:
+    from evalrun.history.location import HistoryLocation
     from evalrun.selection.changed import ChangedSelection
     from evalrun.sandbox import Sandbox
 
@@ -112,14 +114,14 @@ class Outputs:
 # --------------------------------------------------------------------------- the run
 
 
-def run(request: RunRequest, console: Console, environ: Mapping[str, str]) -> int:
-    """Run one tier and return its exit code."""
+def run(request: RunRequest, session: Session) -> int:
+    """Run one tier of the session's manifest and return its exit code."""
     if request.clean_checkout or request.worktree:
-        return _run_in_clean_checkout(request, console, environ)
-    manifest = load(request.manifest_path)
-    plan, _ = select(manifest, request, console, environ)
+        return _run_in_clean_checkout(request, session)
+    console, environ, manifest = session.console, session.environ, session.manifest
+    plan, _ = select(manifest, request, console, environ, locate=session.locate_history)
     outputs = plan_outputs(manifest, request, plan)
-    context = RunContext.build(manifest, request.tier, environ)  # the one place the run's state is worked out
+    context = RunContext.build(session, request.tier)  # the one place the run's state is worked out
     return _run_plan(context, plan, request, outputs, console, shown=manifest)
 
 
@@ -136,7 +138,7 @@ def _run_plan(
             judged = judge(collected, manifest, baseline, strict=request.strict_baseline, shown=shown)
             positional_warnings(judged, baseline, console)
             return deliver(judged, shown, outputs, console, context.environ, secrets=context.secrets.values,
-                           source="run", verbose=request.verbose)
+                           source="run", verbose=request.verbose, locate=context.session.locate_history)
     except KeyboardInterrupt:
         if collected is None:
             raise
@@ -146,19 +148,20 @@ def _run_plan(
 
 def deliver(
     judged: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
-    *, secrets: Iterable[str], source: str, verbose: bool = False,
+    *, secrets: Iterable[str], source: str, verbose: bool = False, locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> int:
     """Write, record, report (and the HTML page); the exit code. Interrupted here: 130, and the results file says so.
 
     ``secrets``: the run's (``evalrun.secrets.known_secrets``), scrubbed from what the history and the page keep.
     ``verbose``: the report prints the output tail of every failing eval (``-v``).
+    ``locate``: the session's ``locate_history``: the history is located once an invocation.
     """
     try:
         with _sigterm_as_interrupt():
             write(judged, outputs, console, environ)
-            history_warning = record(judged, manifest, console, environ, secrets=secrets, source=source)
+            history_warning = record(judged, manifest, console, environ, secrets=secrets, source=source, locate=locate)
             report(judged, console, outputs, verbose=verbose)
-            write_html(judged, manifest, outputs, console, environ, history_warning, secrets=secrets)
+            write_html(judged, manifest, outputs, console, environ, history_warning, secrets=secrets, locate=locate)
     except KeyboardInterrupt:
         _interrupted_after_scorers(judged, outputs, console)
         return int(ExitCode.INTERRUPTED)
@@ -166,12 +169,12 @@ def deliver(
 
 
 def keep_and_record(results: RunResults, results_path: Path, manifest: Manifest, console: Console,
-                    environ: Mapping[str, str], *, secrets: Iterable[str], source: str) -> None:
+                    environ: Mapping[str, str], *, secrets: Iterable[str], source: str, locate: Callable[[], HistoryLocation | None] | None = None) -> None:
     """The results file, then the history; interrupted here, the file is marked so and KeyboardInterrupt goes on."""
     try:
         with _sigterm_as_interrupt():
             write_results(results, results_path)
-            record(results, manifest, console, environ, secrets=secrets, source=source)
+            record(results, manifest, console, environ, secrets=secrets, source=source, locate=locate)
     except KeyboardInterrupt:
         stopped = results.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
         with _sigterm_ignored(), contextlib.suppress(OSError):
@@ -202,6 +205,7 @@ def load(manifest_path: Path) -> Manifest:
 
 def select(
     manifest: Manifest, request: RunRequest, console: Console | None = None, environ: Mapping[str, str] | None = None,
+    locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> tuple[Plan, ChangedSelection | None]:
     """The tier, the filters, then ``--changed-since``, ``--last-failed``, then ``--shard``: every shard drops the same evals.
 
@@ -232,7 +236,7 @@ def select(
         plan = last.plan
         if console is not None:
             console.note(last.note)
-    timings = _timings(manifest, request, plan, environ, shard is not None)
+    timings = _timings(manifest, request, plan, environ, shard is not None, locate)
     if shard is not None:
         from evalrun.reports_out.shards import shard_note
 
@@ -250,16 +254,17 @@ def select(
     return plan, changed
 
 
-def _timings(manifest: Manifest, request: RunRequest, plan: Plan, environ: Mapping[str, str], sharded: bool) -> Timings:
+def _timings(manifest: Manifest, request: RunRequest, plan: Plan, environ: Mapping[str, str], sharded: bool,
+             locate: Callable[[], HistoryLocation | None] | None = None) -> Timings:
     """Each eval's recent duration, read only where it changes something: a split, or more evals than one worker."""
     if not sharded and (request.jobs == 1 or len(plan.evals) < 2):
         return Timings()
-    return load_timings(manifest, request.tier, environ, default_results_path(manifest, request.tier))
+    return load_timings(manifest, request.tier, environ, default_results_path(manifest, request.tier), locate)
 
 
 def default_results_path(manifest: Manifest, tier: str, shard: str | None = None) -> Path:
     """The tier's results file in the workspace (``evalrun.workspace``): ``.evalrun/results/<tier>.json``, or a shard's."""
-    return Workspace(manifest.root).results(tier, shard)
+    return workspace_of(manifest.root).results(tier, shard)
 
 
 def plan_outputs(manifest: Manifest, request: RunRequest, plan: Plan) -> Outputs:
@@ -363,11 +368,12 @@ def _collect(
     # Probes obey the tier's key rule as scorers do: no provider key in t1/t2.
     probe_env = context.probe_env()
     with _sigterm_as_interrupt():
-        check_tier_guard(manifest, tier, probe_env)  # unmet: exit 2 before any scorer starts
+        check_tier_guard(manifest, tier, probe_env, context.secrets.values)  # unmet: exit 2 before any scorer starts
         for line in reap_leftovers(context.workspace.services):
             console.warn(line)
         try:
-            pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, options.no_skips))
+            pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, options.no_skips),
+                              context.secrets.values)
             if not plan.evals:
                 console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
             results, interrupted = _start_and_execute(context, plan, options, pre, console, baseline, sandboxed)
@@ -606,19 +612,19 @@ def _write_output(write_one: Callable[[], None], flag: str, path: Path) -> None:
 
 def record(
     results: RunResults, manifest: Manifest, console: Console, environ: Mapping[str, str], source: str,
-    *, secrets: Iterable[str],
+    *, secrets: Iterable[str], locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> str | None:
     """Append the run to the history store; a history that cannot be written is a warning (returned too), never a verdict."""
     from evalrun.history import record_run
 
-    if warning := record_run(manifest, results, environ, source=source, secrets=secrets):
+    if warning := record_run(manifest, results, environ, source=source, secrets=secrets, locate=locate):
         console.warn(warning)
     return warning
 
 
 def write_html(
     results: RunResults, manifest: Manifest, outputs: Outputs, console: Console, environ: Mapping[str, str],
-    history_warning: str | None = None, *, secrets: Iterable[str],
+    history_warning: str | None = None, *, secrets: Iterable[str], locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> None:
     """The HTML report of this run and the history's last runs, when ``--html`` asked for it.
 
@@ -628,7 +634,8 @@ def write_html(
         return
     from evalrun.reports_out.html import write_html_after_run
 
-    if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning, secrets=secrets):
+    if warning := write_html_after_run(manifest, results, outputs.html, environ, console, history_warning, secrets=secrets,
+                                       locate=locate):
         console.warn(warning)
 
 
@@ -651,7 +658,7 @@ def positional_warnings(results: RunResults, baseline: Baseline | None, console:
 # --------------------------------------------------------------------------- clean checkout
 
 
-def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mapping[str, str]) -> int:
+def _run_in_clean_checkout(request: RunRequest, session: Session) -> int:
     """Run from ``git archive HEAD`` (plus uncommitted changes with --worktree) in a temporary folder.
 
     The selection is made in the real repository (the export has no .git); results
@@ -659,8 +666,8 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
     """
     from evalrun.selection.checkout import clean_checkout
 
-    manifest = load(request.manifest_path)
-    plan, _ = select(manifest, request, console, environ)
+    console, environ, manifest = session.console, session.environ, session.manifest
+    plan, _ = select(manifest, request, console, environ, locate=session.locate_history)
     outputs = plan_outputs(manifest, request, plan)
     keep = {p.name for p in plan.evals}
     with clean_checkout(request.manifest_path, request.worktree) as exported:
@@ -677,7 +684,7 @@ def _run_in_clean_checkout(request: RunRequest, console: Console, environ: Mappi
             durations=plan.durations,
         )
         inner_request = replace(request, manifest_path=exported, clean_checkout=False, worktree=False)
-        context = RunContext.build(inner, request.tier, environ)  # the export's manifest, services and logs
+        context = RunContext.build(session, request.tier, inner)  # the export's manifest, services and logs
         return _run_plan(context, narrowed, inner_request, outputs, console, shown=manifest)
 
 

@@ -106,13 +106,22 @@ class Plan:
         return any(self.filters.values())
 
 
+def known_tier(tier: str | None) -> str | None:
+    """``tier`` if it is one of ``TIERS`` (or None); else the one "unknown tier" line (exit 2).
+
+    The command line checks every TIER it parses here (``evalrun.cli``); ``make_plan`` checks again for callers in code.
+    """
+    if tier is not None and tier not in TIERS:
+        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
+    return tier
+
+
 def make_plan(
     manifest: Manifest, tier: str | None, evals: list[str], tags: list[str], experiments: list[str] | None = None
 ) -> Plan:
     """Select the runs of ``tier`` (all tiers when None) that pass the filters."""
     experiments = list(experiments or [])
-    if tier is not None and tier not in TIERS:
-        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
+    known_tier(tier)
     unknown_columns = [n for n in experiments if n not in manifest.experiments]
     if unknown_columns:
         listing = ", ".join(manifest.experiments) or "(the manifest defines none)"

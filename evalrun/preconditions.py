@@ -11,7 +11,7 @@ no provider key in t1/t2.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from evalrun.errors import TierGuardError
@@ -40,32 +40,35 @@ class Preconditions:
         return self.decisions.get(name, Decision())
 
 
-def tier_guard_problem(manifest: Manifest, tier: str, env: Mapping[str, str]) -> str | None:
+def tier_guard_problem(manifest: Manifest, tier: str, env: Mapping[str, str],
+                       secrets: Iterable[str] | None = None) -> str | None:
     """Why the tier's ``require`` guard is unmet, or None."""
     required = manifest.tier(tier).require
     if not required:
         return None
-    results = run_probes([manifest.requirement(r) for r in required], env, manifest.root)
+    results = run_probes([manifest.requirement(r) for r in required], env, manifest.root, secrets)
     unmet = [results[r].reason for r in required if not results[r].ok]
     return f"tier {tier} requires {', '.join(required)}: {'; '.join(unmet)}" if unmet else None
 
 
-def check_tier_guard(manifest: Manifest, tier: str, env: Mapping[str, str]) -> None:
+def check_tier_guard(manifest: Manifest, tier: str, env: Mapping[str, str],
+                     secrets: Iterable[str] | None = None) -> None:
     """Refuse the whole tier when its ``require`` guard is unmet: no scorer starts."""
-    problem = tier_guard_problem(manifest, tier, env)
+    problem = tier_guard_problem(manifest, tier, env, secrets)
     if problem:
         raise TierGuardError(f"{problem}; refusing to run the tier (set what it needs, or run another tier)")
 
 
 def probe_evals(
-    manifest: Manifest, evals: list[PlannedEval], env: Mapping[str, str], skips_fail: bool
+    manifest: Manifest, evals: list[PlannedEval], env: Mapping[str, str], skips_fail: bool,
+    secrets: Iterable[str] | None = None,
 ) -> Preconditions:
     """Run every distinct probe of the planned evals (and of their experiments) once, concurrently; decide each.
 
     An experiment's unmet requirement skips every eval of its column, loudly, naming the experiment.
     """
     wanted = {req: manifest.requirement(req) for p in evals for req in _requirements(p)}
-    results = run_probes(wanted.values(), env, manifest.root) if wanted else {}
+    results = run_probes(wanted.values(), env, manifest.root, secrets) if wanted else {}
     decisions: dict[str, Decision] = {}
     for p in evals:
         reasons = [results[req].reason for req in p.spec.requires if not results[req].ok]

@@ -7,6 +7,7 @@ This module owns the layout of that folder; no other module spells its paths::
       results/<tier>.json                 the tier's last run (the default ``--json``)
       results/<tier>.shard-I-of-N.json    one shard's share of it (``--shard I/N``)
       results/bites-<tier>.json           the bites' results (``evalrun bites``), sharded alike
+      results/.<tier>.json.lock           held while that results file is written (beside any file: ``evalrun.locks``)
       services/                           a record of every service and scorer started, swept by the next run
       logs/                               the services' logs
       locks/<baseline file>.lock          held while a baseline is read, updated and written
@@ -22,10 +23,12 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from evalrun.atomic import write_atomic, writes_in_place
 from evalrun.errors import OutputError
+from evalrun.locks import sidecar_lock
 
 FOLDER = ".evalrun"
 HISTORY_FILE = Path(FOLDER) / "history.sqlite"  # relative to the manifest's folder
@@ -58,6 +61,10 @@ class Workspace:
             return folder / f"{stem}.shard-{index}-of-{total}.json"
         return folder / f"{stem}.json"
 
+    def results_lock(self, tier: str, shard: str | None = None) -> Path:
+        """``results/.<tier>.json.lock``: the sidecar lock held while the results file is written (``evalrun.locks``)."""
+        return sidecar_lock(self.results(tier, shard))
+
     @property
     def services(self) -> Path:
         """The records of started services and scorers (``evalrun.leftovers`` sweeps what a killed run left)."""
@@ -83,6 +90,12 @@ class Workspace:
         if not ignore.exists():
             write_atomic(ignore, GITIGNORE)
         return self.folder
+
+
+@lru_cache(maxsize=None)
+def workspace_of(root: Path) -> Workspace:
+    """The one ``Workspace`` of the project in ``root`` (an invocation's is its ``evalrun.session.Session``'s)."""
+    return Workspace(root)
 
 
 def check_writable(path: Path, flag: str) -> Path:

@@ -11,6 +11,7 @@ import pytest
 
 from evalrun.context import RunContext
 from evalrun.pipeline import CollectOptions, collect
+from harness.session import make_session
 from evalrun.reports_out.terminal import Console
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import load_manifest
@@ -48,7 +49,7 @@ def run_shard(root: Path, shard: Shard, tags: list[str] | None = None, tier: str
     """One shard through the real pipeline (real scorer subprocesses), written where CI would upload it."""
     manifest = load_manifest(root / "manifest.toml")
     plan = select_shard(make_plan(manifest, tier, [], tags or []), shard, None)
-    context = RunContext.build(manifest, tier, {})
+    context = RunContext.build(make_session(root / "manifest.toml"), tier, manifest)
     results = collect(context, plan, CollectOptions(jobs=2), Console(io.StringIO(), env={}))
     path = root / "shards" / f"{tier}-{shard.index}-of-{shard.total}.json"
     write_results(results, path)

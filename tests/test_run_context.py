@@ -24,6 +24,7 @@ from evalrun.pipeline import RunRequest, run
 from evalrun.reports_out.terminal import Console
 from evalrun.secrets import PLACEHOLDER, RunSecrets, known_secrets
 from evalrun.workspace import Workspace
+from harness.session import make_session
 
 KEY = "sk-run-context-key-0123456789"
 EXTRA_KEY = "acme-key-value-9876543210"
@@ -100,7 +101,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
 def test_one_run_works_its_secrets_and_scrubbed_environment_out_once(suite: Path, calls: dict[str, list[Any]]) -> None:
     out = io.StringIO()
     request = RunRequest(manifest_path=suite / "manifest.toml", tier="t2", jobs=1)
-    code = run(request, Console(out, env={}), _environ(suite))
+    code = run(request, make_session(suite / "manifest.toml", _environ(suite), console=Console(out, env={})))
     assert code == 0, out.getvalue()
     # Counted, never shown: a failing assertion must not print the environment.
     with_run_env = {name: sum(1 for e in found if hasattr(e, "get") and e.get("SOME_TOKEN") == TOKEN)
@@ -120,7 +121,7 @@ def test_one_run_works_its_secrets_and_scrubbed_environment_out_once(suite: Path
 def test_the_context_holds_each_part_once_worked_out(suite: Path) -> None:
     manifest = load_manifest(suite / "manifest.toml")
     environ = _environ(suite)
-    context = RunContext.build(manifest, "t2", environ)
+    context = RunContext.build(make_session(suite / "manifest.toml", environ), "t2", manifest)
     assert context.tier == "t2" and context.manifest is manifest
     assert context.secrets == known_secrets(environ, ["ACME_LLM_CRED"])
     assert isinstance(context.secrets, RunSecrets)
@@ -139,7 +140,7 @@ def test_the_probe_environment_is_the_scrubbed_one_with_the_manifest_s_pythonpat
     (suite / "src").mkdir()
     (suite / "manifest.toml").write_text('pythonpath = ["src"]\n' + MANIFEST, encoding="utf-8")
     manifest = load_manifest(suite / "manifest.toml")
-    context = RunContext.build(manifest, "t2", _environ(suite))
+    context = RunContext.build(make_session(suite / "manifest.toml", _environ(suite)), "t2", manifest)
     probe_env = context.probe_env()
     assert probe_env["OPENAI_API_KEY"] == PLACEHOLDER
     assert probe_env["PYTHONPATH"].split(":")[0] == str(suite / "src")
@@ -202,3 +203,174 @@ def test_report_html_from_the_results_file_scrubs_the_manifest_s_key_values(quot
     assert outcome.code == 0, outcome.output
     text = page.read_text(encoding="utf-8")
     assert CRED not in text and "said [redacted by evalrun]" in text
+
+
+# -- one invocation, one of each: counted through the CLI's entry point, in this process --------------------------
+
+COUNTED_MANIFEST = """
+[tiers.t1]
+description = "static"
+network = "host"
+[models]
+key_vars = ["ACME_LLM_CRED"]
+[history]
+enabled = true
+[[evals]]
+name = "a"
+tier = "t1"
+dir = "evals/a"
+run = ["python", "score.py"]
+requires = ["env:COUNTED_PROBE_VAR"]
+[[evals.bites]]
+name = "broken"
+env = { BREAK_IT = "1" }
+fails = ["works"]
+[[evals]]
+name = "b"
+tier = "t1"
+dir = "evals/a"
+run = ["python", "score.py"]
+"""
+COUNTED_SCORER = (
+    "import json, os\n"
+    "json.dump({'checks': [{'name': 'works', 'assertions': 1, 'passed': not os.environ.get('BREAK_IT')}]},"
+    " open(os.environ['EVALRUN_REPORT'], 'w'))\n"
+)
+
+
+@pytest.fixture
+def counted_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repository with two t1 evals (one behind a probe, one with a bite); evalrun's environment set here."""
+    from harness.git import git, write
+
+    root = tmp_path / "repo"
+    write(root, {"manifest.toml": COUNTED_MANIFEST, "evals/a/score.py": COUNTED_SCORER})
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "suite")
+    for name in [k for k in __import__("os").environ if k.startswith("EVALRUN_") or k.startswith("GITHUB_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("EVALRUN_HISTORY_URL", f"sqlite:{tmp_path / 'history.sqlite'}")
+    monkeypatch.setenv("ACME_LLM_CRED", EXTRA_KEY)
+    monkeypatch.setenv("COUNTED_PROBE_VAR", "set")
+    return root
+
+
+@pytest.fixture
+def per_invocation(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, int]]:
+    """``invoke(root, *argv)``: run ``evalrun argv`` through ``evalrun.cli.main``, and count, for that one call,
+    the secrets worked out, the project's workspaces made, its manifest loaded and its history located."""
+    import evalrun.cli
+    import evalrun.history.location
+    import evalrun.manifest
+    import evalrun.workspace
+
+    counted: dict[str, list[Any]] = {}
+
+    def counting(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counted.setdefault(name, []).append(args[0] if args else None)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    originals = {
+        "known_secrets": evalrun.secrets.known_secrets,
+        "secret_like_values": evalrun.secrets.secret_like_values,
+        "load_manifest": evalrun.manifest.load_manifest,
+        "locate_history": evalrun.history.location.locate_history,
+    }
+    wrappers = {name: counting(name, fn) for name, fn in originals.items()}
+    __import__("evalrun.pipeline"), __import__("evalrun.bites.run"), __import__("evalrun.commands.merge")
+    for module in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("evalrun")]:
+        for name, fn in originals.items():
+            if getattr(module, name, None) is fn:
+                monkeypatch.setattr(module, name, wrappers[name])
+    monkeypatch.setattr(evalrun.workspace, "Workspace", counting("Workspace", evalrun.workspace.Workspace))
+
+    def invoke(root: Path, *argv: str, code: int = 0) -> dict[str, int]:
+        counted.clear()
+        evalrun.workspace.workspace_of.cache_clear()  # each invocation makes its own
+        got = evalrun.cli.main([*argv, "--manifest", str(root / "manifest.toml")])
+        assert got == code, argv
+        ours = {"Workspace": root, "load_manifest": root / "manifest.toml"}  # a bite's clean copy is another project
+        counts = {name: sum(1 for a in found if name not in ours or Path(a) == ours[name])
+                  for name, found in counted.items()}
+        return {name: counts.get(name, 0) for name in [*originals, "Workspace"]}
+
+    return invoke
+
+
+ONCE = {"known_secrets": 1, "secret_like_values": 1, "load_manifest": 1, "Workspace": 1, "locate_history": 1}
+
+
+def test_each_invocation_works_out_its_secrets_workspace_manifest_and_history_once(
+    counted_suite: Path, per_invocation: Callable[..., dict[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = counted_suite
+    # A run with a probe (probes scrub with the run's secrets: no second look at the environment).
+    assert per_invocation(root, "t1", "-j", "2") == ONCE
+    # --html: the page reads the history the run just wrote, located by the same session.
+    assert per_invocation(root, "t1", "--html", str(root.parent / "page.html")) == ONCE
+    # bites: one context per bite, all from the one session (the clean copies' manifests are their own).
+    assert per_invocation(root, "bites", "t1") == {**ONCE, "locate_history": 0}  # bites are never recorded
+    # merge: the shards' results, judged and recorded once.
+    for index in (1, 2):
+        assert evalrun_main(root, "t1", "--shard", f"{index}/2") == 0
+    shards = [str(root / ".evalrun" / "results" / f"t1.shard-{i}-of-2.json") for i in (1, 2)]
+    assert per_invocation(root, "merge", *shards) == ONCE
+    out = capsys.readouterr()
+    assert EXTRA_KEY not in out.out + out.err
+
+
+def evalrun_main(root: Path, *argv: str) -> int:
+    import evalrun.cli
+
+    return evalrun.cli.main([*argv, "--manifest", str(root / "manifest.toml")])
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--tier", "t9"], ["t1", "--tier", "t9"], ["bites", "t9"], ["dry", "t9"], ["history", "t9"],
+    ["show", "a", "t9"], ["report", "t9", "--html", "x.html"], ["baseline", "diff", "t9"], ["merge", "r.json", "--tier", "t9"],
+])
+def test_every_tier_the_parser_reads_is_checked_there_with_one_sentence(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Checked as the arguments are parsed: before any manifest is read (there is none here), the same line."""
+    import evalrun.cli
+
+    assert evalrun.cli.main([*argv, "--manifest", str(tmp_path / "absent.toml")]) == 2
+    assert capsys.readouterr().err == "evalrun: error: unknown tier 't9'; use one of t1, t2, t3\n"
+
+
+def test_one_call_of_known_secrets_one_workspace_construction_and_no_environ_in_commands() -> None:
+    """The source says it too: the session works the secrets out, workspace_of makes the Workspace, no command reads os.environ."""
+    import re
+
+    package = Path(evalrun.secrets.__file__).resolve().parent
+    sources = {p.relative_to(package).as_posix(): p.read_text(encoding="utf-8") for p in package.rglob("*.py")}
+
+    def callers(pattern: str) -> list[str]:
+        return sorted(f"{name}:{n}" for name, text in sources.items()
+                      for n, line in enumerate(text.splitlines(), 1)
+                      if re.search(pattern, line) and not line.lstrip().startswith(("def ", "class ", "#")))
+
+    assert callers(r"\bknown_secrets\(") == [f"session.py:{_line(sources['session.py'], 'known_secrets(')}"]
+    assert callers(r"\bWorkspace\(") == [f"workspace.py:{_line(sources['workspace.py'], 'return Workspace(')}"]
+    assert [name for name, text in sources.items() if name.startswith("commands/") and "os.environ" in text] == []
+
+
+def _line(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line and not line.lstrip().startswith("def "))
+
+
+def test_a_clean_copy_s_manifest_that_names_another_key_variable_adds_its_value(suite: Path) -> None:
+    """Under --clean-checkout the committed manifest runs: a key variable only it names is still a secret."""
+    environ = {**_environ(suite), "OTHER_CRED": "other-cred-value-31337"}
+    session = make_session(suite / "manifest.toml", environ)
+    assert session.secrets_for(["ACME_LLM_CRED"]) is session.secrets  # the same manifest: the same set
+    (suite / "copy" / "evals" / "a").mkdir(parents=True)
+    (suite / "copy" / "manifest.toml").write_text(MANIFEST.replace('["ACME_LLM_CRED"]', '["OTHER_CRED"]'), encoding="utf-8")
+    context = RunContext.build(session, "t2", load_manifest(suite / "copy" / "manifest.toml"))
+    assert "other-cred-value-31337" in context.secrets.keys and EXTRA_KEY in context.secrets.keys
+    assert "other-cred-value-31337" not in session.secrets.values

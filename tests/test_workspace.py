@@ -66,13 +66,16 @@ def test_a_run_writes_its_results_and_gitignore_where_the_workspace_says(project
     assert p.run("t1").code == 0
     ws = Workspace(p.root)
     assert ws.results("t1").is_file()
+    assert ws.results_lock("t1").is_file() and ws.results_lock("t1").parent == ws.results("t1").parent  # listed, too
     assert (ws.folder / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"
     assert ws.history.is_file()
 
 
 def test_no_other_module_spells_the_layout() -> None:
     """A path joined onto ``.evalrun`` anywhere but evalrun/workspace.py is a second owner of the layout."""
-    spelled = re.compile(r"""/ *["']\.evalrun["']|["']\.evalrun["'] */|["']\.evalrun/(results|services|logs|locks|history)""")
+    # joined onto, a path under it, the bare folder name (a set of folders to skip), a results path in a message
+    spelled = re.compile(r"""/ *["']\.evalrun["']|["']\.evalrun["'] */|["']\.evalrun/(results|services|logs|locks|history)"""
+                         r"""|["']\.evalrun["']|\(\.evalrun/results/""")
     offenders = [
         f"{path.relative_to(PACKAGE)}:{number}"
         for path in sorted(PACKAGE.rglob("*.py"))
@@ -94,3 +97,16 @@ def test_check_writable_names_the_flag(tmp_path: Path, make: str) -> None:
     else:
         assert check_writable(target, "--json") == target
         assert list(tmp_path.iterdir()) == []  # the probe file is gone again
+
+
+def test_only_reports_out_names_a_colour() -> None:
+    """Colour is presentation: a colour name outside evalrun/reports_out/ is a second place that chooses one."""
+    colour = re.compile(r"""["'](red|green|yellow|blue|cyan|magenta|bold red|bold green|dim)["']""")
+    offenders = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "reports_out" not in path.relative_to(PACKAGE).parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if colour.search(line)
+    ]
+    assert offenders == []

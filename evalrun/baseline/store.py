@@ -15,7 +15,7 @@ from evalrun.atomic import write_atomic
 from evalrun.errors import BaselineError, file_label
 from evalrun.files import FileReadError, read_bounded
 from evalrun.manifest import Manifest
-from evalrun.workspace import Workspace
+from evalrun.workspace import workspace_of
 
 BASELINE_LIMIT = 1024**3  # bytes read of a baseline: 1,000,000 checks take a twentieth of it
 
@@ -27,7 +27,7 @@ def baseline_path(manifest: Manifest, tier: str) -> Path:
 
 def baseline_lock(manifest: Manifest, path: Path) -> Path:
     """The lock held while a baseline is read, updated and written: kept out of the committed folder."""
-    return Workspace(manifest.root).lock(path.name)
+    return workspace_of(manifest.root).lock(path.name)
 
 
 def baseline_fingerprint(path: Path) -> str | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,17 +24,16 @@ from evalrun.bites import (
     BiteNotApplied, BiteRun, apply_bite, bite_shard_split, bites_exit_code, judge_bite, plan_bites, select_bite_shard,
 )
 from evalrun.errors import EvalrunError, ExitCode, UsageError
-from evalrun.manifest import TIERS
 from evalrun.context import RunContext
+from evalrun.session import Session
 from evalrun.pipeline import CollectOptions, Outputs, collect, load, write
 from evalrun.plan import Plan, make_plan
 from evalrun.reports_out.bites import report_bites, show_bite
 from evalrun.reports_out.terminal import Console
 from evalrun.isolation import combined_network, header
 from evalrun.results import EvalResult, NetworkIsolation, RunResults, new_run_id, redact_result
-from evalrun.secrets import known_secrets
 from evalrun.text import plural
-from evalrun.workspace import Workspace, check_writable
+from evalrun.workspace import check_writable, workspace_of
 
 
 @dataclass(frozen=True)
@@ -53,10 +51,8 @@ class BitesRequest:
     html_path: Path | None = None
 
 
-def run_bites(request: BitesRequest, console: Console, environ: Mapping[str, str]) -> int:
-    manifest = load(request.manifest_path)
-    if request.tier is not None and request.tier not in TIERS:
-        raise UsageError(f"bites {request.tier}: unknown tier; use one of {', '.join(TIERS)}")
+def run_bites(request: BitesRequest, session: Session) -> int:
+    console, environ, manifest = session.console, session.environ, session.manifest
     tiers = [request.tier] if request.tier else [t for t in ("t1", "t2") if t in manifest.tiers]
     outputs_given = any(p is not None for p in (request.json_path, request.junit_path, request.markdown_path,
                                                 request.html_path))
@@ -78,23 +74,24 @@ def run_bites(request: BitesRequest, console: Console, environ: Mapping[str, str
             split = bite_shard_split(runs, shard[1])  # the whole split's fingerprint, as run shards record it
             runs = select_bite_shard(runs, shard)
         outputs = Outputs(
-            results=check_writable(request.json_path or Workspace(manifest.root).bites_results(tier, request.shard), "--json"),
+            results=check_writable(request.json_path or workspace_of(manifest.root).bites_results(tier, request.shard), "--json"),
             junit=check_writable(request.junit_path, "--junit") if request.junit_path else None,
             markdown=check_writable(request.markdown_path, "--markdown") if request.markdown_path else None,
             html=check_writable(request.html_path, "--html") if request.html_path else None,
         )
-        codes.append(_run_tier_bites(manifest, plan, runs, tier, request, outputs, console, environ, split))
+        codes.append(_run_tier_bites(session, plan, runs, tier, request, outputs, split))
     return int(_worst(codes))
 
 
-def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, request: BitesRequest,  # noqa: ANN001
-                    outputs: Outputs, console: Console, environ: Mapping[str, str], split: str | None = None) -> int:
+def _run_tier_bites(session: Session, plan: Plan, runs: list[BiteRun], tier: str, request: BitesRequest,
+                    outputs: Outputs, split: str | None = None) -> int:
+    console, environ, manifest = session.console, session.environ, session.manifest
     started = _now()
     source = "HEAD plus uncommitted changes" if request.worktree else "HEAD"
     if tier == "t3":
         console.warn("bites t3: every bite makes live model calls, within the tier's budget")
     console.line(f"bites of {tier}: {plural(len(runs), 'bite')}, each on a clean copy of {source}")
-    secrets = known_secrets(environ, manifest.models.key_vars).values  # once for every bite of the tier
+    secrets = session.secrets.values  # the session's: the same for every bite of the tier
     results: dict[str, EvalResult] = {}
     interrupted = False
     jobs = request.jobs or min(4, os.cpu_count() or 1)
@@ -102,7 +99,7 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
     networks: list[NetworkIsolation | None] = []  # each bite's run phase: isolated, and how
 
     def one(run: BiteRun) -> EvalResult:
-        result = redact_result(_run_one(run, tier, request, environ, networks), secrets)
+        result = redact_result(_run_one(run, tier, request, session, networks), secrets)
         show_bite(console, result)
         return result
 
@@ -142,7 +139,7 @@ def _run_tier_bites(manifest, plan: Plan, runs: list[BiteRun], tier: str, reques
     return int(code)
 
 
-def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[str, str],
+def _run_one(run: BiteRun, tier: str, request: BitesRequest, session: Session,
              networks: list[NetworkIsolation | None] | None = None) -> EvalResult:
     """The eval under one bite, in its own clean copy; every problem becomes a "broken" result."""
     from evalrun.selection.checkout import clean_checkout
@@ -167,7 +164,7 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, environ: Mapping[st
             planned = replace(cell, spec=bitten)
             plan = Plan(evals=[planned])
             quiet = Console(stream=io.StringIO(), env={})
-            context = RunContext.build(inner, tier, environ)  # each bite is a run of its own, in its own copy
+            context = RunContext.build(session, tier, inner)  # each bite is a run of its own, in its own copy
             collected = collect(context, plan, CollectOptions(jobs=1), quiet)
             if networks is not None:
                 networks.append(collected.network)

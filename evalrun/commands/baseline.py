@@ -9,7 +9,6 @@ the last results with the baseline without running any scorer.
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -32,11 +31,11 @@ from evalrun.baseline.settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
 from evalrun.context import RunContext
-from evalrun.pipeline import CollectOptions, collect, default_results_path, keep_and_record, load, positional_warnings
+from evalrun.pipeline import CollectOptions, collect, default_results_path, keep_and_record, positional_warnings
 from evalrun.workspace import check_writable
 from evalrun.plan import make_plan, tier_cells
 from evalrun.reports_out.baseline_text import format_comparison
-from evalrun.reports_out.terminal import Console
+from evalrun.session import Session
 from evalrun.locks import hold_lock
 from evalrun.results import RunResults, load_results_counted, load_run_results
 from evalrun.text import plural
@@ -44,18 +43,17 @@ from evalrun.text import plural
 
 def update_baselines(
     *,
-    manifest_path: Path,
     tiers: list[str],
     all_tiers: bool,
     evals: list[str],
     tags: list[str],
     jobs: int,
     from_results: Path | None,
-    console: Console,
+    session: Session,
     experiments: list[str] | None = None,
     repeat: int | None = None,
 ) -> int:
-    manifest = load(manifest_path)
+    console, manifest = session.console, session.manifest
     if all_tiers and tiers:
         raise UsageError(f"--update {tiers[0]} and --all: name one tier or pass --all, not both")
     if all_tiers:
@@ -77,7 +75,7 @@ def update_baselines(
         snapshots[path] = baseline_fingerprint(path)  # what the file was before any scorer could touch it
         earlier[tier] = early
         if from_results is not None:
-            results = load_run_results(from_results, f"pass the results of a run (.evalrun/results/{tier}.json)")
+            results = load_run_results(from_results, f"pass the results of a run ({session.workspace.results(tier).relative_to(manifest.root)})")
             if results.tier != tier:
                 raise ResultsError(f"{from_results}: holds tier {results.tier}, not {tier}; pass --update {results.tier}")
             chosen = ("evals", "tags", "experiments")
@@ -86,10 +84,11 @@ def update_baselines(
                 keep = {p.name for p in plan.evals}
                 results = results.model_copy(update={"evals": [e for e in results.evals if e.name in keep]})
         else:
-            context = RunContext.build(manifest, tier, os.environ)
+            context = RunContext.build(session, tier)
             results = collect(context, plan, CollectOptions(jobs=jobs, repeat=repeat), console, early)
             keep_and_record(results, context.workspace.results(tier), manifest, console, context.environ,
-                            secrets=context.secrets.values, source="baseline")
+                            secrets=context.secrets.values, source="baseline",
+                            locate=session.locate_history)
             if results.interrupted:
                 raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered
@@ -103,7 +102,7 @@ def update_baselines(
             locks.enter_context(hold_lock(baseline_lock(manifest, path)))
         written = []
         for tier, path, *_ in pending:  # every file checked before any is written
-            check_unchanged_since(manifest, path, snapshots[path], f"rerun {update_command(tier, manifest_path)}")
+            check_unchanged_since(manifest, path, snapshots[path], f"rerun {update_command(tier, session.manifest_path)}")
         for tier, path, results, names, filtered in pending:
             old = load_baseline(path)
             new, notes = update_baseline(old, results, names, filtered)
@@ -113,7 +112,7 @@ def update_baselines(
             )
             judges = updated_judges(old.judges if old is not None else None, results.evals, keep=new)
             try:
-                write_baseline(path, new, update_command(tier, manifest_path), settings, judges)
+                write_baseline(path, new, update_command(tier, session.manifest_path), settings, judges)
             except OSError as exc:
                 raise OutputError(f"baseline {path}: cannot write ({exc.strerror or exc}); check the folder") from None
             mark_written(manifest, path)
@@ -128,10 +127,8 @@ def update_baselines(
     return int(ExitCode.OK)
 
 
-def diff_baseline(*, manifest_path: Path, tier: str, from_results: Path | None, strict: bool, console: Console) -> int:
-    manifest = load(manifest_path)
-    if tier not in TIERS:
-        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
+def diff_baseline(*, tier: str, from_results: Path | None, strict: bool, session: Session) -> int:
+    console, manifest = session.console, session.manifest
     source = from_results or default_results_path(manifest, tier)
     path = baseline_path(manifest, tier)
     with _collector_paused():

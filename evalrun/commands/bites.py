@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 from evalrun.bites.run import BitesRequest, run_bites
-from evalrun.reports_out.terminal import Console
+from evalrun.session import Session
 
 
-def bites(request: BitesRequest, console: Console) -> int:
-    return run_bites(request, console, os.environ)
+def bites(request: BitesRequest, session: Session) -> int:
+    return run_bites(request, session)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from evalrun.absolute_paths import find_absolute_paths
@@ -10,23 +10,22 @@ from evalrun.baseline import baseline_path, load_baseline
 from evalrun.errors import BaselineError, file_label
 from evalrun.execute import program_problem
 from evalrun.manifest import Manifest
-from evalrun.pipeline import load
 from evalrun.plan import make_plan
 from evalrun.reports_in.positional import find_positional
 from evalrun.reports_out.describe import program_where
 from evalrun.reports_out.positional import positional_warning
-from evalrun.reports_out.terminal import Console
+from evalrun.session import Session
 from evalrun.text import plural
 
 
-def check(*, manifest_path: Path, console: Console) -> int:
-    manifest = load(manifest_path)
+def check(session: Session) -> int:
+    console, manifest, manifest_path = session.console, session.manifest, session.manifest_path
     warnings = find_absolute_paths(manifest)
     for line in warnings:
         console.warn(f"warning: {line}")
     for line in _positional_names(manifest):
         console.warn(line)
-    missing = _missing_programs(manifest)
+    missing = _missing_programs(manifest, session.environ)
     for line in missing:
         console.warn(f"warning: {line}")
     n = len(manifest.evals)
@@ -38,14 +37,14 @@ def check(*, manifest_path: Path, console: Console) -> int:
     return 0
 
 
-def _missing_programs(manifest: Manifest) -> list[str]:
+def _missing_programs(manifest: Manifest, environ: Mapping[str, str]) -> list[str]:
     """Each eval whose program its run would not find on this machine (``pyhton``), once per eval.
 
     A warning, not an error: a program may be installed only where that tier runs (CI, the nightly machine).
     """
     lines: dict[str, str] = {}
     index = {spec.name: i for i, spec in enumerate(manifest.evals)}
-    environ = dict(os.environ)
+    environ = dict(environ)
     for planned in make_plan(manifest, None, [], [], None).evals:
         spec = planned.spec
         if spec.name in lines or not (problem := program_problem(planned, environ)):

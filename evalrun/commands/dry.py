@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 
@@ -12,15 +11,15 @@ from evalrun.errors import ExitCode, UsageError, file_label
 from evalrun.execute import program_problem
 from evalrun.manifest import Manifest
 from evalrun.models.fixture_state import FixtureState, fixture_state
-from evalrun.pipeline import RunRequest, load, select
+from evalrun.pipeline import RunRequest, select
 from evalrun.plan import make_plan
 from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
 from evalrun.repeats import settings_for
 from evalrun.reports_out.describe import describe_budget, describe_filters, program_where
 from evalrun.reports_out.matrix import dry_matrix, plain_lines
-from evalrun.reports_out.terminal import Console
+from evalrun.session import Session
 from evalrun.text import plural
-from evalrun.workspace import Workspace
+from evalrun.workspace import workspace_of
 
 
 def dry(
@@ -28,14 +27,13 @@ def dry(
     tier: str | None,
     evals: list[str],
     tags: list[str],
-    console: Console,
+    session: Session,
     probe: bool = True,
     changed_since: str | None = None,
     shard: str | None = None,
     experiments: list[str] | None = None,
 ) -> int:
-    manifest = load(manifest_path)
-    environ = dict(os.environ)
+    console, manifest, environ = session.console, session.manifest, dict(session.environ)
     changed = None
     if (changed_since or shard) and tier is None:
         raise UsageError("--changed-since and --shard select within one tier; name it: evalrun dry t1 ...")
@@ -44,7 +42,7 @@ def dry(
             manifest_path, tier, evals, tags, jobs=1, changed_since=changed_since, shard=shard,
             experiments=list(experiments or []),
         )
-        plan, changed = select(manifest, request, console, environ)  # a shard says which and what balanced it
+        plan, changed = select(manifest, request, console, environ, locate=session.locate_history)  # a shard says which and what balanced it
     else:
         plan = make_plan(manifest, tier, evals, tags, experiments)
     if changed is not None:
@@ -56,12 +54,12 @@ def dry(
         return int(ExitCode.NOTHING_SELECTED)
     tiers = [tier] if tier else sorted({p.spec.tier for p in plan.evals})
     # Each tier's probes see what its scorers would: no provider key in t1/t2.
-    probe_envs = {t: RunContext.build(manifest, t, environ).probe_env() for t in tiers} if probe else {}
+    probe_envs = {t: RunContext.build(session, t).probe_env() for t in tiers} if probe else {}
     pre = Preconditions()
     if probe:
         for t in tiers:
             of_tier = [p for p in plan.evals if p.spec.tier == t]
-            found = probe_evals(manifest, of_tier, probe_envs[t], skips_fail=False)
+            found = probe_evals(manifest, of_tier, probe_envs[t], skips_fail=False, secrets=session.secrets.values)
             pre.decisions.update(found.decisions)
     console.line(f"planned in {scope}: {plural(len(plan.evals), 'eval')} (nothing is run)")
     for t in tiers:  # the cap on the tier's model calls, where any planned eval of it calls a model
@@ -72,7 +70,7 @@ def dry(
             console.line(f"tier {t} budget: {describe_budget(budget)}{what}")
     refused: dict[str, str] = {}
     for t in tiers:
-        problem = tier_guard_problem(manifest, t, probe_envs[t]) if probe else None
+        problem = tier_guard_problem(manifest, t, probe_envs[t], session.secrets.values) if probe else None
         if problem:
             refused[t] = problem
             console.warn(f"tier {t} would be refused: {problem}")
@@ -141,7 +139,7 @@ def _last_messages(manifest: Manifest, tier: str) -> dict[str, str]:
     from evalrun.errors import ResultsError
     from evalrun.results import load_results
 
-    path = Workspace(manifest.root).results(tier)
+    path = workspace_of(manifest.root).results(tier)
     try:
         return {r.name: r.message or "" for r in load_results(path).evals} if path.is_file() else {}
     except ResultsError:  # an unreadable last run only means no "unplayed" figure

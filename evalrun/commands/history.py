@@ -3,46 +3,40 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evalrun.reports_out.terminal import Console
-from evalrun.text import plural
 from evalrun.errors import UsageError, file_label
-from evalrun.history.location import locate_history
 from evalrun.history.records import GitInfo, StoredRun, make_record
-from evalrun.history.series import ABSENT, CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
+from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_failure, ordered_for_attention
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
-from evalrun.manifest import TIERS, Manifest, load_manifest
 from evalrun.results import load_run_results
-from evalrun.secrets import known_secrets
+from evalrun.reports_out.history_text import print_runs, print_series
+from evalrun.session import Session
 
 T = TypeVar("T")
 
 
-def _using(manifest: Manifest, action: Callable[[HistoryStore], T]) -> T:
+def _using(session: Session, action: Callable[[HistoryStore], T]) -> T:
     """``action`` on the history store, bounded; one-line HistoryError (exit 2) when it cannot be used."""
-    location = locate_history(manifest, os.environ)
+    location = session.locate_history()
     if location is None:
-        raise UsageError(f"{file_label(manifest.path)}: history is off ([history] enabled = false); turn it on to use it")
+        raise UsageError(f"{file_label(session.manifest.path)}: history is off ([history] enabled = false); turn it on to use it")
     return use_store(location, action)
 
 
 def show_history(
-    *, manifest_path: Path, tier: str | None, eval_name: str | None, check: str | None, last: int, as_json: bool,
-    console: Console, shards: bool = False,
+    *, tier: str | None, eval_name: str | None, check: str | None, last: int, as_json: bool,
+    session: Session, shards: bool = False,
 ) -> int:
-    if tier is not None and tier not in TIERS:
-        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
-    manifest = load_manifest(manifest_path)
-    location = locate_history(manifest, os.environ)
+    console = session.console
+    location = session.locate_history()
     if location is not None and location.kind == "sqlite" and not Path(location.target).exists():
         runs, shown = [], location.shown  # reading creates nothing
     else:
-        runs = _using(manifest, lambda store: store.runs(tier, last, shards))
+        runs = _using(session, lambda store: store.runs(tier, last, shards))
         shown = location.shown if location is not None else ""
     narrowed = eval_name is not None or check is not None
     series = ordered_for_attention(in_own_tier(check_series(runs, eval_name, check))) if narrowed else []
@@ -61,64 +55,24 @@ def show_history(
         return 0
     if narrowed:
         for s in series:
-            _print_series(s, console)
+            print_series(s, console)
     else:
-        _print_runs(runs, console)
+        print_runs(runs, console)
     return 0
 
 
-def import_results(*, manifest_path: Path, paths: list[Path], console: Console) -> int:
+def import_results(*, paths: list[Path], session: Session) -> int:
     """Load results files into the history; every file is read and checked before anything is written."""
     if not paths:
         raise UsageError("history import: name at least one results file")
-    manifest = load_manifest(manifest_path)
-    secrets = set(known_secrets(os.environ, manifest.models.key_vars).values)
+    console = session.console
+    secrets = set(session.secrets.values)
     use = "bites runs are not kept in the history; import the results of runs"
     records = [(path, make_record(load_run_results(path, use), GitInfo(), "import", secrets)) for path in paths]
-    added = _using(manifest, lambda store: [store.append(record) for _, record in records])
+    added = _using(session, lambda store: [store.append(record) for _, record in records])
     for (path, record), new in zip(records, added):
         console.line(f"{'imported' if new else 'already in the history:'} {path} ({record.run_id})")
     return 0
-
-
-def _print_runs(runs: list[StoredRun], console: Console) -> None:
-    header = f"{'time':<19}  {'run':<27}  {'tier':<4}  {'commit':<11}  {'exit':>4}  {'passed':>6}  {'failed':>6}  {'skipped':>7}"
-    console.line(header)
-    for run in runs:
-        c = run.counts()
-        exit_code = "-" if run.exit_code is None else str(run.exit_code)
-        source = "" if run.source == "run" else f"  ({run.source})"
-        console.line(f"{_time(run):<19}  {run.run_id:<27}  {run.tier:<4}  {run.short_commit:<11}  {exit_code:>4}  "
-                     f"{c['passed']:>6}  {c['failed']:>6}  {c['skipped']:>7}{source}")
-
-
-def _print_series(series: CheckSeries, console: Console) -> None:
-    console.line(f"{series.eval}: {series.check}")
-    for p in series.points:
-        assertions = "-" if p.assertions is None else str(p.assertions)
-        noun = "assertions" if p.assertions is None else plural(p.assertions, "assertion").partition(" ")[2]
-        console.line(f"  {_time(p.run):<19}  {p.run.run_id:<27}  {p.run.short_commit:<11}  {p.status:<6}  "
-                     f"{assertions:>3} {noun}")
-    present = series.present
-    passed = sum(p.status == "passed" for p in present)
-    streak = last_failure(series)
-    if streak is not None:
-        console.line(f"  {streak.describe()}", "red" if streak.fixed_by is None else "yellow")
-    flaky = '; flaky' if series.flaky else ''
-    last = series.points[-1] if series.points else None
-    if last is not None and last.status == ABSENT:
-        # The latest run did not run this check (the eval errored, was skipped, or was not in it): "passing now"
-        # would speak for a run that never checked; say what the latest run was.
-        ev = next((e for e in last.run.evals if e.name == series.eval), None)
-        why = f"{series.eval} {ev.status}" if ev is not None else f"{series.eval} was not in it"
-        console.line(f"  latest run {last.run.run_id} ({_time(last.run)}): the check did not run ({why}); "
-                     f"before it, {passed} of {len(present)} runs passed{flaky}", "yellow")
-    elif streak is None or streak.fixed_by is not None:
-        console.line(f"  passing now ({passed} of {len(present)} runs passed{flaky})")
-
-
-def _time(run: StoredRun) -> str:
-    return run.started_at[:19].replace("T", " ")
 
 
 def _run_json(run: StoredRun) -> dict[str, Any]:

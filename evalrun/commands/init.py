@@ -18,7 +18,7 @@ from pathlib import Path
 
 from evalrun.atomic import write_atomic
 from evalrun.commands.init_node import node_files, node_manifest, node_next_lines, node_project
-from evalrun.reports_out.terminal import Console
+from evalrun.session import Session
 from evalrun.errors import UsageError, file_label
 from evalrun.workspace import PROJECT_GITIGNORE_LINE
 
@@ -135,7 +135,7 @@ from openai import OpenAI
 
 from evalrun import scorer
 
-MODEL = os.environ.get("EVALRUN_MODEL", "gpt-4o-mini")  # an experiment may set another model
+MODEL = os.getenv("EVALRUN_MODEL", "gpt-4o-mini")  # an experiment may set another model
 client = OpenAI()  # reads OPENAI_BASE_URL and OPENAI_API_KEY, which evalrun sets
 
 
@@ -219,7 +219,8 @@ GITIGNORE_LINE = PROJECT_GITIGNORE_LINE
 UNIT_OUT_LINE = "evals/unit/out/"  # the Node unit eval's JUnit report: written by every run, never committed
 
 
-def init_project(*, folder: Path, console: Console, model: bool = False) -> int:
+def init_project(*, folder: Path, session: Session, model: bool = False) -> int:
+    console = session.console
     node = node_project(folder) if not model else None  # --model writes the Python openai pair (below)
     manifest = MANIFEST.format(
         t3_extra=(T3_MODEL if model else T3_PLAIN).format(),

@@ -2,33 +2,30 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
 from evalrun.bites import bites_exit_code
 from evalrun.errors import UsageError
 from evalrun.merge import merge_results
-from evalrun.pipeline import Outputs, default_results_path, deliver, judge, load, write
+from evalrun.pipeline import Outputs, default_results_path, deliver, judge, write
 from evalrun.results import RunResults
-from evalrun.secrets import known_secrets
-from evalrun.workspace import Workspace, check_writable
+from evalrun.session import Session
+from evalrun.workspace import check_writable
 from evalrun.reports_out.bites import merged_header, report_bites, show_bite
-from evalrun.reports_out.terminal import Console
 
 
 def merge_shards(
     *,
     paths: list[Path],
-    manifest_path: Path,
     tier: str | None,
     json_path: Path | None,
     strict: bool,
     junit: Path | None,
     markdown: Path | None,
-    console: Console,
+    session: Session,
 ) -> int:
-    manifest = load(manifest_path)
+    console, manifest = session.console, session.manifest
     junit = check_writable(junit, "--junit") if junit else None
     markdown = check_writable(markdown, "--markdown") if markdown else None
     merged = merge_results(paths, manifest, tier)
@@ -38,7 +35,7 @@ def merge_shards(
                 "merge: --strict-baseline does not apply to bites shards (bites are never compared with the baseline);"
                 " drop it"
             )
-        return _merge_bites(merged, manifest.root, len(paths), json_path, junit, markdown, console)
+        return _merge_bites(merged, session, len(paths), json_path, junit, markdown)
     outputs = Outputs(
         results=check_writable(json_path or default_results_path(manifest, merged.tier), "--json"),
         junit=junit,
@@ -47,17 +44,18 @@ def merge_shards(
     judged = judge(merged, manifest, load_baseline(baseline_path(manifest, merged.tier)), strict=strict)
     for result in judged.evals:
         console.eval_finished(result)
-    secrets = known_secrets(os.environ, manifest.models.key_vars).values
-    code = deliver(judged, manifest, outputs, console, os.environ, secrets=secrets, source="merge")
+    code = deliver(judged, manifest, outputs, console, session.environ, secrets=session.secrets.values, source="merge",
+                   locate=session.locate_history)
     console.line(f"merged {len(paths)} shard results")
     return code
 
 
-def _merge_bites(merged: RunResults, root: Path, shards: int, json_path: Path | None, junit: Path | None,
-                 markdown: Path | None, console: Console) -> int:
+def _merge_bites(merged: RunResults, session: Session, shards: int, json_path: Path | None, junit: Path | None,
+                 markdown: Path | None) -> int:
     """Bites shards: the bites verdict, never compared with the baseline nor written to the history."""
+    console = session.console
     outputs = Outputs(
-        results=check_writable(json_path or Workspace(root).bites_results(merged.tier), "--json"),
+        results=check_writable(json_path or session.workspace.bites_results(merged.tier), "--json"),
         junit=junit,
         markdown=markdown,
     )
@@ -65,6 +63,6 @@ def _merge_bites(merged: RunResults, root: Path, shards: int, json_path: Path | 
     console.line(merged_header(judged.tier, len(judged.evals), shards))
     for result in judged.evals:
         show_bite(console, result)
-    write(judged, outputs, console, os.environ)
+    write(judged, outputs, console, session.environ)
     report_bites(judged, console, outputs.results, outputs.junit, outputs.markdown)
     return int(judged.exit_code or 0)

@@ -13,7 +13,6 @@ never printed and never written to a fixture.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import time
@@ -27,7 +26,7 @@ from evalrun.models.scorer_env import endpoint_env
 from evalrun.models.replay.fixtures import default_session
 from evalrun.models.replay.proxy import MODES, ReplayProxy
 from evalrun.models.replay.state import ProxyEvalReport
-from evalrun.secrets import known_secrets
+from evalrun.session import Session
 from evalrun.text import neutralise, plural
 
 
@@ -37,6 +36,7 @@ def serve(
     upstream: str | None,
     port: int,
     eval_name: str,
+    session: Session,
     *,
     echo: Callable[[str], None] | None = None,
 ) -> int:
@@ -50,8 +50,8 @@ def serve(
     proxy = ReplayProxy(
         mode,  # type: ignore[arg-type]  # checked above
         upstream=upstream,
-        key_env=os.environ,
-        redact_values=set(known_secrets(os.environ).keys),  # its key values never reach a fixture or a line
+        key_env=session.environ,
+        redact_values=set(session.secrets.keys),  # its key values never reach a fixture or a line
         port=port,
         log=say,
     )

@@ -2,42 +2,35 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from evalrun.reports_out.terminal import Console
 from evalrun.errors import UsageError, file_label
-from evalrun.manifest import TIERS, load_manifest
 from evalrun.reports_out.html import runs_for_report, write_html_report
 from evalrun.results import load_results
-from evalrun.secrets import known_secrets
-from evalrun.workspace import Workspace
+from evalrun.session import Session
 from evalrun.text import plural
 
 
-def write_report(*, manifest_path: Path, tier: str | None, html: Path | None, last: int, console: Console) -> int:
+def write_report(*, tier: str | None, html: Path | None, last: int, session: Session) -> int:
     if html is None:
         raise UsageError("report: pass --html PATH (the file to write)")
-    if tier is not None and tier not in TIERS:
-        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
-    manifest = load_manifest(manifest_path)
+    console, manifest, environ = session.console, session.manifest, session.environ
     chosen = ""
     if tier is None:  # the tier of the latest run in the history
-        latest, _ = runs_for_report(manifest, None, 1, os.environ, strict=True)
+        latest, _ = runs_for_report(manifest, None, 1, environ, strict=True, locate=session.locate_history)
         tier = latest[-1].tier if latest else None
         if tier:
             chosen = f"tier {tier}: the tier of the latest run in the history (name a tier to report another)"
-    runs, notes = runs_for_report(manifest, tier, last, os.environ, strict=True) if tier else ([], [])
+    runs, notes = runs_for_report(manifest, tier, last, environ, strict=True, locate=session.locate_history) if tier else ([], [])
     if not runs:
-        fallback = Workspace(manifest.root).results(tier or "t1")
+        fallback = session.workspace.results(tier or "t1")
         if not fallback.exists():
             raise UsageError(
                 f"no runs{' of ' + tier if tier else ''} in the history and no {file_label(fallback)}; "
                 f"run evalrun {tier or 't1'} first"
             )
-        secrets = known_secrets(os.environ, manifest.models.key_vars).values
-        runs, more = runs_for_report(manifest, tier, last, os.environ, load_results(fallback), strict=True,
-                                     secrets=secrets)
+        runs, more = runs_for_report(manifest, tier, last, environ, load_results(fallback), strict=True,
+                                     secrets=session.secrets.values, locate=session.locate_history)
         notes = [*notes, *more]
     for note in notes:
         console.warn(note)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 from evalrun.pipeline import RunRequest, run
-from evalrun.reports_out.terminal import Console
+from evalrun.session import Session
 
 
-def run_tier(request: RunRequest, console: Console) -> int:
+def run_tier(request: RunRequest, session: Session) -> int:
     """Run one tier and return its exit code."""
-    return run(request, console, os.environ)
+    return run(request, session)

@@ -5,25 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.errors import UsageError, file_label
-from evalrun.manifest import TIERS, load_manifest
 from evalrun.plan import split_cell_name
-from evalrun.reports_out.terminal import Console
 from evalrun.reports_out.transcript import transcript_lines
 from evalrun.results import load_results
-from evalrun.workspace import Workspace
+from evalrun.session import Session
 
 
-def show_eval(*, manifest_path: Path, name: str, tier: str | None, json_path: Path | None, console: Console) -> int:
-    if tier is not None and tier not in TIERS:
-        raise UsageError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
-    manifest = load_manifest(manifest_path)
+def show_eval(*, name: str, tier: str | None, json_path: Path | None, session: Session) -> int:
+    console, manifest = session.console, session.manifest
     base, _ = split_cell_name(name)
     spec = next((e for e in manifest.evals if e.name == base), None)
     if spec is None and json_path is None:
         listing = ", ".join(manifest.names()) or "(the manifest has no evals)"
         raise UsageError(f"show {name}: no such eval in {file_label(manifest.path)}; known evals: {listing}")
     tier = tier or (spec.tier if spec is not None else None)
-    path = json_path or Workspace(manifest.root).results(tier)
+    path = json_path or session.workspace.results(tier)
     if not path.exists():
         raise UsageError(f"show {name}: no results file at {file_label(path)}; run evalrun {tier} first")
     results = load_results(path)

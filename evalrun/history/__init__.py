@@ -8,24 +8,26 @@ written is a warning line, and never changes the verdict or the results file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from evalrun.workspace import Workspace
+from evalrun.workspace import workspace_of
 
 if TYPE_CHECKING:
+    from evalrun.history.location import HistoryLocation
     from evalrun.manifest import Manifest
     from evalrun.results import RunResults
 
 
 def record_run(
     manifest: Manifest, results: RunResults, environ: Mapping[str, str], source: str = "run",
-    *, secrets: Iterable[str] = (),
+    *, secrets: Iterable[str] = (), locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> str | None:
     """Append ``results`` to the history; return a warning line when it could not be, else None.
 
     ``environ`` says where the history is (``evalrun.history.location``); ``secrets`` are the run's
-    (``evalrun.secrets.known_secrets``), scrubbed from every text stored.
+    (``evalrun.secrets.known_secrets``), scrubbed from every text stored; ``locate``: the session's
+    ``Session.locate_history`` (the store located once an invocation), else located here.
     """
     from evalrun.errors import EvalrunError
     from evalrun.history.location import locate_history
@@ -33,13 +35,13 @@ def record_run(
     from evalrun.history.backends import use_store
     from evalrun.history.store import HistoryError
 
-    workspace = Workspace(manifest.root)
+    workspace = workspace_of(manifest.root)
     try:
         workspace.ensure()
     except OSError as exc:
         return f"history: cannot create {workspace.folder}: {exc.strerror or exc}"
     try:
-        location = locate_history(manifest, environ)
+        location = locate() if locate is not None else locate_history(manifest, environ)
     except EvalrunError as exc:
         return f"history: not recorded: {exc}"
     if location is None:

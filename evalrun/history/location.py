@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from evalrun.errors import ManifestError, UsageError, file_label
 from evalrun.manifest import Manifest
-from evalrun.workspace import HISTORY_FILE, Workspace
+from evalrun.workspace import HISTORY_FILE, workspace_of
 
 ENV_VAR = "EVALRUN_HISTORY_URL"
 TIMEOUT_VAR = "EVALRUN_HISTORY_TIMEOUT"
@@ -61,7 +61,7 @@ def locate_history(manifest: Manifest, environ: Mapping[str, str]) -> HistoryLoc
         origin = f"{file_label(manifest.path)}: history.url"
         url = _expand(manifest.history.url, environ, origin)
     if url is None:
-        path = Workspace(manifest.root).history
+        path = workspace_of(manifest.root).history
         return HistoryLocation("sqlite", str(path), str(path), timeout=timeout)
     return replace(parse_history_url(url, manifest.root, origin), timeout=timeout)
 

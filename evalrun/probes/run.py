@@ -58,15 +58,21 @@ def check_probe(probe: Probe, env: Mapping[str, str], root: Path) -> ProbeResult
     return run_probes([probe], env, root)[probe.key]
 
 
-def run_probes(probes: Iterable[Probe], env: Mapping[str, str], root: Path) -> dict[str, ProbeResult]:
-    """Check each distinct probe once, all at the same time; results keyed by ``Probe.key``."""
+def run_probes(probes: Iterable[Probe], env: Mapping[str, str], root: Path,
+               secrets: Iterable[str] | None = None) -> dict[str, ProbeResult]:
+    """Check each distinct probe once, all at the same time; results keyed by ``Probe.key``.
+
+    ``secrets``: the run's (``evalrun.context.RunContext``), scrubbed from every reason; without them, the
+    secret-looking values of ``env``.
+    """
     distinct: dict[str, Probe] = {}
     for probe in probes:
         distinct.setdefault(probe.key, probe)
     frozen_env = dict(env)
     _import_libraries(distinct.values())
     cancel = ProbeCancel()
-    watches = [_Watch(probe, frozen_env, root, cancel) for probe in distinct.values()]
+    known = list(secrets) if secrets is not None else secret_like_values(frozen_env)
+    watches = [_Watch(probe, frozen_env, root, cancel, known) for probe in distinct.values()]
     try:
         for watch in watches:
             watch.thread.start()
@@ -102,8 +108,10 @@ class ProbeCancel(threading.Event):
 class _Watch:
     """A probe running in a daemon thread; a thread past its deadline is abandoned, never joined."""
 
-    def __init__(self, probe: Probe, env: dict[str, str], root: Path, cancel: threading.Event) -> None:
+    def __init__(self, probe: Probe, env: dict[str, str], root: Path, cancel: threading.Event,
+                 secrets: list[str]) -> None:
         self.probe = probe
+        self.secrets = secrets
         self.cancel = cancel
         self.result: ProbeResult | None = None
         self.started = time.monotonic()
@@ -112,7 +120,7 @@ class _Watch:
         )
 
     def _run(self, env: dict[str, str], root: Path) -> None:
-        self.result = _check(self.probe, env, root, self.started, self.cancel)
+        self.result = _check(self.probe, env, root, self.started, self.cancel, self.secrets)
 
     def wait(self) -> ProbeResult:
         deadline = self.started + self.probe.timeout + _GRACE_S
@@ -126,8 +134,9 @@ class _Watch:
         )
 
 
-def _check(probe: Probe, env: Mapping[str, str], root: Path, started: float, cancel: threading.Event) -> ProbeResult:
-    secrets = secret_like_values(env)
+def _check(probe: Probe, env: Mapping[str, str], root: Path, started: float, cancel: threading.Event,
+           known: list[str]) -> ProbeResult:
+    secrets = list(known)
     try:
         target = probe.target if probe.kind == "env" else expand(probe.target, env)
     except Unset as unset:

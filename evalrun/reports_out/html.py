@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from evalrun.history.series import ABSENT, FAILED, CheckSeries, check_series, la
 from evalrun.text import neutralise, plural
 
 if TYPE_CHECKING:
+    from evalrun.history.location import HistoryLocation
     from evalrun.reports_out.terminal import Console
     from evalrun.manifest import Manifest
     from evalrun.results import RunResults
@@ -292,6 +293,7 @@ def write_html_report(path: Path, runs: list[StoredRun], notes: list[str] | None
 def runs_for_report(
     manifest: Manifest, tier: str | None, last: int, environ: Mapping[str, str], latest: RunResults | None = None,
     *, strict: bool = False, unusable: str | None = None, secrets: Iterable[str] = (),
+    locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> tuple[list[StoredRun], list[str]]:
     """The last runs from the history (of ``tier``); with no history, only ``latest``. Second: warnings.
 
@@ -307,7 +309,7 @@ def runs_for_report(
     runs: list[StoredRun] = []
     notes: list[str] = []
     try:
-        location = locate_history(manifest, environ)
+        location = locate() if locate is not None else locate_history(manifest, environ)
         if location is None:
             notes.append("history is off ([history] enabled = false): this report shows the latest run only")
         elif unusable is not None:
@@ -326,6 +328,7 @@ def runs_for_report(
 def write_html_after_run(
     manifest: Manifest, results: RunResults, path: Path, environ: Mapping[str, str], console: Console,
     history_warning: str | None = None, *, secrets: Iterable[str] = (),
+    locate: Callable[[], HistoryLocation | None] | None = None,
 ) -> str | None:
     """``--html`` on a run command: the report of this run and the history's last runs; a warning on failure.
 
@@ -333,7 +336,7 @@ def write_html_after_run(
     """
     try:
         runs, notes = runs_for_report(manifest, results.tier, 30, environ, results, unusable=history_warning,
-                                      secrets=secrets)
+                                      secrets=secrets, locate=locate)
         write_html_report(path, runs, notes)
     except OSError as exc:
         return f"html report not written: {path}: {exc.strerror or exc}"

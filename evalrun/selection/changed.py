@@ -22,10 +22,11 @@ from evalrun.selection.checkout import git_says, repo_toplevel, run_git, split_z
 from evalrun.errors import BaselineError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import Plan, tier_cells
+from evalrun.workspace import FOLDER as WORKSPACE_FOLDER
 
 FLAG = "--changed-since"
 # Untracked droppings of running things, never a reason to select an eval.
-_IGNORED_PARTS = ("__pycache__", ".evalrun")
+_IGNORED_PARTS = ("__pycache__", WORKSPACE_FOLDER)
 
 
 @dataclass(frozen=True)

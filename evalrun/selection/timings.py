@@ -14,12 +14,16 @@ results file, then to names, and says why; it never changes the exit code.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalrun.errors import EvalrunError
 from evalrun.manifest import Manifest
+
+if TYPE_CHECKING:
+    from evalrun.history.location import HistoryLocation
 
 SAMPLES = 5  # the last durations an eval's figure is the median of
 WINDOW = 60  # timed runs and shards looked at: 5 nights of 12 shards
@@ -74,20 +78,22 @@ def median_durations(rows: Sequence[tuple[str, float]], samples: int = SAMPLES) 
     return durations, max((len(k) for k in seen.values()), default=0)
 
 
-def load_timings(manifest: Manifest, tier: str, environ: Mapping[str, str], results_path: Path) -> Timings:
+def load_timings(manifest: Manifest, tier: str, environ: Mapping[str, str], results_path: Path,
+                 locate: Callable[[], HistoryLocation | None] | None = None) -> Timings:
     """The history's figures where it is set up and holds the tier's runs; else the last results file's; else none."""
-    from_history = _from_history(manifest, tier, environ)
+    from_history = _from_history(manifest, tier, environ, locate)
     if from_history.known:
         return from_history
     from_results = _from_results(results_path)
     return replace(from_results, problem=from_history.problem)
 
 
-def _from_history(manifest: Manifest, tier: str, environ: Mapping[str, str]) -> Timings:
+def _from_history(manifest: Manifest, tier: str, environ: Mapping[str, str],
+                  locate: Callable[[], HistoryLocation | None] | None = None) -> Timings:
     from evalrun.history.location import locate_history
 
     try:
-        location = locate_history(manifest, environ)
+        location = locate() if locate is not None else locate_history(manifest, environ)
     except EvalrunError as exc:  # a bad EVALRUN_HISTORY_URL: the run's own history step says it too
         return Timings(problem=str(exc))
     if location is None:

@@ -12,7 +12,8 @@ from a submodule, never from another test module:
 - :mod:`harness.processes`, :mod:`harness.waiting`: Ctrl-C, a user with no home, bounded waits;
 - fake servers and upstreams (:mod:`harness.servers`, :mod:`harness.fakes_upstream`),
   real eval tools (:mod:`harness.eval_tools`), a CI workflow runner
-  (:mod:`harness.workflow_runner`) and the projects several test modules share.
+  (:mod:`harness.workflow_runner`) and the projects several test modules share;
+- :mod:`harness.session`: ``make_session``, the ``Session`` of an in-process call of a command or the pipeline.
 """
 
 from harness.paths import ASSETS, HARNESS_PYTHONPATH, PRODUCERS, REPO, SCORERS, STUBS, TESTS

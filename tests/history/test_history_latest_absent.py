@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from evalrun.commands.history import _print_series
+from evalrun.reports_out.history_text import print_series
 from evalrun.history.records import StoredCheck, StoredEval, StoredRun
 from evalrun.history.series import check_series
 from evalrun.reports_out.terminal import Console
@@ -20,7 +20,7 @@ def _run(n: int, status: str, checks: list[StoredCheck]) -> StoredRun:
 def _shown(runs: list[StoredRun]) -> str:
     [series] = check_series(runs, "calc", "stays green")
     out = io.StringIO()
-    _print_series(series, Console(out, env={"NO_COLOR": "1"}))
+    print_series(series, Console(out, env={"NO_COLOR": "1"}))
     return out.getvalue()
 
 

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,6 +27,7 @@ from hypothesis import strategies as st
 from evalrun import pipeline
 from evalrun.commands.dry import dry
 from evalrun.commands.history import import_results, show_history
+from harness.session import make_session
 from evalrun.history.records import GitInfo, make_record
 from evalrun.reports_out.github import github_annotations
 from evalrun.reports_out.html import render_report
@@ -195,17 +194,18 @@ def test_evalrun_history_shows_stored_text_inert(results: RunResults) -> None:
         first = next((e for e in results.evals if e.checks), None)  # --eval/--check name a check that is there
         if first is not None:
             views += [({"eval_name": first.name}, False), ({"eval_name": first.name, "check": first.checks[0].name}, True)]
-        with mock.patch.dict(os.environ, {"EVALRUN_HISTORY_URL": f"sqlite:{folder / 'h.sqlite'}"}):
-            import_results(manifest_path=folder / "manifest.toml", paths=[folder / "r.json"],
-                           console=Console(io.StringIO(), env={}))
-            for narrowed, as_json in views:
-                shown = io.StringIO()
-                show_history(manifest_path=folder / "manifest.toml", tier=None, last=5, as_json=as_json,
-                             console=Console(shown, env={"CI": "true"}), **{"eval_name": None, "check": None, **narrowed})
-                assert_inert(shown.getvalue(), f"history {narrowed} json={as_json}")
-                if as_json and narrowed:
-                    assert first is not None
-                    assert json.loads(shown.getvalue())["checks"][0]["check"] == first.checks[0].name  # the data, exact
+        environ = {"EVALRUN_HISTORY_URL": f"sqlite:{folder / 'h.sqlite'}"}
+        # the history is where the session's environment says
+        import_results(paths=[folder / "r.json"], session=make_session(folder / "manifest.toml", environ))
+        for narrowed, as_json in views:
+            shown = io.StringIO()
+            show_history(tier=None, last=5, as_json=as_json, **{"eval_name": None, "check": None, **narrowed},
+                         session=make_session(folder / "manifest.toml", environ,
+                                              console=Console(shown, env={"CI": "true"})))
+            assert_inert(shown.getvalue(), f"history {narrowed} json={as_json}")
+            if as_json and narrowed:
+                assert first is not None
+                assert json.loads(shown.getvalue())["checks"][0]["check"] == first.checks[0].name  # the data, exact
 
 
 def _toml(text: str) -> str:
@@ -236,7 +236,8 @@ def test_dry_shows_manifest_text_inert(names: list[str], tag: str, skip_reason: 
             f'[tiers.t1]\nexperiments = ["x", "y"]\n{experiment}' + "".join(entries), encoding="utf-8")
         shown = io.StringIO()
         try:
-            dry(root / "manifest.toml", "t1", [], [], Console(shown, env={"CI": "true"}))
+            dry(root / "manifest.toml", "t1", [], [],
+                make_session(root / "manifest.toml", console=Console(shown, env={"CI": "true"})))
         except Exception as exc:
             # A manifest that refuses a generated name is fine (one line, exit 2); printing it raw is not.
             assert type(exc).__name__ == "ManifestError", exc

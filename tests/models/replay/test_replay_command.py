@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from evalrun.commands.replay import serve
+from harness.session import make_session
 from evalrun.errors import UsageError
 
 from harness import default_sigint
@@ -124,7 +125,7 @@ def test_serve_refuses_bad_arguments_with_one_line(tmp_path, kwargs, message):
         if args["port"] == "busy":
             args["port"] = port
         with pytest.raises(UsageError) as caught:
-            serve(**args)  # type: ignore[arg-type]
+            serve(**args, session=make_session())  # type: ignore[arg-type]
     finally:
         holder.close()
     assert message.format(tmp=tmp_path, busy=port) in str(caught.value)
