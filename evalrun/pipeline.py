@@ -41,7 +41,6 @@ from evalrun.models.cost import run_cost
 from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls
 from evalrun.models.scorer_env import with_pythonpath
 from evalrun.plan import Plan, PlannedEval, make_plan
-from evalrun.selection.timings import Timings, load_timings, longest_first
 from evalrun.preconditions import Preconditions, check_tier_guard, probe_evals, ready_check, skips_are_failures
 from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
@@ -56,6 +55,7 @@ from evalrun.services.manager import ServiceManager
 from evalrun.verdict import decide_exit_code
 
 if TYPE_CHECKING:
+    from evalrun.selection.timings import Timings
     from evalrun.history.location import HistoryLocation
     from evalrun.selection.changed import ChangedSelection
     from evalrun.sandbox import Sandbox
@@ -257,6 +257,8 @@ def select(
 def _timings(manifest: Manifest, request: RunRequest, plan: Plan, environ: Mapping[str, str], sharded: bool,
              locate: Callable[[], HistoryLocation | None] | None = None) -> Timings:
     """Each eval's recent duration, read only where it changes something: a split, or more evals than one worker."""
+    from evalrun.selection.timings import Timings, load_timings  # only runs that can use durations pay for them
+
     if not sharded and (request.jobs == 1 or len(plan.evals) < 2):
         return Timings()
     return load_timings(manifest, request.tier, environ, default_results_path(manifest, request.tier), locate)
@@ -475,7 +477,7 @@ def _start_and_execute(
                 outcome = execute(
                     ExecuteRequest(
                         evals=runs,
-                        order=longest_first([r.name for r in runs], plan.durations),
+                        order=_longest_first(runs, plan.durations),
                         tier=tier,
                         jobs=options.jobs or default_jobs(),
                         base_env=with_pythonpath(scorer_base_env(context.scrubbed_env), context.python_paths),
@@ -536,6 +538,15 @@ def _open_sandbox(tier: str, services: ServiceManager, models: ModelCalls) -> Sa
     if sandbox is None:  # it worked a moment ago (isolation.fallback_for): never run unrestricted in silence
         raise RuntimeError(f"the isolation fallback could not restrict the scorers' thread: {why}")
     return sandbox
+
+
+def _longest_first(runs: list[PlannedEval], durations: Mapping[str, float]) -> list[int] | None:
+    """The order to start ``runs`` in (``evalrun.selection.timings``); None without durations: plan order."""
+    if not durations:
+        return None
+    from evalrun.selection.timings import longest_first
+
+    return longest_first([r.name for r in runs], durations)
 
 
 def default_jobs() -> int:

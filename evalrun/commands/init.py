@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
-from evalrun.commands.init_node import node_files, node_manifest, node_next_lines, node_project
+from evalrun.commands.init_node import TIER_TABLES, node_files, node_manifest, node_next_lines, node_project
 from evalrun.session import Session
 from evalrun.errors import UsageError, file_label
 from evalrun.workspace import PROJECT_GITIGNORE_LINE
@@ -31,15 +31,7 @@ MANIFEST = '''\
 # edits. Add "src" if your package lives under src/.
 pythonpath = ["."]
 
-[tiers.t1]
-description = "static: no services, no database, no model key (every pull request)"
-skips = "fail"                  # a skipped t1 eval fails the run: t1 has no excuse to skip
-
-[tiers.t2]
-description = "replay: local services, recorded model answers"
-
-[tiers.t3]
-description = "live: real model calls, nightly"
+''' + TIER_TABLES + '''\
 {t3_extra}
 [baseline]
 dir = "baselines"               # evalrun baseline --update t1 writes baselines/t1.toml

@@ -98,10 +98,8 @@ def workflow(project: NodeProject) -> str:
     return WORKFLOW.format(install=install, cache=cache)
 
 
-MANIFEST = '''\
-# evalrun manifest: which evals run in which tier. Reference: the evalrun README.
-# A tier is a promise about what its evals need, so CI can run each where it fits.
-
+# The tier tables `evalrun init` writes for Python and Node projects alike (evalrun.commands.init's too).
+TIER_TABLES = '''\
 [tiers.t1]
 description = "static: no services, no database, no model key (every pull request)"
 skips = "fail"                  # a skipped t1 eval fails the run: t1 has no excuse to skip
@@ -111,6 +109,13 @@ description = "replay: local services, recorded model answers"
 
 [tiers.t3]
 description = "live: real model calls, nightly"
+'''
+
+MANIFEST = '''\
+# evalrun manifest: which evals run in which tier. Reference: the evalrun README.
+# A tier is a promise about what its evals need, so CI can run each where it fits.
+
+''' + TIER_TABLES + '''\
 # budget = {{ calls = 200, tokens = 500000 }}   # stop live calls past this
 # require = ["env:OPENAI_API_KEY"]            # refuse the whole tier when unmet
 
@@ -223,13 +228,8 @@ export default defineConfig({
 });
 '''
 
-VITEST_TEST = '''\
-import { describe, it, expect } from 'vitest';
-
-function slugify(title) { // import your code instead: import { slugify } from '../../src/slugify.js';
-  return title.trim().toLowerCase().split(/\\s+/).join('-');
-}
-
+# The example unit tests, for vitest and jest alike (each file names slugify its own way).
+SLUGIFY_TESTS = '''
 describe('slugify', () => {
   it('joins words with hyphens', () => {
     expect(slugify('Hello World')).toBe('hello-world');
@@ -240,6 +240,14 @@ describe('slugify', () => {
   });
 });
 '''
+
+VITEST_TEST = '''\
+import { describe, it, expect } from 'vitest';
+
+function slugify(title) { // import your code instead: import { slugify } from '../../src/slugify.js';
+  return title.trim().toLowerCase().split(/\\s+/).join('-');
+}
+''' + SLUGIFY_TESTS
 
 JEST_CONFIG = '''\
 // The unit eval's own jest config: only this folder's *.eval.cjs files, evalrun's setup file
@@ -267,17 +275,7 @@ JEST_TEST = '''\
 function slugify(title) { // require your code instead: const { slugify } = require('../../src/slugify');
   return title.trim().toLowerCase().split(/\\s+/).join('-');
 }
-
-describe('slugify', () => {
-  it('joins words with hyphens', () => {
-    expect(slugify('Hello World')).toBe('hello-world');
-    expect(slugify('  many   spaces ')).toBe('many-spaces');
-  });
-  it('lowercases', () => {
-    expect(slugify('ABC')).toBe('abc');
-  });
-});
-'''
+''' + SLUGIFY_TESTS
 
 WORKFLOW = '''\
 # evalrun's t1 on every pull request: Node for your code and its tests, Python for evalrun.

@@ -46,12 +46,6 @@ class Timings:
     def known(self) -> bool:
         return bool(self.durations)
 
-    def estimate(self, name: str) -> float:
-        """The eval's figure; the median of the known ones for an eval without one."""
-        if name in self.durations:
-            return self.durations[name]
-        return statistics.median(self.durations.values()) if self.durations else 0.0
-
     def only(self, names: Sequence[str]) -> Timings:
         """The figures of ``names`` alone (the planned evals), so an eval's median ignores evals gone from the tier."""
         wanted = set(names)

@@ -15,11 +15,10 @@ import sys
 from pathlib import Path
 
 from harness import REPO, eval_entry, json_scorer
+from harness.git import GIT_ENV, git, write
 from harness.workflow_runner import Runner
 
 ACTION = REPO / "action.yml"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}
 
 
 def _check_action_schema(path: Path) -> subprocess.CompletedProcess[str]:
@@ -36,16 +35,13 @@ def test_the_action_matches_githubs_action_schema(tmp_path: Path) -> None:
 
 
 def _project(root: Path, passing: bool) -> Path:
-    files = {
+    write(root, {
         "manifest.toml": "[tiers.t1]\n" + eval_entry("first") + eval_entry("second"),
         "evals/first/score.py": json_scorer([{"name": "fine", "assertions": 1, "passed": True}]),
         "evals/second/score.py": json_scorer([{"name": "fine", "assertions": 1, "passed": passing}]),
-    }
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "evals"]):
-        subprocess.run(argv, cwd=root, env={**os.environ, **GIT_ENV}, check=True, capture_output=True)
+    })
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "evals")):
+        git(root, *args)
     return root
 
 

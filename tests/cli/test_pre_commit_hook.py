@@ -13,25 +13,20 @@ import sys
 from pathlib import Path
 
 from harness import REPO, eval_entry, json_scorer
-
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}
+from harness.git import GIT_ENV, git, write
 
 
 def _project(root: Path) -> dict[str, str]:
-    files = {
+    write(root, {
         "manifest.toml": "[tiers.t1]\n" + eval_entry("a") + eval_entry("b"),
         "evals/a/score.py": json_scorer([{"name": "fine", "assertions": 1, "passed": True}]),
         "evals/b/score.py": json_scorer([{"name": "fine", "assertions": 1, "passed": True}]),
-    }
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    })
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "PRE_COMMIT"))}
     env.update(GIT_ENV, PRE_COMMIT_HOME=str(root.parent / "pre-commit-home"), NO_COLOR="1",
                PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
-    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "evals"]):
-        subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True)
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "evals")):
+        git(root, *args)
     return env
 
 
