@@ -17,13 +17,13 @@ def test_history_orders_the_run_longest_first_and_balances_auto_shards(project, 
     history = {"EVALRUN_HISTORY_URL": f"sqlite:{tmp_path / 'cached' / 'history.sqlite'}", "MARKER": str(marker)}
 
     # Night 1: no durations anywhere yet, so manifest order; the history records each eval's duration.
-    first = proj.run("t1", "-j", "2", env=history)
+    first = proj.run("t1", "-j", "2", env={**history, "WAIT_FOR": "b"})  # no third start before b's
     assert first.code == 0, first.output
     assert set(marker.read_text().split()[:2]) == {"a", "b"}  # two workers take the first two
 
     # Night 2: the long eval, listed last, starts first; the results file keeps plan order.
     marker.unlink()
-    second = proj.run("t1", "-j", "2", env=history)
+    second = proj.run("t1", "-j", "2", env={**history, "WAIT_FOR": "long"})  # no third start before long's
     assert second.code == 0, second.output
     assert "long" in marker.read_text().split()[:2]
     assert [e["name"] for e in proj.results()["evals"]] == list(SLEEPS)
