@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from evalrun.isolation import fallback_for
+from evalrun.run.isolation import fallback_for
 from evalrun.process import spawn
 from evalrun.sandbox import Rules, Sandbox
 

@@ -32,7 +32,7 @@ its range. Four figures, each with its target (issue 36, "Speed, restated"):
 As root (or with unprivileged user namespaces) the run phase of t1 runs in a
 network namespace entered by a thread of evalrun's own process, so
 ``RUSAGE_SELF`` holds it. Without either, evalrun forks that phase into a child
-(``evalrun.isolation``), whose CPU ``RUSAGE_SELF`` would miss: the bench then
+(``evalrun.run.isolation``), whose CPU ``RUSAGE_SELF`` would miss: the bench then
 sets ``network = "host"`` on the CPU runs (not on the wall-time overhead run) and
 says so.
 

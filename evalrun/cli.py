@@ -218,7 +218,7 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
         ] = False,
     ) -> int:
         from evalrun.commands.run import run_tier
-        from evalrun.pipeline import RunRequest
+        from evalrun.run.requests import RunRequest
 
         if tier is None:
             raise UsageError("run: name the tier with --tier t1|t2|t3, or use evalrun t1|t2|t3")

@@ -7,7 +7,7 @@ PostgreSQL), the JSON pidfile written for each running service *and scorer*,
 ``reap_leftovers``, which uses those pidfiles to stop what an earlier,
 SIGKILLed invocation left behind (a run's scratch folders are swept by
 ``evalrun.scratch``). ``evalrun.services.manager`` and
-``evalrun.execute`` decide when to start and stop; this module knows how to
+``evalrun.run.execute`` decide when to start and stop; this module knows how to
 stop safely.
 
 A record is acted on only once its run is known to be dead: each run holds a

@@ -23,7 +23,7 @@ from evalrun.models.cost import run_cost
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan, tier_cells
-from evalrun.isolation import combined_network
+from evalrun.run.isolation import combined_network
 from evalrun.results import EvalResult, RunResults, load_results, merged_run_id
 from evalrun.text import plural
 from evalrun.workspace import workspace_of

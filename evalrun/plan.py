@@ -93,7 +93,7 @@ def _cell_names(manifest: Manifest, spec: EvalSpec) -> list[tuple[str, str | Non
 @dataclass(frozen=True)
 class Plan:
     """What the selection chose, and what it left out and why. The manifest and tier it chose from are the
-    run's (``evalrun.context``): ``evalrun.selection`` narrows a plan with them as arguments."""
+    run's (``evalrun.run.context``): ``evalrun.selection`` narrows a plan with them as arguments."""
 
     evals: list[PlannedEval]
     filtered_out: list[str] = field(default_factory=list)  # names of the tier's evals a filter left out

@@ -209,7 +209,7 @@ NETWORK_MECHANISMS = ("namespace", "seccomp+landlock", "seccomp")
 
 
 class NetworkIsolation(BaseModel):
-    """Whether the run phase of a t1/t2 run was kept off the network, and how (``evalrun.isolation``).
+    """Whether the run phase of a t1/t2 run was kept off the network, and how (``evalrun.run.isolation``).
 
     ``mechanism``: ``namespace`` (a loopback-only network namespace), ``seccomp+landlock`` or ``seccomp``
     (the fallback for the scorers, ``evalrun.sandbox``); None when not isolated, and then ``reason`` says why.

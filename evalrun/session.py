@@ -15,7 +15,7 @@ it to the command. The session owns:
 - ``console``: the one printer of the invocation;
 - ``locate_history()``: where the history is (``evalrun.history.location``), located once.
 
-A run of one tier adds its tier and scrubbed environment: ``evalrun.context.RunContext``.
+A run of one tier adds its tier and scrubbed environment: ``evalrun.run.context.RunContext``.
 """
 
 from __future__ import annotations

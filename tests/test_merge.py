@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.context import RunContext
-from evalrun.pipeline import CollectOptions, collect
+from evalrun.run.context import RunContext
+from evalrun.run.collect import collect
+from evalrun.run.requests import CollectOptions
 from harness.session import make_session
 from evalrun.reports_out.terminal import Console
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import load_manifest
 from evalrun.baseline import baseline_path, load_baseline
 from evalrun.merge import merge_results
-from evalrun.pipeline import judge
+from evalrun.run.pipeline import judge
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, Status, load_results, write_results
 from evalrun.selection.shards import Shard, select_shard
@@ -192,4 +193,5 @@ def test_unreadable_or_repeated_files_are_one_line_errors(suite: Path) -> None:
 
 def finish_merged(merged, manifest):
     """Judge merged results as ``evalrun merge`` does."""
-    return judge(merged, manifest, load_baseline(baseline_path(manifest, merged.tier)), strict=False)
+    context = RunContext.build(make_session(manifest.path), merged.tier, manifest)
+    return judge(merged, context, load_baseline(baseline_path(manifest, merged.tier)), strict=False)

@@ -276,7 +276,7 @@ def test_a_port_out_of_range_is_no_port() -> None:
 
 
 def test_a_refused_connection_is_explained_by_the_mechanism_that_refused_it() -> None:
-    from evalrun.isolation import explain_connections
+    from evalrun.run.isolation import explain_connections
     from evalrun.reports_out.describe import describe_connection_hint
     from evalrun.results import CheckResult, EvalResult, Status
 
@@ -288,7 +288,7 @@ def test_a_refused_connection_is_explained_by_the_mechanism_that_refused_it() ->
         def hint(r: EvalResult) -> str | None:  # an eval with model = true: only how its tier is isolated is said
             return describe_connection_hint(r.tier, r.name, uses_model=True, recorder=None, mechanism=mechanism,
                                             no_model_at="127.0.0.1:4")
-        [out] = explain_connections([result], hint, refused=mechanism != "namespace")  # as evalrun.pipeline does
+        [out] = explain_connections([result], hint, refused=mechanism != "namespace")  # as evalrun.run.pipeline does
         return out
 
     t2 = explained(failing("[Errno 13] Permission denied"), "seccomp+landlock")

@@ -3,7 +3,7 @@
 Each bite gets its own export (``git archive HEAD``, plus uncommitted tracked
 changes with ``--worktree``), so bites never touch the working tree and never
 see each other. The bite is laid on the export, then the eval runs there
-exactly as its tier runs it (``evalrun.pipeline.collect``: probes, services,
+exactly as its tier runs it (``evalrun.run.pipeline.collect``: probes, services,
 the replay proxy in t2, no key), quietly; its result is judged by
 ``evalrun.bites.judge_bite``. ``--jobs N`` runs N bites at once, ``--shard
 I/N`` a share of them. The bites' results are a results file of their own
@@ -24,13 +24,16 @@ from evalrun.bites import (
     BiteNotApplied, BiteRun, apply_bite, bite_shard_split, bites_exit_code, judge_bite, plan_bites, select_bite_shard,
 )
 from evalrun.errors import EvalrunError, ExitCode, UsageError
-from evalrun.context import RunContext
+from evalrun.run.context import RunContext
 from evalrun.session import Session
-from evalrun.pipeline import CollectOptions, Outputs, collect, load, write
+from evalrun.manifest import load_manifest
+from evalrun.run.collect import collect
+from evalrun.run.deliver import write
+from evalrun.run.requests import CollectOptions, Outputs
 from evalrun.plan import Plan, make_plan
 from evalrun.reports_out.bites import report_bites, show_bite
 from evalrun.reports_out.terminal import Console
-from evalrun.isolation import combined_network, header
+from evalrun.run.isolation import combined_network, header
 from evalrun.results import EvalResult, NetworkIsolation, RunResults, new_run_id, redact_result
 from evalrun.text import plural
 from evalrun.workspace import check_writable, workspace_of
@@ -52,7 +55,7 @@ class BitesRequest:
 
 
 def run_bites(request: BitesRequest, session: Session) -> int:
-    console, environ, manifest = session.console, session.environ, session.manifest
+    environ, manifest = session.environ, session.manifest
     tiers = [request.tier] if request.tier else [t for t in ("t1", "t2") if t in manifest.tiers]
     outputs_given = any(p is not None for p in (request.json_path, request.junit_path, request.markdown_path,
                                                 request.html_path))
@@ -85,7 +88,7 @@ def run_bites(request: BitesRequest, session: Session) -> int:
 
 def _run_tier_bites(session: Session, plan: Plan, runs: list[BiteRun], tier: str, request: BitesRequest,
                     outputs: Outputs, split: str | None = None) -> int:
-    console, environ, manifest = session.console, session.environ, session.manifest
+    console, manifest = session.console, session.manifest
     started = _now()
     source = "HEAD plus uncommitted changes" if request.worktree else "HEAD"
     if tier == "t3":
@@ -132,7 +135,7 @@ def _run_tier_bites(session: Session, plan: Plan, runs: list[BiteRun], tier: str
     )
     if judged.network is not None:  # each bite's header went to its own quiet console: the tier's is said here
         (console.note if judged.network.isolated else console.warn)(header(judged.network))
-    write(judged, outputs, console, environ)
+    write(judged, outputs, RunContext.build(session, tier))
     report_bites(judged, console, outputs.results, outputs.junit, outputs.markdown)
     if outputs.html is not None:
         _write_html(judged, outputs.html, console, secrets)
@@ -146,7 +149,7 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, session: Session,
 
     try:
         with clean_checkout(request.manifest_path, request.worktree) as exported:
-            inner = load(exported)
+            inner = load_manifest(exported)
             spec = next((s for s in inner.evals if s.name == run.planned.spec.name), None)
             if spec is None:
                 return judge_bite(run, None, f"the clean copy's manifest has no eval {run.planned.spec.name}; commit it")

@@ -30,8 +30,11 @@ from evalrun.baseline.judges import updated_judges
 from evalrun.baseline.settings import gate_settings, updated_settings
 from evalrun.errors import ExitCode, OutputError, ResultsError, UsageError
 from evalrun.manifest import TIERS
-from evalrun.context import RunContext
-from evalrun.pipeline import CollectOptions, collect, default_results_path, keep_and_record, positional_warnings
+from evalrun.run.context import RunContext
+from evalrun.run.collect import collect
+from evalrun.run.deliver import keep_and_record, positional_warnings
+from evalrun.run.requests import CollectOptions
+from evalrun.run.select import default_results_path
 from evalrun.workspace import check_writable
 from evalrun.plan import make_plan, tier_cells
 from evalrun.reports_out.baseline_text import format_comparison
@@ -86,9 +89,7 @@ def update_baselines(
         else:
             context = RunContext.build(session, tier)
             results = collect(context, plan, CollectOptions(jobs=jobs, repeat=repeat), console, early)
-            keep_and_record(results, context.workspace.results(tier), manifest, console, context.environ,
-                            secrets=context.secrets.values, source="baseline",
-                            locate=session.locate_history)
+            keep_and_record(results, context.workspace.results(tier), context, source="baseline")
             if results.interrupted:
                 raise KeyboardInterrupt  # exit 130: an interrupted update records nothing
             filtered = plan.is_filtered

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 from evalrun.absolute_paths import find_absolute_paths
 from evalrun.baseline import baseline_path, load_baseline
 from evalrun.errors import BaselineError, file_label
-from evalrun.execute import program_problem
+from evalrun.run.execute import program_problem
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan
 from evalrun.reports_in.positional import find_positional

@@ -6,14 +6,15 @@ import shlex
 from pathlib import Path
 
 from evalrun.bites import describe_bite
-from evalrun.context import RunContext
+from evalrun.run.context import RunContext
 from evalrun.errors import ExitCode, UsageError, file_label
-from evalrun.execute import program_problem
+from evalrun.run.execute import program_problem
 from evalrun.manifest import Manifest
 from evalrun.models.fixture_state import FixtureState, fixture_state
-from evalrun.pipeline import RunRequest, select
+from evalrun.run.requests import RunRequest
+from evalrun.run.select import select
 from evalrun.plan import make_plan
-from evalrun.preconditions import Preconditions, probe_evals, tier_guard_problem
+from evalrun.run.preconditions import Preconditions, probe_evals, tier_guard_problem
 from evalrun.repeats import settings_for
 from evalrun.reports_out.describe import describe_budget, describe_filters, program_where
 from evalrun.reports_out.matrix import dry_matrix, plain_lines
@@ -42,7 +43,7 @@ def dry(
             manifest_path, tier, evals, tags, jobs=1, changed_since=changed_since, shard=shard,
             experiments=list(experiments or []),
         )
-        plan, changed = select(manifest, request, console, environ, locate=session.locate_history)  # a shard says which and what balanced it
+        plan, changed = select(request, session)  # a shard says which and what balanced it
     else:
         plan = make_plan(manifest, tier, evals, tags, experiments)
     if changed is not None:

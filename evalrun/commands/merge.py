@@ -8,7 +8,11 @@ from evalrun.baseline import baseline_path, load_baseline
 from evalrun.bites import bites_exit_code
 from evalrun.errors import UsageError
 from evalrun.merge import merge_results
-from evalrun.pipeline import Outputs, default_results_path, deliver, judge, write
+from evalrun.run.context import RunContext
+from evalrun.run.deliver import deliver, write
+from evalrun.run.pipeline import judge
+from evalrun.run.requests import Outputs
+from evalrun.run.select import default_results_path
 from evalrun.results import RunResults
 from evalrun.session import Session
 from evalrun.workspace import check_writable
@@ -41,11 +45,11 @@ def merge_shards(
         junit=junit,
         markdown=markdown,
     )
-    judged = judge(merged, manifest, load_baseline(baseline_path(manifest, merged.tier)), strict=strict)
+    context = RunContext.build(session, merged.tier)  # the merged run's: judged and delivered as one run is
+    judged = judge(merged, context, load_baseline(baseline_path(manifest, merged.tier)), strict=strict)
     for result in judged.evals:
         console.eval_finished(result)
-    code = deliver(judged, manifest, outputs, console, session.environ, secrets=session.secrets.values, source="merge",
-                   locate=session.locate_history)
+    code = deliver(judged, context, outputs, source="merge")
     console.line(f"merged {len(paths)} shard results")
     return code
 
@@ -63,6 +67,6 @@ def _merge_bites(merged: RunResults, session: Session, shards: int, json_path: P
     console.line(merged_header(judged.tier, len(judged.evals), shards))
     for result in judged.evals:
         show_bite(console, result)
-    write(judged, outputs, console, session.environ)
+    write(judged, outputs, RunContext.build(session, judged.tier))
     report_bites(judged, console, outputs.results, outputs.junit, outputs.markdown)
     return int(judged.exit_code or 0)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from evalrun.pipeline import RunRequest, run
+from evalrun.run.pipeline import run
+from evalrun.run.requests import RunRequest
 from evalrun.session import Session
 
 

@@ -112,7 +112,7 @@ class TierConfig(_Strict):
     alpha: float | None = Field(default=None, gt=0, lt=1)
     too_little_data: Literal["note", "fail"] | None = None  # a rate comparison that cannot tell: note it, or exit 4
     experiments: ExperimentList = None  # the tier's default for its evals
-    # Isolation (evalrun.isolation): t1/t2 run in a loopback-only network namespace where the system allows it.
+    # Isolation (evalrun.run.isolation): t1/t2 run in a loopback-only network namespace where the system allows it.
     network: Literal["loopback", "host"] | None = None  # unset: "loopback" for t1 and t2; t3 is never isolated
     require_isolation: bool = False  # cannot isolate: exit 2, not a warning
 

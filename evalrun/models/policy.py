@@ -1,7 +1,7 @@
 """Keeping each tier's promise about model calls, for one run.
 
 This module owns, per invocation (the scorers' environment with provider keys
-kept out of t1 and t2 is the run's context's, ``evalrun.context``): the record/replay proxy started when
+kept out of t1 and t2 is the run's context's, ``evalrun.run.context``): the record/replay proxy started when
 a planned t2/t3 eval uses models (``evalrun.models.replay``), each eval's endpoint
 variables, the budget, and what the proxy learnt about each eval afterwards:
 which provider and models answered (the judge's apart), calls, tokens and cost
@@ -35,7 +35,7 @@ class ModelCalls:
         *, secrets: frozenset[str],
     ) -> None:
         """``environ``: evalrun's own, read for ``EVALRUN_UPSTREAM`` and, in record and live modes, the keys sent
-        upstream; ``secrets``: the run's provider key values, worked out once for the run (``evalrun.context``),
+        upstream; ``secrets``: the run's provider key values, worked out once for the run (``evalrun.run.context``),
         which the proxy keeps out of fixtures and messages. The scorers' environment is the context's too."""
         self.manifest = manifest
         self.tier = tier

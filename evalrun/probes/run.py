@@ -62,7 +62,7 @@ def run_probes(probes: Iterable[Probe], env: Mapping[str, str], root: Path,
                secrets: Iterable[str] | None = None) -> dict[str, ProbeResult]:
     """Check each distinct probe once, all at the same time; results keyed by ``Probe.key``.
 
-    ``secrets``: the run's (``evalrun.context.RunContext``), scrubbed from every reason; without them, the
+    ``secrets``: the run's (``evalrun.run.context.RunContext``), scrubbed from every reason; without them, the
     secret-looking values of ``env``.
     """
     distinct: dict[str, Probe] = {}

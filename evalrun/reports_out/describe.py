@@ -131,7 +131,7 @@ def describe_repeated_as_recorded(name: str, count: int) -> str:
 
 
 def describe_recorded_nothing(name: str, uses_model: bool, fixtures_for: str | None = None) -> str:
-    """Why a t3 eval that ran under ``--record`` left no fixture (``evalrun.pipeline``)."""
+    """Why a t3 eval that ran under ``--record`` left no fixture (``evalrun.run.pipeline``)."""
     if not uses_model:
         owner = fixtures_for or name
         return (f"--record: {name} recorded nothing: it has no model = true, so its model calls (if any) went "
@@ -143,7 +143,7 @@ def describe_recorded_nothing(name: str, uses_model: bool, fixtures_for: str | N
 
 def describe_connection_hint(tier: str, name: str, *, uses_model: bool, recorder: tuple[str, bool] | None,
                              mechanism: str | None, no_model_at: str) -> str | None:
-    """What to do about a t1/t2 eval that failed on a connection (``evalrun.isolation.explain_connections``).
+    """What to do about a t1/t2 eval that failed on a connection (``evalrun.run.isolation.explain_connections``).
 
     An eval without ``model = true`` most often failed on a model call: its model URL variables point at
     ``no_model_at``, where nothing answers; that is named first. ``network = "host"`` is for services on the host.
@@ -171,7 +171,7 @@ def describe_connection_hint(tier: str, name: str, *, uses_model: bool, recorder
 
 
 def _isolated_reach(tier: str, mechanism: str) -> str:
-    """What an isolated scorer still reaches, by how it is isolated (``evalrun.isolation``, ``evalrun.sandbox``)."""
+    """What an isolated scorer still reaches, by how it is isolated (``evalrun.run.isolation``, ``evalrun.sandbox``)."""
     if mechanism == "namespace":
         return "nothing outside this run's own loopback is reachable"
     if tier == "t1":
@@ -180,7 +180,7 @@ def _isolated_reach(tier: str, mechanism: str) -> str:
 
 
 def program_where(spec: Any) -> str:
-    """Where an eval's program was looked up (``evalrun.execute.program_problem``), and so where to fix it."""
+    """Where an eval's program was looked up (``evalrun.run.execute.program_problem``), and so where to fix it."""
     if "/" in spec.run[0]:
         return f"run[0] is a file relative to {spec.dir}: fix the path, or make it executable"
     return "run[0] is looked up on the PATH its scorer gets: fix the name, or install it"

@@ -99,7 +99,7 @@ class ServiceManager:
         self._ready_check = ready_check
         self._grace = grace
         # Scrubbed from every line about a service, before it is cut: a log may print a key.
-        self._secrets = list(secrets)  # the run's (evalrun.context), worked out once
+        self._secrets = list(secrets)  # the run's (evalrun.run.context), worked out once
         self._states: dict[str, ServiceState] = {}
         self._running: dict[str, _Running] = {}
         self._died: dict[str, str] = {}

@@ -51,7 +51,7 @@ from typing import Any, BinaryIO
 WARM_MODULES = (
     "typer._adapters",  # where typer has it, it builds one per option as it parses
     "typer._click.decorators",
-    "evalrun.history.backends", "evalrun.history.sqlite", "evalrun.isolation", "evalrun.locks",
+    "evalrun.history.backends", "evalrun.history.sqlite", "evalrun.run.isolation", "evalrun.locks",
     "evalrun.models.replay.fixtures", "evalrun.reports_in.positional", "evalrun.reports_out.github",
     "evalrun.reports_out.junit", "evalrun.reports_out.markdown", "evalrun.reports_out.positional",
     "evalrun.selection.changed", "evalrun.selection.checkout", "evalrun.selection.shards",

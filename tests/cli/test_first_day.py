@@ -201,7 +201,7 @@ def test_an_embedded_postgres_service_without_the_postgres_extra_is_one_line(pro
 def test_record_names_each_eval_that_recorded_nothing_with_its_reason(tmp_path) -> None:
     """In-process: which t3 evals of a --record run are named, and why (the run above shows it end to end)."""
     from evalrun.manifest import load_manifest
-    from evalrun.pipeline import _recorded_nothing
+    from evalrun.run.collect import _recorded_nothing
     from evalrun.plan import make_plan
     from evalrun.results import EvalResult, Status
 

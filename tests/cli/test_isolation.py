@@ -40,7 +40,7 @@ FALLBACK = "network: isolated (seccomp+landlock), except unix sockets bound to a
 
 def _why_not_isolated() -> str | None:
     """None when this machine lets evalrun isolate; else why not (asked in a fresh process)."""
-    code = ("import os, sys\nfrom evalrun.isolation import enter_loopback_namespace\n"
+    code = ("import os, sys\nfrom evalrun.run.isolation import enter_loopback_namespace\n"
             "why = enter_loopback_namespace()\nprint(why or 'ok')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     out = proc.stdout.strip()

@@ -64,7 +64,9 @@ def test_surrogates_in_messages_evidence_and_metrics_are_made_representable(proj
 
 def test_a_results_write_that_fails_removes_the_last_runs_file(tmp_path: Path) -> None:
     """Whatever stops the new file being written (here: text no file can hold), the old one is not left as current."""
-    from evalrun.pipeline import Outputs, write
+    from evalrun.run.deliver import write
+    from evalrun.run.requests import Outputs
+    from harness.session import make_context
     from evalrun.reports_out.terminal import Console
     from evalrun.results import CheckResult, EvalResult, RunResults, Status, load_results, write_results
 
@@ -74,12 +76,14 @@ def test_a_results_write_that_fails_removes_the_last_runs_file(tmp_path: Path) -
                           evals=[EvalResult(name="a", tier="t1", dir="evals/a", status=Status.PASSED,
                                             checks=[CheckResult(name=name, assertions=1, passed=True)])])
 
+    (tmp_path / "manifest.toml").write_text("")
+    context = make_context(tmp_path / "manifest.toml", console=Console(env={}))
     path = tmp_path / ".evalrun" / "results" / "t1.json"
     path.parent.mkdir(parents=True)
     write_results(run("old", 0), path)
     assert load_results(path).exit_code == 0
     with pytest.raises(Exception):
-        write(run("x\ud800", 1), Outputs(results=path), Console(env={}), {})
+        write(run("x\ud800", 1), Outputs(results=path), context)
     assert not path.exists()
     assert [p.name for p in path.parent.iterdir() if not p.name.startswith(".")] == []
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evalrun.errors import ManifestError
-from evalrun.execute import Scratch, run_scorer, scorer_base_env
+from evalrun.run.execute import Scratch, run_scorer, scorer_base_env
 from evalrun.manifest import EvalSpec, load_manifest
 from evalrun.models.scorer_env import T1_MODEL_URL, scrub_environment
 from evalrun.plan import PlannedEval

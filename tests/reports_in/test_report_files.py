@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from evalrun.errors import ReportError
-from evalrun.outcome import judge_outcome as _judge_outcome
+from evalrun.run.outcome import judge_outcome as _judge_outcome
 from evalrun.scratch import Scratch
 from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
@@ -323,7 +323,7 @@ def test_an_exception_while_judging_fails_that_eval_alone(tmp_path: Path, monkey
     def broken(*_args: object) -> None:
         raise ZeroDivisionError("a bug in the rules")
 
-    monkeypatch.setattr("evalrun.outcome.judge", broken)
+    monkeypatch.setattr("evalrun.run.outcome.judge", broken)
     result = _judge_outcome(planned, "t1", outcome, report, None, 0.1)
 
     assert result.status is Status.ERROR

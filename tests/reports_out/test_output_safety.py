@@ -24,10 +24,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalrun import pipeline
+from evalrun.reports_out.summary import report
+from evalrun.run.deliver import write
+from evalrun.run.requests import Outputs
 from evalrun.commands.dry import dry
 from evalrun.commands.history import import_results, show_history
-from harness.session import make_session
+from harness.session import make_context, make_session
 from evalrun.history.records import GitInfo, make_record
 from evalrun.reports_out.github import github_annotations
 from evalrun.reports_out.html import render_report
@@ -140,7 +142,7 @@ def _results(draw: st.DrawFn) -> RunResults:
 def test_no_output_path_lets_report_content_become_a_command_or_an_escape(results: RunResults) -> None:
     with tempfile.TemporaryDirectory(prefix="evalrun-safety-") as scratch:
         folder = Path(scratch)
-        outputs = pipeline.Outputs(results=folder / "r.json", junit=folder / "j.xml", markdown=folder / "m.md")
+        outputs = Outputs(results=folder / "r.json", junit=folder / "j.xml", markdown=folder / "m.md")
         summary = folder / "summary.md"
         env = {"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
 
@@ -149,8 +151,9 @@ def test_no_output_path_lets_report_content_become_a_command_or_an_escape(result
         console = Console(plain, env=env)
         for result in results.evals:
             console.eval_finished(result)
-        pipeline.write(results, outputs, console, env)
-        pipeline.report(results, console, outputs)
+        (folder / "manifest.toml").write_text("")
+        write(results, outputs, make_context(folder / "manifest.toml", env, console=console))
+        report(results, console, outputs)
         annotations = github_annotations(results)
         assert_inert(plain.getvalue(), "plain console", annotations)
         for line in annotations:
@@ -169,7 +172,7 @@ def test_no_output_path_lets_report_content_become_a_command_or_an_escape(result
                 console.eval_started(result.name)
                 console.eval_finished(result)
             console.stop_progress()
-            pipeline.report(results, console, outputs)
+            report(results, console, outputs)
             own = re.sub(r"\x1b\[[0-9;]*m|\x1b\[\?25[lh]|\x1b\[[0-9]*[AK]|\r", "", screen.getvalue())
             assert_inert(own, f"terminal {terminal_env}")
 

@@ -19,7 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import evalrun
-from evalrun import pipeline, repeats
+from evalrun import repeats
+from evalrun.run import collect, deliver, pipeline
 from evalrun.models import cost, policy
 from evalrun.models.cost import run_cost, unpriced_note
 from evalrun.repeats import FlakyCheck, flaky_checks
@@ -100,9 +101,10 @@ def test_the_wording_functions_live_in_reports_out_not_in_the_domain_module(modu
     assert [n for n in names if hasattr(module, n)] == []
 
 
-def test_the_run_report_is_the_one_in_reports_out() -> None:
-    assert getattr(pipeline, "report", summary.report) is summary.report
-    tree = ast.parse(inspect.getsource(pipeline))
+@pytest.mark.parametrize("module", [pipeline, collect, deliver], ids=lambda m: m.__name__)
+def test_the_run_report_is_the_one_in_reports_out(module: object) -> None:
+    assert getattr(module, "report", summary.report) is summary.report
+    tree = ast.parse(inspect.getsource(module))  # type: ignore[arg-type]
     assert "report" not in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 

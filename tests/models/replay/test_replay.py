@@ -38,7 +38,7 @@ def client():
 
 
 def proxy_for(mode: str, upstream: FakeUpstream | None = None, **kwargs: Any) -> ReplayProxy:
-    # The run's secrets, as evalrun.context works them out: the key values of KEY_ENV and any others given.
+    # The run's secrets, as evalrun.run.context works them out: the key values of KEY_ENV and any others given.
     kwargs["redact_values"] = set(known_secrets(KEY_ENV).keys) | set(kwargs.get("redact_values") or ())
     proxy = ReplayProxy(mode, upstream=upstream.url if upstream else None, key_env=KEY_ENV, **kwargs)  # type: ignore[arg-type]
     proxy.start()

@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from evalrun.isolation import run_isolated
+from evalrun.run.isolation import run_isolated
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the in-thread namespace is the path taken as root; "
                                 "as another user run_isolated forks (tests/cli/test_isolation.py covers it)")

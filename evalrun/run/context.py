@@ -6,9 +6,10 @@ environment, read-only; the run's secrets, worked out once there by
 clean copy's own under ``--clean-checkout`` and for each bite), the tier, the
 tier's scrubbed environment (``evalrun.models.scorer_env``: no provider key in
 t1/t2; worked out once, for probes, services and scorers alike) and the
-``.evalrun/`` workspace of the manifest that runs. ``evalrun.pipeline`` builds
-it once per run (``evalrun.bites`` once per bite) and gives each stage the parts
-it uses; no stage derives any of them again from the environment.
+``.evalrun/`` workspace of the manifest that runs. ``evalrun.run.pipeline`` builds
+it once per run (``evalrun.bites`` once per bite, ``evalrun merge`` once for the
+merged run) and it goes through every step, through judging and delivery to the
+history and the HTML page; no step derives any of it again from the environment.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from evalrun.manifest import Manifest
 from evalrun.models.scorer_env import scrub_environment, with_pythonpath
 from evalrun.secrets import RunSecrets
 from evalrun.session import Session
 from evalrun.workspace import Workspace, workspace_of
+
+if TYPE_CHECKING:
+    from evalrun.reports_out.terminal import Console
 
 
 @dataclass(frozen=True)
@@ -31,13 +36,21 @@ class RunContext:
     manifest: Manifest  # the manifest that runs (a clean checkout's own, under --clean-checkout)
     tier: str
     scrubbed_env: Mapping[str, str]  # evalrun's environment under the tier's key rule, read-only
+    shown: Manifest  # the manifest the user ran (the session's): named in hints, where the history is kept
 
     @staticmethod
     def build(session: Session, tier: str, manifest: Manifest | None = None) -> RunContext:
         """The context of a run of ``tier`` (of ``manifest``, default the session's): worked out here, once."""
-        manifest = session.manifest if manifest is None else manifest
+        shown = session.manifest if manifest is None or session.manifest_path is not None else manifest
+        manifest = shown if manifest is None else manifest
         scrubbed = scrub_environment(session.environ, tier, None, manifest.models.key_vars)
-        return RunContext(session=session, manifest=manifest, tier=tier, scrubbed_env=MappingProxyType(scrubbed))
+        return RunContext(session=session, manifest=manifest, tier=tier, scrubbed_env=MappingProxyType(scrubbed),
+                          shown=shown)
+
+    @property
+    def console(self) -> Console:
+        """The invocation's one printer (the session's)."""
+        return self.session.console
 
     @property
     def environ(self) -> Mapping[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrun.outcome import judge_outcome as _judge_outcome
+from evalrun.run.outcome import judge_outcome as _judge_outcome
 from evalrun.manifest import EvalSpec
 from evalrun.plan import PlannedEval
 from evalrun.process import ProcessOutcome
@@ -31,7 +31,7 @@ def test_execute_starts_the_evals_in_the_order_given_and_keeps_results_in_plan_o
     import os
     import sys
 
-    from evalrun.execute import ExecuteRequest, execute
+    from evalrun.run.execute import ExecuteRequest, execute
 
     marker = tmp_path / "started.txt"
     scorer = tmp_path / "score.py"

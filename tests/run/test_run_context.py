@@ -1,4 +1,4 @@
-"""One owner of a run's state (evalrun.context): the secrets and the scrubbed environment are worked out once a run.
+"""One owner of a run's state (evalrun.run.context): the secrets and the scrubbed environment are worked out once a run.
 
 The runs here go through the real pipeline in this process (real scorer
 subprocesses, the real model proxy), so every call of the functions that
@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 import evalrun.secrets
-from evalrun.context import RunContext
+from evalrun.run.context import RunContext
 from evalrun.manifest import load_manifest
 from evalrun.models import scorer_env
-from evalrun.pipeline import RunRequest, run
+from evalrun.run.pipeline import run
+from evalrun.run.requests import RunRequest
 from evalrun.reports_out.terminal import Console
 from evalrun.secrets import PLACEHOLDER, RunSecrets, known_secrets
 from evalrun.workspace import Workspace
@@ -281,7 +282,7 @@ def per_invocation(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, i
         "locate_history": evalrun.history.location.locate_history,
     }
     wrappers = {name: counting(name, fn) for name, fn in originals.items()}
-    __import__("evalrun.pipeline"), __import__("evalrun.bites.run"), __import__("evalrun.commands.merge")
+    __import__("evalrun.run.pipeline"), __import__("evalrun.bites.run"), __import__("evalrun.commands.merge")
     for module in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("evalrun")]:
         for name, fn in originals.items():
             if getattr(module, name, None) is fn:
@@ -374,3 +375,22 @@ def test_a_clean_copy_s_manifest_that_names_another_key_variable_adds_its_value(
     context = RunContext.build(session, "t2", load_manifest(suite / "copy" / "manifest.toml"))
     assert "other-cred-value-31337" in context.secrets.keys and EXTRA_KEY in context.secrets.keys
     assert "other-cred-value-31337" not in session.secrets.values
+
+
+def test_the_run_s_steps_take_the_context_not_its_parts() -> None:
+    """select, collect, judge and deliver take the session or the run's context; none is handed the environment,
+    the secrets or the history's locator separately (the state is worked out once and carried)."""
+    import inspect
+
+    from evalrun.run import collect, deliver, pipeline, select
+
+    loose = {"environ", "secrets", "locate", "shown"}
+    found = {
+        f"{module.__name__}.{name}": sorted(loose & set(inspect.signature(fn).parameters))
+        for module in (pipeline, select, collect, deliver)
+        for name, fn in vars(module).items()
+        if inspect.isfunction(fn) and fn.__module__ == module.__name__
+    }
+    assert {name: params for name, params in found.items() if params} == {
+        "evalrun.run.select._timings": ["environ", "locate"],  # the two select hands selection.timings, from the session
+    }

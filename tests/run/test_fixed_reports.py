@@ -1,11 +1,11 @@
-"""Runs sharing a fixed report path take turns (evalrun.execute.FixedReports); others never wait."""
+"""Runs sharing a fixed report path take turns (evalrun.run.execute.FixedReports); others never wait."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
 
-from evalrun.execute import FixedReports
+from evalrun.run.execute import FixedReports
 
 
 def test_a_run_waiting_for_a_shared_report_path_gives_up_when_cancelled(tmp_path: Path) -> None:

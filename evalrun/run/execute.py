@@ -4,8 +4,8 @@ This module owns running one eval: what the caller decided before it starts
 (``Preparation``), the scorer's environment (``EVALRUN_*``; ``NO_COLOR=1`` and
 ``FORCE_COLOR=0`` unless its env sets either), starting it in a
 fresh workdir with a pidfile of its group so a later run can stop it, and handing
-the outcome to ``evalrun.outcome`` to be judged; on Ctrl-C every eval that
-did not finish is marked interrupted. The threads are ``evalrun.pool``'s, the
+the outcome to ``evalrun.run.outcome`` to be judged; on Ctrl-C every eval that
+did not finish is marked interrupted. The threads are ``evalrun.run.pool``'s, the
 scratch folders ``evalrun.scratch``'s.
 
 Preconditions, services and the model proxy are not this module's business: the
@@ -27,9 +27,9 @@ from typing import Any
 
 from evalrun.leftovers import remove_pidfile, write_pidfile
 from evalrun.manifest import EvalSpec
-from evalrun.outcome import INSPECT_LOG_DIR_NAME, judge_outcome, note_escaped
+from evalrun.run.outcome import INSPECT_LOG_DIR_NAME, judge_outcome, note_escaped
 from evalrun.plan import PlannedEval
-from evalrun.pool import run_pool
+from evalrun.run.pool import run_pool
 from evalrun.process import CancelEvent, ProcessOutcome, ProcessRequest, resolve_program, run_process
 from evalrun.reports_in.parsed import REPORT_LIMIT
 from evalrun.results import EvalResult, Status

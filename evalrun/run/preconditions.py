@@ -5,7 +5,7 @@ This module owns the step between the plan and the execution: a tier's
 each distinct probe of the planned evals run once and concurrently, and the skip
 policy (``skips = "fail"`` on a tier or ``--no-skips``: a skip becomes a failure
 with the same reason). A skip is a result with a reason, never a pass. Probes
-get the environment scorers of their tier get (``evalrun.context.RunContext.probe_env``):
+get the environment scorers of their tier get (``evalrun.run.context.RunContext.probe_env``):
 no provider key in t1/t2.
 """
 

@@ -1,0 +1,56 @@
+"""What a run is asked for (``RunRequest``, built by the CLI), what collecting takes of it, and where it writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a run command asks for: the tier, the filters, and where outputs go."""
+
+    manifest_path: Path
+    tier: str
+    evals: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    jobs: int = 0
+    json_path: Path | None = None
+    strict_baseline: bool = False
+    no_skips: bool = False
+    junit_path: Path | None = None
+    markdown_path: Path | None = None
+    changed_since: str | None = None
+    shard: str | None = None
+    clean_checkout: bool = False
+    worktree: bool = False
+    record: bool = False  # t3: write the model answers as replay fixtures
+    html_path: Path | None = None  # also the HTML report: this run and the history's last runs
+    repeat: int | None = None  # --repeat N: every planned eval runs N times (evalrun.repeats)
+    experiments: list[str] = field(default_factory=list)  # --experiment NAME: only these columns
+    verbose: bool = False  # -v: the output tail of every failing eval after the summary
+    last_failed: bool = False  # --last-failed: only what failed, errored or regressed in the tier's last run
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    """What collecting a plan takes of the request: how many at once, how often, what is recorded, what a skip is."""
+
+    jobs: int = 0  # 0: one per CPU
+    repeat: int | None = None  # --repeat N
+    record: bool = False  # t3 --record
+    no_skips: bool = False  # --no-skips: a skip is a failure
+
+    @classmethod
+    def of(cls, request: RunRequest) -> CollectOptions:
+        return cls(jobs=request.jobs, repeat=request.repeat, record=request.record, no_skips=request.no_skips)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run writes: the results file, and the reports asked for."""
+
+    results: Path
+    junit: Path | None = None
+    markdown: Path | None = None
+    html: Path | None = None
