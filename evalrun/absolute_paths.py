@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from evalrun.errors import UsageError
 from evalrun.files import FileReadError, read_bounded
 from evalrun.manifest import Manifest
-from evalrun.selection.checkout import run_git, split_z
+from evalrun.git import run_git, split_z
 from evalrun.workspace import FOLDER as WORKSPACE_FOLDER
 
 MAX_BYTES = 1_000_000  # larger files are data, not sources

@@ -33,7 +33,7 @@ from evalrun.plan import PlannedEval
 from evalrun.results import (  # a bite's verdict is its result's: reports_out reads it from the record
     BROKEN, CAUGHT, INTERRUPTED, NOT_CAUGHT, SKIPPED, CheckResult, EvalResult, Status, outcome_of,
 )
-from evalrun.selection.checkout import git_says, run_git
+from evalrun.git import git_says, run_git
 from evalrun.text import one_line, plural
 
 _STATUS = {CAUGHT: Status.PASSED, NOT_CAUGHT: Status.FAILED, BROKEN: Status.ERROR, SKIPPED: Status.SKIPPED,

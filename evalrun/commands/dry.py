@@ -10,7 +10,7 @@ from evalrun.run.context import RunContext
 from evalrun.errors import ExitCode, UsageError, file_label
 from evalrun.run.execute import program_problem
 from evalrun.manifest import Manifest
-from evalrun.models.fixture_state import FixtureState, fixture_state
+from evalrun.run.fixture_state import FixtureState, fixture_state
 from evalrun.run.requests import RunRequest
 from evalrun.run.select import select
 from evalrun.plan import make_plan

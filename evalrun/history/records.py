@@ -85,19 +85,6 @@ class StoredRun:
     # reason); None for t3, and for runs stored before evalrun recorded it.
     network: dict[str, Any] | None = None
 
-    @property
-    def network_line(self) -> str | None:
-        """``network: isolated (namespace), except ...``: the run's header line, as it printed it; None: unknown."""
-        from evalrun.reports_out.describe import network_line
-        from evalrun.results import NetworkIsolation
-
-        if not self.network:
-            return None
-        try:
-            return network_line(NetworkIsolation.model_validate(self.network))
-        except ValueError:
-            return None
-
     def counts(self) -> dict[str, int]:
         return {
             "passed": sum(1 for e in self.evals if e.status == Status.PASSED.value),
@@ -153,7 +140,7 @@ def _git_status(folder: Path, args: list[str]) -> int | None:
 
 def _run_git(folder: Path, args: list[str]) -> subprocess.CompletedProcess[bytes] | None:
     from evalrun.errors import UsageError
-    from evalrun.selection.checkout import run_git  # the one way evalrun runs git
+    from evalrun.git import run_git  # the one way evalrun runs git
 
     try:
         return run_git(folder, args, "history")

@@ -300,6 +300,16 @@ def network_line(network: NetworkIsolation) -> str:
     return f"network: isolated ({network.mechanism}), except {network_exception(network)}"
 
 
+def stored_network_line(network: Mapping[str, Any] | None) -> str | None:
+    """A stored run's ``network`` (the history's column) as its header line printed it; None: unknown or unreadable."""
+    if not network:
+        return None
+    try:
+        return network_line(NetworkIsolation.model_validate(dict(network)))
+    except ValueError:
+        return None
+
+
 def describe_budget(budget: Budget | None) -> str:
     """``at most 50 calls, 100,000 tokens, 2.5 USD``, or ``none`` (``evalrun dry``)."""
     parts = []

@@ -195,7 +195,7 @@ def call_views(evals: list[Any], budget: int = PAGE_CALL_CHARS) -> dict[str, Cal
 def render_report(runs: list[StoredRun], notes: list[str] | None = None) -> str:
     """The page for ``runs`` (oldest first; the last is the latest run)."""
     from evalrun.errors import ExitCode
-    from evalrun.reports_out.describe import VERDICT_WORDS
+    from evalrun.reports_out.describe import VERDICT_WORDS, stored_network_line
 
     if not runs:
         raise ValueError("a report needs at least one run")
@@ -220,7 +220,7 @@ def render_report(runs: list[StoredRun], notes: list[str] | None = None) -> str:
     except ValueError:
         words = ""
     return _template().render(
-        latest=latest, runs=runs, verdict=words, rows=rows, attention=[r for r in rows if r["s"].newly_failing
+        latest=latest, network_line=stored_network_line(latest.network), runs=runs, verdict=words, rows=rows, attention=[r for r in rows if r["s"].newly_failing
                                                                        or r["s"].flaky or r["s"].failing],
         charts=trend_charts(whole), trend_runs=len(whole), strip_h=STRIP_H, chart_w=CHART_W, chart_h=CHART_H, left=LEFT,
         notes=notes, cell=CELL, calls=call_views(latest.evals), fold=FOLD_CHARS,

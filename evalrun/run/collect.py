@@ -20,7 +20,7 @@ from evalrun.baseline import Baseline
 from evalrun.leftovers import reap_leftovers
 from evalrun.manifest import Manifest
 from evalrun.models.cost import run_cost
-from evalrun.models.policy import BUDGET_MESSAGE, ModelCalls
+from evalrun.run.model_calls import BUDGET_MESSAGE, ModelCalls
 from evalrun.models.scorer_env import with_pythonpath
 from evalrun.plan import Plan, PlannedEval
 from evalrun.repeats import (

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
-from evalrun.selection.checkout import git_says, repo_toplevel, run_git, split_z
+from evalrun.git import git_says, run_git, split_z
+from evalrun.selection.checkout import repo_toplevel
 from evalrun.errors import BaselineError, UsageError
 from evalrun.manifest import Manifest
 from evalrun.plan import Plan, tier_cells

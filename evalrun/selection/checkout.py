@@ -4,60 +4,20 @@
 run there sees only what is committed: a dependency on an untracked file or a
 local build output fails on the author's machine, not first in CI. With
 ``worktree=True`` the uncommitted changes to tracked files are laid on top
-(untracked files never are: leaving them out is the point). This module also
-owns the one helper that runs git (through ``evalrun.process.spawn``, under a
-deadline), so every git failure becomes one line.
+(untracked files never are: leaving them out is the point). Git itself is run
+by ``evalrun.git``, the one helper that runs it.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from evalrun.errors import UsageError
-from evalrun.process import spawn, terminate_group
-
-GIT_TIMEOUT = 120.0  # seconds; git archive of a large repository can take a while
-
-
-def run_git(cwd: Path, args: list[str], flag: str, stdout: int | None = None,
-            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git args`` in ``cwd`` (``env``: variables set over evalrun's own); raise UsageError naming ``flag``
-    when git is absent or fails."""
-    if shutil.which("git") is None:
-        raise UsageError(f"{flag}: git is not on PATH; install git or run without {flag}")
-    # quotepath=off: non-ASCII names come back as they are, not octal-escaped.
-    argv = ["git", "-c", "core.quotepath=off", *args]
-    extra = dict(env or {})
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-    env.update(extra)
-    env["LC_ALL"] = "C"
-    try:
-        proc = spawn(argv, cwd, env, stdout=stdout if stdout is not None else subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as exc:
-        raise UsageError(f"{flag}: cannot run git in {cwd} ({exc.strerror}); check that the folder exists") from None
-    try:
-        out, err = proc.communicate(timeout=GIT_TIMEOUT)  # git's -z output is read whole
-    except subprocess.TimeoutExpired:
-        terminate_group(proc.pid, 1.0, leader=proc)
-        proc.communicate()
-        raise UsageError(f"{flag}: git {args[0]} took over {GIT_TIMEOUT:g} s in {cwd}; check the repository") from None
-    except BaseException:  # Ctrl-C: git goes too
-        terminate_group(proc.pid, 1.0, leader=proc)
-        raise
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
-
-def git_says(proc: subprocess.CompletedProcess[bytes]) -> str:
-    """Git's own first line of complaint, for the end of a message."""
-    lines = [ln.strip() for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-    return lines[0] if lines else f"git exited {proc.returncode}"
-
+from evalrun.git import git_says, run_git, split_z
 
 def repo_toplevel(path: Path, flag: str) -> Path:
     """The top folder of the git repository holding ``path`` (a file or a folder)."""
@@ -141,8 +101,3 @@ def _lay_worktree(top: Path, export: Path, flag: str) -> None:
             shutil.copy2(source, target, follow_symlinks=False)
         elif target.is_symlink() or target.is_file():
             target.unlink()
-
-
-def split_z(raw: bytes) -> list[str]:
-    """The names of git's ``-z`` output; undecodable bytes survive as surrogates, so a path round-trips."""
-    return [part for part in raw.decode("utf-8", "surrogateescape").split("\0") if part]

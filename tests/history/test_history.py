@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from evalrun.history import record_run
 from evalrun.history.location import HistoryLocation, locate_history, parse_history_url, redact_url
 from evalrun.history.records import EVIDENCE_CHARS, GitInfo, make_record, read_git
+from evalrun.reports_out.describe import stored_network_line
 from evalrun.history.series import check_series, failing_since, ordered_for_attention
 from evalrun.history.backends import open_store
 from evalrun.history.sql import MIGRATIONS
@@ -62,7 +63,7 @@ def test_a_run_goes_in_and_comes_back_whole(store_location: HistoryLocation) -> 
     # whether the run was isolated from the network, and why not: redacted like every text a run stores
     assert back.network == {"isolated": False, "mechanism": None,
                             "reason": "uid 1001 cannot create a network namespace; and no fallback: [redacted by evalrun] here"}
-    assert back.network_line == f"network: not isolated: {back.network['reason']}"
+    assert stored_network_line(back.network) == f"network: not isolated: {back.network['reason']}"  # the page's line
 
 
 def test_runs_are_the_last_n_of_a_tier_oldest_first(store_location: HistoryLocation) -> None:
@@ -142,7 +143,7 @@ def test_an_old_schema_is_migrated_on_open_and_keeps_its_runs(store_location: Hi
     finally:
         store.close()
     assert back.evals[0].checks[0].judge is None  # the column migration 4 added
-    assert back.network is None and back.network_line is None  # migration 6's column: a run without it is unknown
+    assert back.network is None and stored_network_line(back.network) is None  # migration 6's column: a run without it is unknown
     assert schema_version(store_location) == 6
 
 

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 import evalrun
 from evalrun import repeats
 from evalrun.run import collect, deliver, pipeline
-from evalrun.models import cost, policy
+from evalrun.models import cost
+from evalrun.run import model_calls as policy
 from evalrun.models.cost import run_cost, unpriced_note
 from evalrun.repeats import FlakyCheck, flaky_checks
 from evalrun.reports_out import summary

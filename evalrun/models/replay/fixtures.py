@@ -157,7 +157,7 @@ def list_fixtures(fixtures_dir: Path) -> dict[tuple[str, int], Path]:
     if not fixtures_dir.is_dir():
         return found
     for session_dir in fixtures_dir.iterdir():
-        # Only folders a session can name: not ``@<experiment>`` ones (evalrun.models.policy.fixtures_dir).
+        # Only folders a session can name: not ``@<experiment>`` ones (evalrun.run.model_calls.fixtures_dir).
         if session_dir.is_dir() and check_session(session_dir.name) is None:
             found.update({(session_dir.name, i): p for i, p in list_session(fixtures_dir, session_dir.name).items()})
     return found

@@ -23,7 +23,7 @@ from evalrun.models.replay.budget import BudgetLimits, BudgetMeter
 from evalrun.models.replay.fixtures import default_session, list_fixtures
 from evalrun.models.replay.usage import CallUsage
 
-RECORD_COMMAND = "evalrun t3 --record"  # without a t3 eval to name; evalrun.models.policy names it
+RECORD_COMMAND = "evalrun t3 --record"  # without a t3 eval to name; evalrun.run.model_calls names it
 JUDGE_SESSION = "judge"  # the session the scorer SDK's judge() calls name (evalrun.scorer.judging)
 
 

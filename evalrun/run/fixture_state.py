@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.manifest import Manifest
-from evalrun.models.policy import fixtures_dir, upstreams_for_eval, upstreams_for_run
+from evalrun.run.model_calls import fixtures_dir, upstreams_for_eval, upstreams_for_run
 from evalrun.models.replay.fixtures import list_fixtures, list_session
 from evalrun.models.upstreams import describe
 from evalrun.plan import PlannedEval
