@@ -31,11 +31,12 @@ from evalrun.run.collect import collect
 from evalrun.run.deliver import write
 from evalrun.run.requests import CollectOptions, Outputs
 from evalrun.plan import Plan, make_plan
-from evalrun.reports_out.bites import report_bites, show_bite
+from evalrun.reports_out.bites import (
+    LIVE_BITES, WAITING_FOR_BITES, bites_header, bites_page_note, html_not_written, html_written, report_bites, show_bite,
+)
 from evalrun.reports_out.terminal import Console
 from evalrun.run.isolation import combined_network, header
 from evalrun.results import EvalResult, NetworkIsolation, RunResults, new_run_id, redact_result
-from evalrun.text import plural
 from evalrun.workspace import check_writable, workspace_of
 
 
@@ -90,10 +91,9 @@ def _run_tier_bites(session: Session, plan: Plan, runs: list[BiteRun], tier: str
                     outputs: Outputs, split: str | None = None) -> int:
     console, manifest = session.console, session.manifest
     started = _now()
-    source = "HEAD plus uncommitted changes" if request.worktree else "HEAD"
     if tier == "t3":
-        console.warn("bites t3: every bite makes live model calls, within the tier's budget")
-    console.line(f"bites of {tier}: {plural(len(runs), 'bite')}, each on a clean copy of {source}")
+        console.warn(LIVE_BITES)
+    console.line(bites_header(tier, len(runs), request.worktree))
     secrets = session.secrets.values  # the session's: the same for every bite of the tier
     results: dict[str, EvalResult] = {}
     interrupted = False
@@ -115,7 +115,7 @@ def _run_tier_bites(session: Session, plan: Plan, runs: list[BiteRun], tier: str
         interrupted = True
         for future in futures.values():
             future.cancel()
-        console.warn("interrupted: waiting for the bites already running to stop")
+        console.warn(WAITING_FOR_BITES)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     if interrupted:
@@ -199,11 +199,11 @@ def _write_html(results: RunResults, path: Path, console: Console, secrets: froz
 
     try:
         record = make_record(results, GitInfo(), "bites", set(secrets))
-        write_html_report(path, [record], [f"bites of {results.tier}: each row is one bite, caught when its checks failed"])
+        write_html_report(path, [record], [bites_page_note(results.tier)])
     except OSError as exc:
-        console.warn(f"html report not written: {path}: {exc.strerror or exc}")
+        console.warn(html_not_written(path, exc))
         return
-    console.line(f"html: {path}")
+    console.line(html_written(path))
 
 
 def _now() -> str:

@@ -20,6 +20,29 @@ def show_bite(console: Console, result: EvalResult) -> None:
     console.line(f"{word:<11} {result.name}  {result.message or ''}", style)
 
 
+LIVE_BITES = "bites t3: every bite makes live model calls, within the tier's budget"
+WAITING_FOR_BITES = "interrupted: waiting for the bites already running to stop"
+
+
+def bites_header(tier: str, bites: int, worktree: bool) -> str:
+    """``bites of t1: 3 bites, each on a clean copy of HEAD``: the tier's bites, before the first starts."""
+    source = "HEAD plus uncommitted changes" if worktree else "HEAD"
+    return f"bites of {tier}: {plural(bites, 'bite')}, each on a clean copy of {source}"
+
+
+def bites_page_note(tier: str) -> str:
+    """The HTML page of a bites run says what its rows are."""
+    return f"bites of {tier}: each row is one bite, caught when its checks failed"
+
+
+def html_written(path: Path) -> str:
+    return f"html: {path}"
+
+
+def html_not_written(path: Path, exc: OSError) -> str:
+    return f"html report not written: {path}: {exc.strerror or exc}"
+
+
 def merged_header(tier: str, bites: int, shards: int) -> str:
     return f"bites of {tier}: {plural(bites, 'bite')} merged from {plural(shards, 'shard')}"
 

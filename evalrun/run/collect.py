@@ -26,7 +26,8 @@ from evalrun.plan import Plan, PlannedEval
 from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
 )
-from evalrun.reports_out.describe import describe_connection_hint, describe_filters, describe_recorded_nothing, describe_repeated_as_recorded
+from evalrun.reports_out.describe import describe_connection_hint, describe_recorded_nothing, describe_repeated_as_recorded
+from evalrun.reports_out.run_notes import model_calls_through, nothing_selected, starting_service, upstream_lines
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, new_run_id, redact_result
 from evalrun.run.context import RunContext
@@ -132,7 +133,7 @@ def _collect(
             pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, options.no_skips),
                               context.secrets.values)
             if not plan.evals:
-                console.warn(f"nothing selected to run in {tier} ({describe_filters(plan)})")
+                console.warn(nothing_selected(tier, plan))
             results, interrupted = _start_and_execute(context, plan, options, pre, console, baseline, sandboxed)
         except KeyboardInterrupt:
             console.stop_progress()
@@ -216,13 +217,13 @@ def _start_and_execute(
     try:
         with services, models:
             if models.mode:
-                console.note(f"model calls: {models.mode} through {models.proxy.url}")
-                for line in models.upstream_lines():
+                console.note(model_calls_through(models.mode, models.proxy.url))
+                for line in upstream_lines(models.upstreams, models.own_upstreams()):
                     console.note(line)
             if sandboxed:  # services start under the fallback too: TCP to the proxy and each other only
                 services.restrict(tier, _proxy_ports(models))
             for name in sorted({s for p in will_run for s in p.spec.services}):
-                console.note(f"starting service {name}")
+                console.note(starting_service(name))
                 state = services.start(name)
                 if not state.ok:
                     console.error(state.failure or f"service {name} failed")

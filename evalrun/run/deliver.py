@@ -18,6 +18,7 @@ from pathlib import Path
 from evalrun.atomic import writes_in_place
 from evalrun.baseline import Baseline
 from evalrun.errors import ExitCode, OutputError, ReportError
+from evalrun.reports_out.run_notes import marked_interrupted, results_not_written, step_summary_not_written
 from evalrun.reports_out.summary import interrupted_report, report
 from evalrun.reports_out.terminal import Console
 from evalrun.results import RunResults, write_results
@@ -55,7 +56,7 @@ def keep_and_record(results: RunResults, results_path: Path, context: RunContext
         stopped = results.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
         with sigterm_ignored(), contextlib.suppress(OSError):
             write_results(stopped, results_path)
-        context.console.warn(f"interrupted after the scorers finished: {results_path} is marked interrupted")
+        context.console.warn(marked_interrupted(results_path))
         raise
 
 
@@ -68,7 +69,7 @@ def interrupted_after_scorers(judged: RunResults, outputs: Outputs, context: Run
         try:
             write_results(stopped, outputs.results)
         except OSError as exc:
-            console.warn(f"--json {outputs.results}: cannot write ({exc.strerror or exc})")
+            console.warn(results_not_written(outputs.results, exc))
     interrupted_report(judged.tier, outputs.results, console)
 
 
@@ -90,7 +91,7 @@ def write(results: RunResults, outputs: Outputs, context: RunContext) -> None:
         try:
             append_github_step_summary(results, environ)
         except ReportError as exc:  # a summary we cannot write must not change the verdict
-            console.warn(f"GITHUB_STEP_SUMMARY: {exc}")
+            console.warn(step_summary_not_written(exc))
     if environ.get("GITHUB_ACTIONS") == "true":
         from evalrun.reports_out.github import github_annotations
 

@@ -19,7 +19,7 @@ from typing import Any
 from evalrun.errors import UsageError
 from evalrun.models.failures import grouped_failures, shortened
 from evalrun.models.scorer_env import endpoint_env
-from evalrun.models.upstreams import Upstream, UpstreamProblem, describe, eval_upstreams, run_upstreams
+from evalrun.models.upstreams import Upstream, UpstreamProblem, eval_upstreams, run_upstreams
 from evalrun.manifest import Manifest
 from evalrun.plan import PlannedEval
 from evalrun.results import EvalResult, Status
@@ -106,16 +106,11 @@ class ModelCalls:
                 )
         return self
 
-    def upstream_lines(self) -> list[str]:
-        """For the run's header: where each provider's calls go and where that was set (record and live modes)."""
-        if not self.upstreams:
-            return []
-        lines = [f"upstream: {describe(self.upstreams)}"]
-        for (name, experiment), own in sorted(self._eval_upstreams.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
-            changed = {p: u for p, u in own.items() if u != self.upstreams[p]}
-            cell = f"{name}[{experiment}]" if experiment else name
-            lines.append(f"upstream of {cell}: {describe(changed)}")
-        return lines
+    def own_upstreams(self) -> list[tuple[str, str | None, dict[str, Upstream]]]:
+        """Each eval (and experiment) whose own ``env`` sends a provider elsewhere: the providers it changes."""
+        return [(name, experiment, {p: u for p, u in own.items() if u != self.upstreams[p]})
+                for (name, experiment), own in sorted(self._eval_upstreams.items(),
+                                                      key=lambda kv: (kv[0][0], kv[0][1] or ""))]
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self.proxy is not None:

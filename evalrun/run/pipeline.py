@@ -26,6 +26,7 @@ from evalrun.calibration import calibrate
 from evalrun.errors import ExitCode
 from evalrun.manifest import load_manifest
 from evalrun.plan import Plan, make_plan
+from evalrun.reports_out.run_notes import from_clean_checkout
 from evalrun.results import RunResults
 from evalrun.run.collect import collect
 from evalrun.run.context import RunContext
@@ -95,10 +96,7 @@ def _run_in_clean_checkout(request: RunRequest, session: Session) -> int:
     outputs = plan_outputs(session.manifest, request, plan)
     keep = {p.name for p in plan.evals}
     with clean_checkout(request.manifest_path, request.worktree) as exported:
-        console.note(
-            f"running from a clean checkout of HEAD{' plus uncommitted changes' if request.worktree else ''}: "
-            f"{exported.parent}"
-        )
+        console.note(from_clean_checkout(exported.parent, request.worktree))
         inner = load_manifest(exported)
         full = make_plan(inner, request.tier, [], [])
         narrowed = Plan(

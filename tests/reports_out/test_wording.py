@@ -258,3 +258,24 @@ def test_the_report_prints_the_rates_the_models_and_the_cost_in_that_order() -> 
     )}
     assert list(at.values()) == sorted(at.values())
     assert '  FLAKY agent: check "wobbly" passed 9 of 10 (floor 0.8)' in lines
+
+
+def _console_lines_worded_outside(folder: Path) -> list[str]:
+    """Calls of a console's line/note/warn/error/command whose text is written at the call (a literal, an f-string,
+    a concatenation) in the modules under ``folder``: presentation that is not worded in reports_out/."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("line", "note", "warn", "error", "command")):
+                continue
+            owner = node.func.value
+            name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+            if "console" in name and any(isinstance(a, (ast.Constant, ast.JoinedStr, ast.BinOp)) for a in node.args):
+                found.append(f"{path.relative_to(folder.parent)}:{node.lineno}: {ast.unparse(node)[:80]}")
+    return found
+
+
+@pytest.mark.parametrize("folder", ["run", "bites"])
+def test_what_the_run_prints_is_worded_in_reports_out(folder: str) -> None:
+    assert _console_lines_worded_outside(Path(evalrun.__file__).parent / folder) == []

@@ -1,0 +1,60 @@
+"""The lines a run prints on its way (``evalrun.run``): what it starts, where it runs from, what it could not write.
+
+The run decides; these words say it. The closing summary is ``summary.py``, the
+header of the network's isolation ``describe.network_line``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from evalrun.models.upstreams import Upstream, describe
+from evalrun.plan import Plan
+from evalrun.reports_out.describe import describe_filters
+
+
+def nothing_selected(scope: str, plan: Plan) -> str:
+    """``nothing selected to run in t1 (-e nope)``: the run (and ``evalrun dry``) found no eval to run."""
+    return f"nothing selected to run in {scope} ({describe_filters(plan)})"
+
+
+def model_calls_through(mode: str, proxy_url: str) -> str:
+    """``model calls: replay through http://127.0.0.1:PORT``: the run's proxy is up."""
+    return f"model calls: {mode} through {proxy_url}"
+
+
+def upstream_lines(upstreams: Mapping[str, Upstream], own: list[tuple[str, str | None, dict[str, Upstream]]]) -> list[str]:
+    """For the run's header: where each provider's calls go and where that was set (record and live modes);
+    ``own``: the evals whose ``env`` changes that (``ModelCalls.own_upstreams``)."""
+    if not upstreams:
+        return []
+    lines = [f"upstream: {describe(upstreams)}"]
+    for name, experiment, changed in own:
+        cell = f"{name}[{experiment}]" if experiment else name
+        lines.append(f"upstream of {cell}: {describe(changed)}")
+    return lines
+
+
+def starting_service(name: str) -> str:
+    return f"starting service {name}"
+
+
+def from_clean_checkout(export: Path, worktree: bool) -> str:
+    """``--clean-checkout`` / ``--worktree``: where the run runs from."""
+    return f"running from a clean checkout of HEAD{' plus uncommitted changes' if worktree else ''}: {export}"
+
+
+def marked_interrupted(results_path: Path) -> str:
+    """Interrupted while the results and the history were written (``evalrun baseline --update``)."""
+    return f"interrupted after the scorers finished: {results_path} is marked interrupted"
+
+
+def results_not_written(results_path: Path, exc: OSError) -> str:
+    """The interrupted run's results file could not be marked either."""
+    return f"--json {results_path}: cannot write ({exc.strerror or exc})"
+
+
+def step_summary_not_written(problem: object) -> str:
+    """GitHub's step summary could not be appended to: a warning, never a verdict."""
+    return f"GITHUB_STEP_SUMMARY: {problem}"
