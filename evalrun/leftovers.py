@@ -32,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.files import FileReadError, read_bounded
@@ -52,15 +53,32 @@ _PIDFILE_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
 # ---------------------------------------------------------------- leftovers
 
 
-def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str]:
+@dataclass(frozen=True)
+class Leftover:
+    """What became of one pidfile an earlier, dead invocation left (``reports_out.run_notes.leftover_line`` says it).
+
+    ``outcome``: ``stopped`` (its process group was stopped), ``owner unknown`` (whether the run that started
+    it still runs cannot be told: left alone) or ``process unknown`` (its run is dead, but whether the process
+    still runs cannot be told: left alone).
+    """
+
+    kind: str  # "scorer" (a scorer of an eval) or "service"
+    name: str
+    pgid: int
+    outcome: str
+    owner: int = 0  # the pid of the run that started it
+    pidfile: Path | None = None  # the record to remove by hand, when it is left alone
+
+
+def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[Leftover]:
     """Stop services and scorers whose pidfiles earlier invocations left when they died without stopping them.
 
     A record is acted on only when its run is known to be dead (``evalrun.owners``: the lock it held while
     it lived is free, or its pid is gone), and its process only when it is known to be the one the record
     names (a start time from ``/proc``, or from ``ps`` where there is no ``/proc``). What cannot be told is
-    left alone, record and data folder included, and said in the lines returned.
+    left alone, record and data folder included, and returned as such.
     """
-    lines: list[str] = []
+    lines: list[Leftover] = []
     state_dir = Path(state_dir)
     if not state_dir.is_dir():
         return lines
@@ -81,7 +99,6 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
             with contextlib.suppress(OSError):  # a directory by that name stays; it names no process
                 path.unlink(missing_ok=True)  # unreadable (or a FIFO left to hang us): nothing in it can be trusted to signal
             continue
-        what = "scorer of eval" if kind == "scorer" else "service"
         owner_is = owner_state(state_dir, lock, owner, owner_start)
         if owner_is is Liveness.ALIVE:
             continue  # its invocation is still running and will stop it itself
@@ -89,21 +106,19 @@ def reap_leftovers(state_dir: Path, *, grace: float = DEFAULT_GRACE) -> list[str
             if not path.exists():
                 continue  # removed by its run as we looked: the run was alive and stopped it itself
             referenced.add(str(lock))
-            lines.append(f"left {what} {name} (pgid {pgid}) alone: cannot tell whether the run that started it "
-                         f"(pid {owner}) still runs; if it does not, stop group {pgid} and remove {path}")
+            lines.append(Leftover(kind, name, pgid, "owner unknown", owner, path))
             continue
         verdict = table.leftover(pid, pgid, start, spawned_at)
         if verdict is None:
             referenced.add(str(lock))
-            lines.append(f"left {what} {name} (pgid {pgid}) of a killed run alone: cannot tell whether it still "
-                         f"runs on this system; stop group {pgid} if it does, and remove {path}")
+            lines.append(Leftover(kind, name, pgid, "process unknown", owner, path))
             continue
         if verdict:
             stop_group(pgid, kind if table.leader_alive else "run", grace, None)
         remove_data_dir(data_dir)
         path.unlink(missing_ok=True)
         if verdict:
-            lines.append(f"stopped leftover {what} {name} (pgid {pgid}) from an earlier run")
+            lines.append(Leftover(kind, name, pgid, "stopped", owner))
     sweep_owner_locks(state_dir, keep=referenced)
     return lines
 

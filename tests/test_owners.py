@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 import evalrun.leftovers as leftovers
 import evalrun.owners as owners
-from evalrun.leftovers import reap_leftovers, remove_pidfile, write_pidfile
+from harness.said import reaped
+from evalrun.leftovers import remove_pidfile, write_pidfile
 from evalrun.owners import Liveness, hold_owner_lock, let_go_owner_lock, lock_state, pid_state
 from evalrun.process_table import parse_etime, parse_ps
 
@@ -96,7 +97,7 @@ def test_without_proc_a_record_whose_owner_may_live_is_left_alone_and_said(tmp_p
         # No owner lock (an older evalrun's record) and its owner's pid is taken: ours, or a reused one.
         record = _record(tmp_path / "state", "db", service.pid, os.getpid(), data_dir=str(precious),
                          spawned_at=time.time())
-        lines = reap_leftovers(tmp_path / "state")
+        lines = reaped(tmp_path / "state")
         assert lines == [f"left service db (pgid {service.pid}) alone: cannot tell whether the run that started it "
                          f"(pid {os.getpid()}) still runs; if it does not, stop group {service.pid} and remove {record}"]
         assert record.exists() and precious.is_dir() and service.poll() is None
@@ -110,7 +111,7 @@ def test_without_proc_a_dead_runs_record_without_a_spawn_time_is_left_alone_and_
     precious.mkdir()
     (precious / leftovers.MARKER).write_text("db\n")
     record = _record(tmp_path / "state", "db", os.getpid(), gone_pid(), data_dir=str(precious))
-    lines = reap_leftovers(tmp_path / "state")
+    lines = reaped(tmp_path / "state")
     assert lines == [f"left service db (pgid {os.getpid()}) of a killed run alone: cannot tell whether it still runs "
                      f"on this system; stop group {os.getpid()} if it does, and remove {record}"]
     assert record.exists() and precious.is_dir()
@@ -121,7 +122,7 @@ def test_without_proc_a_pid_reused_since_the_spawn_is_never_signalled(tmp_path: 
     try:
         # The record's process was spawned an hour before this one started: ps tells them apart.
         _record(tmp_path / "state", "api", bystander.pid, gone_pid(), spawned_at=time.time() - 3600)
-        assert reap_leftovers(tmp_path / "state") == []
+        assert reaped(tmp_path / "state") == []
         assert list((tmp_path / "state").iterdir()) == []
         assert bystander.poll() is None
     finally:
@@ -137,11 +138,11 @@ def test_without_proc_a_dead_runs_service_is_stopped_and_its_lock_swept(tmp_path
     try:
         lock = holder.stdout.readline().strip()
         _record(state, "api", service.pid, holder.pid, spawned_at=time.time(), owner_lock=lock)
-        assert reap_leftovers(state, grace=2.0) == []  # its run is alive: its lock says so
+        assert reaped(state, grace=2.0) == []  # its run is alive: its lock says so
         assert service.poll() is None
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-        assert reap_leftovers(state, grace=2.0) == [f"stopped leftover service api (pgid {service.pid}) from an earlier run"]
+        assert reaped(state, grace=2.0) == [f"stopped leftover service api (pgid {service.pid}) from an earlier run"]
         assert service.wait(timeout=30) is not None
         assert list(state.iterdir()) == []  # the record and the dead run's lock
     finally:

@@ -12,7 +12,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalrun.leftovers import reap_leftovers, remove_pidfile, write_pidfile
+from harness.said import reaped
+from evalrun.leftovers import remove_pidfile, write_pidfile
 from evalrun.procfs import start_ticks
 
 
@@ -28,7 +29,7 @@ def test_a_pidfile_names_the_group_its_start_and_its_owner(tmp_path: Path) -> No
         assert fields["data_dir"] is None
         # no temporary file left; the owner's lock, held while the pidfile is there, tells the next run it lives
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fields["owner_lock"], "scorer.json"])
-        assert reap_leftovers(tmp_path) == []  # its owner (this process) is alive: left alone
+        assert reaped(tmp_path) == []  # its owner (this process) is alive: left alone
         assert child.poll() is None
         remove_pidfile(tmp_path / "scorer.json")
         assert list(tmp_path.iterdir()) == []  # the lock goes with the run's last pidfile

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalrun.models.upstreams import Upstream, describe
 from evalrun.plan import Plan
 from evalrun.reports_out.describe import describe_filters
+
+if TYPE_CHECKING:
+    from evalrun.leftovers import Leftover
+    from evalrun.services.manager import StoppedService
 
 
 def nothing_selected(scope: str, plan: Plan) -> str:
@@ -38,6 +43,29 @@ def upstream_lines(upstreams: Mapping[str, Upstream], own: list[tuple[str, str |
 
 def starting_service(name: str) -> str:
     return f"starting service {name}"
+
+
+def leftover_line(leftover: Leftover) -> str:
+    """What became of a pidfile a killed run left (``evalrun.leftovers.reap_leftovers``), said as the run starts."""
+    what = "scorer of eval" if leftover.kind == "scorer" else "service"
+    name, pgid = leftover.name, leftover.pgid
+    if leftover.outcome == "owner unknown":
+        return (f"left {what} {name} (pgid {pgid}) alone: cannot tell whether the run that started it "
+                f"(pid {leftover.owner}) still runs; if it does not, stop group {pgid} and remove {leftover.pidfile}")
+    if leftover.outcome == "process unknown":
+        return (f"left {what} {name} (pgid {pgid}) of a killed run alone: cannot tell whether it still "
+                f"runs on this system; stop group {pgid} if it does, and remove {leftover.pidfile}")
+    return f"stopped leftover {what} {name} (pgid {pgid}) from an earlier run"
+
+
+def stopped_service_line(stopped: StoppedService) -> str:
+    """``stopped service db (pgid 123); removed its temporary cluster``: the run's services, as it ends."""
+    line = f"stopped service {stopped.name} (pgid {stopped.pgid})"
+    if stopped.killed_after is not None:
+        line += f"; it ignored the stop request for {stopped.killed_after:.1f} s and was killed"
+    if stopped.removed_cluster:
+        line += "; removed its temporary cluster"
+    return line
 
 
 def from_clean_checkout(export: Path, worktree: bool) -> str:

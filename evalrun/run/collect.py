@@ -27,7 +27,9 @@ from evalrun.repeats import (
     EARLY_STOP_MESSAGE, RepeatTracker, aggregate_all, expand, interrupted_result, plan_settings, repeat_as_recorded,
 )
 from evalrun.reports_out.describe import describe_connection_hint, describe_recorded_nothing, describe_repeated_as_recorded
-from evalrun.reports_out.run_notes import model_calls_through, nothing_selected, starting_service, upstream_lines
+from evalrun.reports_out.run_notes import (
+    leftover_line, model_calls_through, nothing_selected, starting_service, stopped_service_line, upstream_lines,
+)
 from evalrun.reports_out.terminal import Console
 from evalrun.results import EvalResult, RunResults, Status, new_run_id, redact_result
 from evalrun.run.context import RunContext
@@ -127,8 +129,8 @@ def _collect(
     probe_env = context.probe_env()
     with sigterm_as_interrupt():
         check_tier_guard(manifest, tier, probe_env, context.secrets.values)  # unmet: exit 2 before any scorer starts
-        for line in reap_leftovers(context.workspace.services):
-            console.warn(line)
+        for leftover in reap_leftovers(context.workspace.services):
+            console.warn(leftover_line(leftover))
         try:
             pre = probe_evals(manifest, plan.evals, probe_env, skips_are_failures(manifest, tier, options.no_skips),
                               context.secrets.values)
@@ -251,8 +253,8 @@ def _start_and_execute(
                 if sandbox is not None:
                     sandbox.close()
             console.stop_progress()
-            for line in services.stop_all():
-                console.note(line)
+            for stopped in services.stop_all():
+                console.note(stopped_service_line(stopped))
     finally:
         console.stop_progress()
     results = aggregate_all(planned, runs, outcome.results, settings, tier)

@@ -56,6 +56,17 @@ class ServiceState:
     ready_seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class StoppedService:
+    """A service stopped at the end of the run: ``killed_after``, the grace in seconds it ignored the stop
+    request for (None: it stopped when asked); ``removed_cluster``: its temporary data folder was removed."""
+
+    name: str
+    pgid: int
+    killed_after: float | None = None
+    removed_cluster: bool = False
+
+
 @dataclass
 class _Running:
     name: str
@@ -160,8 +171,8 @@ class ServiceManager:
                 return self._died[name]
         return None
 
-    def stop_all(self) -> list[str]:
-        """Stop every service this manager started; returns one line per service."""
+    def stop_all(self) -> list[StoppedService]:
+        """Stop every service this manager started; returns what became of each (``reports_out.run_notes``)."""
         self._closed = True
         lines = []
         for name in list(self._running):
@@ -345,16 +356,11 @@ class ServiceManager:
         if running is not None:
             self._stop(running)
 
-    def _stop(self, running: _Running) -> str:
+    def _stop(self, running: _Running) -> StoppedService:
         killed = stop_group(running.pgid, running.kind, self._grace, running.proc)
         removed = remove_data_dir(running.data_dir)
         remove_pidfile(running.pidfile)
-        line = f"stopped service {running.name} (pgid {running.pgid})"
-        if killed:
-            line += f"; it ignored the stop request for {self._grace:.1f} s and was killed"
-        if removed:
-            line += "; removed its temporary cluster"
-        return line
+        return StoppedService(running.name, running.pgid, self._grace if killed else None, bool(removed))
 
 
 # ---------------------------------------------------------------- helpers

@@ -40,11 +40,14 @@ def simulated_evalrun(platform: str, cwd: Path, *args: str, env: dict[str, str],
     return RunOutcome(proc.returncode, proc.stdout, proc.stderr)
 
 
-REAP = "import json, sys; from evalrun.leftovers import reap_leftovers; print(json.dumps(reap_leftovers(sys.argv[1])))"
+REAP = ("import json, sys; from evalrun.leftovers import reap_leftovers; "
+        "from evalrun.reports_out.run_notes import leftover_line; "
+        "print(json.dumps([leftover_line(x) for x in reap_leftovers(sys.argv[1])]))")
 
 
 def simulated_reap(platform: str, state_dir: Path) -> list[str]:
-    """``evalrun.leftovers.reap_leftovers(state_dir)`` in a fresh process of the simulated ``platform``."""
+    """``evalrun.leftovers.reap_leftovers(state_dir)`` in a fresh process of the simulated ``platform``, each
+    leftover as the run's line."""
     proc = subprocess.run([sys.executable, "-c", REAP, str(state_dir)], env=simulated_env(platform, dict(os.environ)),
                           capture_output=True, text=True, timeout=120, check=True)
     return json.loads(proc.stdout)

@@ -19,7 +19,8 @@ from harness.simulation import simulated_env, simulated_reap
 
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
-from evalrun.leftovers import reap_leftovers, remove_pidfile, write_pidfile
+from harness.said import reaped, stopped
+from evalrun.leftovers import remove_pidfile, write_pidfile
 from evalrun.services.manager import ServiceManager
 from evalrun.services.spec import ServiceSpec
 from evalrun.secrets import known_secrets
@@ -173,11 +174,11 @@ def test_a_service_starts_once_exports_its_env_and_stops(tmp_path: Path) -> None
         assert "listening on" in (tmp_path / "logs" / "api.log").read_text()
         record = json.loads(next((tmp_path / "state").glob("api.*.json")).read_text())
         assert record["pid"] == state.pid and record["pgid"] == state.pgid and record["proc_start"] > 0
-        lines = services.stop_all()
+        lines = stopped(services)
         assert lines == [f"stopped service api (pgid {state.pgid})"]
         assert not running(state.pid) and not group_members(state.pgid)
         assert list((tmp_path / "state").iterdir()) == []
-        assert services.stop_all() == []  # twice is harmless
+        assert stopped(services) == []  # twice is harmless
 
 
 def test_failure_for_names_a_service_that_was_never_started(tmp_path: Path) -> None:
@@ -198,7 +199,7 @@ def test_a_service_that_never_becomes_ready_fails_with_its_log_tail(tmp_path: Pa
         assert services.failure_for(["slow"]) == state.failure
         assert services.env_for(["slow"]) == {}
         assert list((tmp_path / "state").iterdir()) == []  # stopped at once, record gone
-        assert services.stop_all() == []
+        assert stopped(services) == []
 
 
 def test_a_service_that_exits_before_ready_says_so(tmp_path: Path) -> None:
@@ -251,11 +252,11 @@ def test_stop_all_from_another_thread_interrupts_a_start(tmp_path: Path) -> None
     starter.start()
     wait_for(lambda: list((tmp_path / "state").glob("slow.*.json")))
     pid = json.loads(next((tmp_path / "state").glob("slow.*.json")).read_text())["pid"]
-    assert len(services.stop_all()) == 1
+    assert len(stopped(services)) == 1
     starter.join(timeout=60)  # not the hour's ready_timeout: stop_all ended the wait
     assert not starter.is_alive(), "start() still waits for a service stop_all stopped"
     assert states[0].failure == "service slow was stopped: the run is stopping"
-    assert not running(pid) and services.stop_all() == []
+    assert not running(pid) and stopped(services) == []
     assert services.start("slow").failure == states[0].failure
 
 
@@ -279,7 +280,7 @@ def test_an_unset_reference_names_the_variable_and_no_value_is_written(tmp_path:
             "service other: env.TOKEN uses ${MISSING_TOKEN_VAR}, which is not set; export it or remove it"
         )
         record = next((tmp_path / "state").glob("api.*.json")).read_text()
-        lines = services.stop_all()
+        lines = stopped(services)
     assert secret not in record and secret not in " ".join(lines)
 
 
@@ -289,7 +290,7 @@ def test_stop_all_leaves_no_process_of_the_group(tmp_path: Path) -> None:
         state = services.start("api")
         grandchild = int(pidfile.read_text())
         assert running(grandchild)
-        services.stop_all()
+        stopped(services)
     assert not running(grandchild) and not running(state.pid) and not group_members(state.pgid)
 
 
@@ -297,7 +298,7 @@ def test_a_service_ignoring_term_is_killed_after_the_grace(tmp_path: Path) -> No
     with manager(tmp_path, stub_spec("api", "serve", IGNORE_TERM="1"), grace=0.5) as services:
         state = services.start("api")
         begun = time.monotonic()
-        lines = services.stop_all()
+        lines = stopped(services)
     assert time.monotonic() - begun >= 0.5  # it did wait the grace before the KILL
     assert lines == [f"stopped service api (pgid {state.pgid}); it ignored the stop request for 0.5 s and was killed"]
     assert not group_members(state.pgid)
@@ -335,11 +336,11 @@ def test_a_sigkilled_run_leaves_a_record_that_the_next_run_reaps(tmp_path: Path)
     info = run_driver_and_sigkill(tmp_path, "stub", str(free_port()))
     assert running(info["pid"])  # orphaned, still serving: the reason records exist
     assert len(list((tmp_path / "state").glob("api.*.json"))) == 1
-    lines = reap_leftovers(tmp_path / "state", grace=2.0)
+    lines = reaped(tmp_path / "state", grace=2.0)
     assert lines == [f"stopped leftover service api (pgid {info['pgid']}) from an earlier run"]
     assert not running(info["pid"]) and not group_members(info["pgid"])
     assert list((tmp_path / "state").iterdir()) == []
-    assert reap_leftovers(tmp_path / "state") == []
+    assert reaped(tmp_path / "state") == []
 
 
 def _proc_start(pid: int) -> int:
@@ -366,7 +367,7 @@ def test_stale_records_are_removed_without_signalling_anyone(tmp_path: Path) -> 
         _write_record(state, "reused", bystander.pid, _proc_start(bystander.pid) - 7, dead_pid + 1, 1)
         (state / "junk.json").write_text("{not json")
         (state / "list.json").write_text("[1, 2]")  # JSON, but no record
-        assert reap_leftovers(state) == []
+        assert reaped(state) == []
         assert list(state.iterdir()) == []
         assert bystander.poll() is None  # the unrelated process is untouched
     finally:
@@ -381,7 +382,7 @@ def test_a_record_that_is_a_fifo_or_a_folder_is_passed_over_not_waited_on(tmp_pa
     state.mkdir()
     os.mkfifo(state / "pipe.json")
     (state / "folder.json").mkdir()
-    assert finishes(lambda: reap_leftovers(state)) == []
+    assert finishes(lambda: reaped(state)) == []
     assert sorted(p.name for p in state.iterdir()) == ["folder.json"]
 
 
@@ -406,7 +407,7 @@ def test_a_record_half_written_when_its_run_was_killed_is_removed_and_a_live_one
     dead = state / seen[0].replace(f"owner-{me}-{_proc_start(me)}.", f"owner-{int(gone.stdout)}-1.")
     assert dead.name != live.name
     dead.write_text('{"version": 1, "na')
-    assert reap_leftovers(state) == []
+    assert reaped(state) == []
     assert sorted(p.name for p in state.iterdir()) == [live.name]
 
 
@@ -419,7 +420,7 @@ def test_orphans_of_a_dead_leader_are_reaped_by_their_group(tmp_path: Path) -> N
     leader.stdin.close()
     leader.wait()
     assert running(orphan)
-    lines = reap_leftovers(tmp_path / "state", grace=2.0)
+    lines = reaped(tmp_path / "state", grace=2.0)
     assert lines == [f"stopped leftover service api (pgid {leader.pid}) from an earlier run"]
     assert not running(orphan)
 
@@ -429,7 +430,7 @@ def test_only_folders_marked_as_ours_are_deleted(tmp_path: Path) -> None:
     precious.mkdir()
     record = _write_record(tmp_path / "state", "db", 1 << 22, 1, 1 << 22, 1)
     record.write_text(record.read_text().replace('"data_dir": null', f'"data_dir": "{precious}"'))
-    assert reap_leftovers(tmp_path / "state") == []
+    assert reaped(tmp_path / "state") == []
     assert precious.is_dir() and not record.exists()
 
 
@@ -439,7 +440,7 @@ def test_a_record_of_a_still_running_invocation_is_left_alone(tmp_path: Path) ->
     try:
         me = os.getpid()
         record = _write_record(state, "api", service.pid, _proc_start(service.pid), me, _proc_start(me))
-        assert reap_leftovers(state) == []
+        assert reaped(state) == []
         assert record.exists() and service.poll() is None
     finally:
         service.kill()
@@ -474,7 +475,7 @@ def test_embedded_postgres_serves_a_url_and_leaves_nothing_behind(tmp_path: Path
         if os.geteuid() == 0:  # PostgreSQL refuses root: it must run as another user
             assert os.stat(f"/proc/{state.pid}").st_uid != 0
         assert state.data_dir is not None and state.data_dir.is_dir()
-        lines = services.stop_all()
+        lines = stopped(services)
     assert lines == [f"stopped service db (pgid {state.pgid}); removed its temporary cluster"]
     assert not running(state.pid) and not group_members(state.pgid)
     assert not state.data_dir.exists()
@@ -489,7 +490,7 @@ def test_embedded_postgres_left_by_a_sigkilled_run_is_reaped(tmp_path: Path, pla
     info = run_driver_and_sigkill(tmp_path, "postgres", platform=platform)
     assert running(info["pid"]) and Path(info["data_dir"]).is_dir()
     if platform == "linux":
-        lines = reap_leftovers(tmp_path / "state")
+        lines = reaped(tmp_path / "state")
     else:
         lines = simulated_reap(platform, tmp_path / "state")
     assert lines == [f"stopped leftover service db (pgid {info['pgid']}) from an earlier run"]
