@@ -16,12 +16,25 @@ from evalrun.reports_out.describe import describe_filters
 
 if TYPE_CHECKING:
     from evalrun.leftovers import Leftover
+    from evalrun.selection.last_failed import LastFailedSelection
     from evalrun.services.manager import StoppedService
 
 
 def nothing_selected(scope: str, plan: Plan) -> str:
     """``nothing selected to run in t1 (-e nope)``: the run (and ``evalrun dry``) found no eval to run."""
     return f"nothing selected to run in {scope} ({describe_filters(plan)})"
+
+
+def last_failed_note(selection: LastFailedSelection) -> str:
+    """``--last-failed``: what it kept, or why every selected eval runs."""
+    tier, source = selection.tier, selection.source
+    if not selection.readable:
+        return f"--last-failed: {source}; running every selected eval of {tier}"
+    if not selection.kept:
+        return (f"--last-failed: nothing failed or regressed in the last {tier} run ({source}); "
+                f"running every selected eval of {tier}")
+    return (f"--last-failed: {len(selection.kept)} of {selection.planned} evals failed or regressed in the last {tier} "
+            f"run ({source}): {', '.join(selection.kept)}")
 
 
 def model_calls_through(mode: str, proxy_url: str) -> str:

@@ -49,11 +49,12 @@ def select(request: RunRequest, session: Session) -> tuple[Plan, ChangedSelectio
         changed = select_changed(plan, manifest, request.changed_since, package_dir)
         plan = changed.plan
     if request.last_failed:
+        from evalrun.reports_out.run_notes import last_failed_note
         from evalrun.selection.last_failed import select_last_failed
 
         last = select_last_failed(plan, request.tier, request.json_path or default_results_path(manifest, request.tier))
         plan = last.plan
-        console.note(last.note)
+        console.note(last_failed_note(last))
     timings = _timings(manifest, request, plan, environ, shard is not None, session.locate_history)
     if shard is not None:
         from evalrun.reports_out.shards import shard_note

@@ -20,8 +20,14 @@ from evalrun.results import load_results
 
 @dataclass(frozen=True)
 class LastFailedSelection:
+    """What ``--last-failed`` kept (``reports_out.run_notes.last_failed_note`` says it in one line)."""
+
     plan: Plan
-    note: str  # one line for the run's output: what was kept, or why everything runs
+    tier: str
+    source: str  # the results file read, or why none could be read
+    readable: bool  # False: no last run to read; every selected eval runs
+    kept: list[str]  # the evals that went wrong last time and run now; empty: none did, every selected eval runs
+    planned: int  # how many evals the filters selected before --last-failed
 
 
 def last_failed_names(path: Path) -> tuple[set[str] | None, str]:
@@ -42,13 +48,10 @@ def select_last_failed(plan: Plan, tier: str, path: Path) -> LastFailedSelection
     """Keep the planned evals of ``tier`` that went wrong last time (``path``: its results); all of them when none did."""
     names, source = last_failed_names(path)
     if names is None:
-        return LastFailedSelection(plan, f"--last-failed: {source}; running every selected eval of {tier}")
+        return LastFailedSelection(plan, tier, source, False, [], len(plan.evals))
     kept = [p for p in plan.evals if p.name in names]
     if not kept:
-        return LastFailedSelection(
-            plan, f"--last-failed: nothing failed or regressed in the last {tier} run ({source}); "
-            f"running every selected eval of {tier}"
-        )
+        return LastFailedSelection(plan, tier, source, True, [], len(plan.evals))
     left = [p.name for p in plan.evals if p.name not in names]
     narrowed = replace(
         plan,
@@ -56,8 +59,4 @@ def select_last_failed(plan: Plan, tier: str, path: Path) -> LastFailedSelection
         filtered_out=[*plan.filtered_out, *left],
         filters={**plan.filters, "last_failed": [source]},
     )
-    shown = ", ".join(p.name for p in kept)
-    return LastFailedSelection(
-        narrowed, f"--last-failed: {len(kept)} of {len(plan.evals)} evals failed or regressed in the last {tier} run "
-        f"({source}): {shown}"
-    )
+    return LastFailedSelection(narrowed, tier, source, True, [p.name for p in kept], len(plan.evals))
