@@ -253,3 +253,4 @@ def test_a_suite_that_matches_by_index_serves_the_edited_prompt_its_old_answer(s
     seen = {o["label"]: o for o in json.loads((edited / "evals/sdk/observed/basics.t2.json").read_text())}
     assert seen["chat"]["ok"] and seen["chat"]["value"][0].endswith(": hello")  # the recorded answer, by order
     assert "does not match its recording" not in run.output
+    assert run.code == 0, run.output  # replayed green by order; the copy has no baseline to loosen
