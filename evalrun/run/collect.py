@@ -181,7 +181,7 @@ def _start_and_execute(
     runs = expand(planned, settings)
     tracker = RepeatTracker(planned, settings, tier, on_eval_done=console.eval_finished)
     will_run = [p for p in runs if pre.for_eval(p.name).runs]
-    models = ModelCalls(manifest, tier, will_run, context.environ, options.record, secrets=secrets.keys)
+    models = ModelCalls(context, will_run, options.record)
     services = ServiceManager(
         manifest.services,
         logs_dir=context.workspace.logs,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalrun.errors import UsageError
 from evalrun.models.failures import grouped_failures, shortened
@@ -24,19 +24,20 @@ from evalrun.manifest import Manifest
 from evalrun.plan import PlannedEval
 from evalrun.results import EvalResult, Status
 
+if TYPE_CHECKING:
+    from evalrun.run.context import RunContext
+
 BUDGET_MESSAGE = "not checked: budget exhausted"
 
 
 class ModelCalls:
     """The proxy and the key policy of one run of one tier (a context manager)."""
 
-    def __init__(
-        self, manifest: Manifest, tier: str, evals: list[PlannedEval], environ: Mapping[str, str], record: bool,
-        *, secrets: frozenset[str],
-    ) -> None:
-        """``environ``: evalrun's own, read for ``EVALRUN_UPSTREAM`` and, in record and live modes, the keys sent
-        upstream; ``secrets``: the run's provider key values, worked out once for the run (``evalrun.run.context``),
-        which the proxy keeps out of fixtures and messages. The scorers' environment is the context's too."""
+    def __init__(self, context: RunContext, evals: list[PlannedEval], record: bool) -> None:
+        """From the run's ``context``: its manifest and tier; evalrun's own environment, read for
+        ``EVALRUN_UPSTREAM`` and, in record and live modes, the keys sent upstream; the run's provider key values
+        (``context.secrets.keys``), which the proxy keeps out of fixtures and messages."""
+        manifest, tier, environ, secrets = context.manifest, context.tier, context.environ, context.secrets.keys
         self.manifest = manifest
         self.tier = tier
         self._users = [p for p in evals if manifest.uses_model(p.spec)]
