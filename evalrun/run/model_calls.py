@@ -21,7 +21,7 @@ from evalrun.models.failures import grouped_failures, shortened
 from evalrun.models.scorer_env import endpoint_env
 from evalrun.models.upstreams import Upstream, UpstreamProblem, eval_upstreams, run_upstreams
 from evalrun.manifest import Manifest
-from evalrun.plan import PlannedEval
+from evalrun.plan import PlannedEval, make_plan
 from evalrun.results import EvalResult, Status
 
 if TYPE_CHECKING:
@@ -191,6 +191,25 @@ def upstreams_for_run(manifest: Manifest, environ: Mapping[str, str]) -> dict[st
         return run_upstreams(manifest.models.upstream, environ)
     except UpstreamProblem as exc:
         raise UsageError(_where(manifest, str(exc))) from None
+
+
+def upstream_problems(manifest: Manifest, environ: Mapping[str, str]) -> list[str]:
+    """What a live or recording run would refuse about where model calls go (``evalrun check``): the run's own
+    upstream settings, then each t3 eval's ``env`` (only t3 calls a provider; t2 replays). One line each."""
+    users = [p for p in make_plan(manifest, "t3", [], [], None).evals if manifest.uses_model(p.spec)]
+    if not users:
+        return []
+    try:
+        run = upstreams_for_run(manifest, environ)
+    except UsageError as exc:
+        return [str(exc)]
+    problems: dict[str, str] = {}
+    for planned in users:
+        try:
+            upstreams_for_eval(manifest, run, planned)
+        except UsageError as exc:
+            problems.setdefault(planned.spec.name, str(exc))
+    return list(problems.values())
 
 
 def record_command(recorders: list[str]) -> str:
