@@ -1,16 +1,18 @@
-"""The small commands' lines are worded in reports_out: init, check, report, baseline, history, show, merge."""
+"""The small commands' lines are worded in reports_out: init, check, report, baseline, history, show, merge, replay."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from evalrun.manifest.schema import EvalSpec
+from evalrun.models.replay.state import ProxyEvalReport
 from evalrun.reports_out.baseline_text import baseline_matches, baseline_written, tier_note
 from evalrun.reports_out.command_lines import (
     chosen_tier, check_verdict, check_warning, gitignore_line, html_written, init_next_lines, init_wrote,
     missing_program, node_next_lines,
 )
 from evalrun.reports_out.history_text import imported, no_runs
+from evalrun.reports_out.replay_text import serve_banner, serve_summary
 from evalrun.reports_out.shards import merged_shards
 from evalrun.reports_out.transcript import show_header
 
@@ -62,3 +64,22 @@ def test_report_baseline_history_show_and_merge_lines() -> None:
     assert imported(Path("a.json"), "r1", False) == "already in the history: a.json (r1)"
     assert show_header("t2", "2026-01-01T10:00:00Z", "r.json") == "t2 run of 2026-01-01T10:00:00Z (r.json)"
     assert merged_shards(3) == "merged 3 shard results"
+
+
+def test_replay_serve_says_where_it_listens_and_what_it_served() -> None:
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+    assert serve_banner("record", Path("fx"), "http://127.0.0.1:1", None, env, "demo") == [
+        "evalrun replay: record proxy for fx on http://127.0.0.1:1 (Ctrl-C to stop)",
+        "evalrun replay: upstream https://api.openai.com / https://api.anthropic.com",
+        "  export OPENAI_BASE_URL=http://127.0.0.1:1/v1",
+        "  (sessions: send an X-Evalrun-Session header; without one the session is 'demo')",
+    ]
+    assert len(serve_banner("replay", Path("fx"), "u", "http://up", env, "demo")) == 3  # replay calls go nowhere
+    report = ProxyEvalReport(eval="demo", mode="replay", calls=0, input_tokens=0, output_tokens=0, total_tokens=0,
+                             providers=(), models=(), missing=("missing fixture fx/demo/0001.json",),
+                             unplayed=("fx/demo/0002.json was recorded but not requested",), budget_hit=False)
+    assert serve_summary(report) == [
+        "evalrun replay: 0 calls, 0 tokens (0 in, 0 out), provider -, models -",
+        "  missing fixture fx/demo/0001.json",
+        "  fx/demo/0002.json was recorded but not requested",
+    ]
