@@ -37,11 +37,10 @@ from evalrun.run.requests import CollectOptions
 from evalrun.run.select import default_results_path
 from evalrun.workspace import check_writable
 from evalrun.plan import make_plan, tier_cells
-from evalrun.reports_out.baseline_text import format_comparison
+from evalrun.reports_out.baseline_text import baseline_matches, baseline_written, format_comparison, tier_note
 from evalrun.session import Session
 from evalrun.locks import hold_lock
 from evalrun.results import RunResults, load_results_counted, load_run_results
-from evalrun.text import plural
 
 
 def update_baselines(
@@ -122,9 +121,8 @@ def update_baselines(
         positional_warnings(results, earlier[tier], console)
     for tier, path, new, notes in written:
         for note in notes:
-            console.note(f"{tier}: {note}")
-        checks = sum(len(v) for v in new.values())
-        console.line(f"wrote {path} ({plural(len(new), 'eval')}, {plural(checks, 'check')})")
+            console.note(tier_note(tier, note))
+        console.line(baseline_written(path, len(new), sum(len(v) for v in new.values())))
     return int(ExitCode.OK)
 
 
@@ -147,7 +145,7 @@ def diff_baseline(*, tier: str, from_results: Path | None, strict: bool, session
     for text in lines:
         console.line(text)
     if not lines:
-        console.line(f"{tier}: results in {source} match {path}")
+        console.line(baseline_matches(tier, source, path))
     return int(ExitCode.REGRESSED if comparison.regressions else ExitCode.OK)
 
 

@@ -6,33 +6,27 @@ from collections.abc import Mapping
 
 from evalrun.absolute_paths import find_absolute_paths
 from evalrun.baseline import baseline_path, load_baseline
-from evalrun.errors import BaselineError, file_label
+from evalrun.errors import BaselineError
 from evalrun.run.execute import program_problem
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan
 from evalrun.reports_in.positional import find_positional
-from evalrun.reports_out.describe import program_where
+from evalrun.reports_out.command_lines import check_verdict, check_warning, missing_program
 from evalrun.reports_out.positional import positional_warning
 from evalrun.session import Session
-from evalrun.text import plural
 
 
 def check(session: Session) -> int:
     console, manifest, manifest_path = session.console, session.manifest, session.manifest_path
     warnings = find_absolute_paths(manifest)
     for line in warnings:
-        console.warn(f"warning: {line}")
+        console.warn(check_warning(line))
     for line in _positional_names(manifest):
         console.warn(line)
     missing = _missing_programs(manifest, session.environ)
     for line in missing:
-        console.warn(f"warning: {line}")
-    n = len(manifest.evals)
-    console.line(
-        f"{manifest_path}: valid, {plural(n, 'eval')}; "
-        + (plural(len(warnings), "absolute path warning") if warnings else "no absolute paths of this machine")
-        + (f"; {plural(len(missing), 'program')} not found here" if missing else "")
-    )
+        console.warn(check_warning(line))
+    console.line(check_verdict(manifest_path, len(manifest.evals), len(warnings), len(missing)))
     return 0
 
 
@@ -48,8 +42,7 @@ def _missing_programs(manifest: Manifest, environ: Mapping[str, str]) -> list[st
         spec = planned.spec
         if spec.name in lines or not (problem := program_problem(planned, environ)):
             continue
-        lines[spec.name] = (f'{file_label(manifest.path)}: evals[{index[spec.name]}] ("{spec.name}").run[0]: '
-                            f"{problem} ({program_where(spec)})")
+        lines[spec.name] = missing_program(manifest.path, index[spec.name], spec, problem)
     return list(lines.values())
 
 

@@ -13,7 +13,7 @@ from evalrun.history.series import CheckSeries, check_series, in_own_tier, last_
 from evalrun.history.backends import use_store
 from evalrun.history.store import HistoryStore
 from evalrun.results import load_run_results
-from evalrun.reports_out.history_text import print_runs, print_series
+from evalrun.reports_out.history_text import imported, no_runs, print_runs, print_series
 from evalrun.session import Session
 
 T = TypeVar("T")
@@ -51,7 +51,7 @@ def show_history(
             console.line(line)
         return 0
     if not runs:
-        console.note(f"no runs{' of ' + tier if tier else ''} in the history yet ({shown})")
+        console.note(no_runs(tier, shown))
         return 0
     if narrowed:
         for s in series:
@@ -71,7 +71,7 @@ def import_results(*, paths: list[Path], session: Session) -> int:
     records = [(path, make_record(load_run_results(path, use), GitInfo(), "import", secrets)) for path in paths]
     added = _using(session, lambda store: [store.append(record) for _, record in records])
     for (path, record), new in zip(records, added):
-        console.line(f"{'imported' if new else 'already in the history:'} {path} ({record.run_id})")
+        console.line(imported(path, record.run_id, new))
     return 0
 
 

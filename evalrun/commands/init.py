@@ -17,7 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
-from evalrun.commands.init_node import TIER_TABLES, node_files, node_manifest, node_next_lines, node_project
+from evalrun.commands.init_node import TIER_TABLES, node_files, node_manifest, node_project
+from evalrun.reports_out.command_lines import gitignore_line, init_next_lines, init_wrote, node_next_lines
 from evalrun.session import Session
 from evalrun.errors import UsageError, file_label
 from evalrun.workspace import PROJECT_GITIGNORE_LINE
@@ -245,32 +246,14 @@ def init_project(*, folder: Path, session: Session, model: bool = False) -> int:
     for path, text in files.items():
         write_atomic(path, text)
         path.chmod(0o644)  # files to commit, not private temp files
-        console.line(f"wrote {file_label(path)}")
+        console.line(init_wrote(path))
     missing = [line for line in ignored if line not in current.splitlines()]
     if missing:
         joiner = "" if not current or current.endswith("\n") else "\n"
         write_atomic(gitignore, current + joiner + "".join(f"{line}\n" for line in missing))
         gitignore.chmod(0o644)
-        added = " and ".join(missing)
-        console.line(f"{f'added {added} to' if current else 'wrote'} {file_label(gitignore)}")
-    if node is not None:
-        for text in node_next_lines(node):
-            console.line(text)
-        return 0
-    console.line('scorers import your project\'s code: pythonpath = ["."] in manifest.toml (add "src" if it lives there)')
-    if not model:
-        console.line("next: evalrun t1, then evalrun baseline --update t1 and commit baselines/")
-        return 0
-    for text in NEXT_WITH_MODEL:
+        console.line(gitignore_line(gitignore, missing, existed=bool(current)))
+    for text in node_next_lines(node.runner) if node is not None else init_next_lines(model):
         console.line(text)
     return 0
 
-
-NEXT_WITH_MODEL = (
-    "next: evalrun t1                 green now (no model, no key)",
-    "      evalrun t3 --record        calls the model and records evals/answer/fixtures/ (needs OPENAI_API_KEY)",
-    "        without a key: python evals/fake_upstream.py, and in another shell",
-    "        OPENAI_API_KEY=sk-fake EVALRUN_UPSTREAM=http://127.0.0.1:8765/v1 evalrun t3 --record",
-    "      evalrun t2                 replays the recorded answers: no model, no key; commit evals/answer/fixtures/",
-    "      evalrun baseline --update t1 and evalrun baseline --update t2, then commit baselines/",
-)

@@ -76,22 +76,6 @@ def node_files(folder: Path, project: NodeProject) -> dict[Path, str]:
     return files
 
 
-def node_next_lines(project: NodeProject) -> list[str]:
-    lines = ["node project: evals/example/score.mjs is a Node scorer; .github/workflows/evals.yml sets up Node and Python"]
-    if project.runner == "vitest":
-        lines.append("evals/unit runs vitest with evalrun's assertion counts (evals/unit/evalrun.setup.mjs); its tests "
-                     "are *.eval.mjs, which vitest's default include (*.test.*, *.spec.*) does not collect")
-    elif project.runner == "jest":
-        lines.append("evals/unit runs jest with evalrun's assertion counts (evals/unit/evalrun.setup.cjs); it needs "
-                     "jest-junit (npm install --save-dev jest-junit); its tests are *.eval.cjs, which jest's "
-                     "default testMatch does not collect")
-    else:
-        lines.append("no vitest or jest in package.json: add one (npm install --save-dev vitest) and run init in a "
-                     "fresh folder to see its eval, or follow docs/recipes-junit.md")
-    lines.append("next: evalrun t1, then evalrun baseline --update t1 and commit baselines/")
-    return lines
-
-
 def workflow(project: NodeProject) -> str:
     install = "npm ci" if project.lockfile else "npm install"
     cache = "\n          cache: npm" if project.lockfile else ""

@@ -16,6 +16,7 @@ from evalrun.run.select import default_results_path
 from evalrun.results import RunResults
 from evalrun.session import Session
 from evalrun.workspace import check_writable
+from evalrun.reports_out.shards import merged_shards
 from evalrun.reports_out.bites import merged_header, report_bites, show_bite
 
 
@@ -50,7 +51,7 @@ def merge_shards(
     for result in judged.evals:
         console.eval_finished(result)
     code = deliver(judged, context, outputs, source="merge")
-    console.line(f"merged {len(paths)} shard results")
+    console.line(merged_shards(len(paths)))
     return code
 
 

@@ -21,13 +21,13 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
-from evalrun.errors import ExitCode, UsageError, file_label
+from evalrun.errors import ExitCode, UsageError
 from evalrun.models.scorer_env import endpoint_env
 from evalrun.models.replay.fixtures import default_session
 from evalrun.models.replay.proxy import MODES, ReplayProxy
-from evalrun.models.replay.state import ProxyEvalReport
+from evalrun.reports_out.replay_text import serve_banner, serve_summary
 from evalrun.session import Session
-from evalrun.text import neutralise, plural
+from evalrun.text import neutralise
 
 
 def serve(
@@ -65,13 +65,9 @@ def serve(
     try:
         proxy.register_eval(eval_name, fixtures, default=True)
         try:  # Ctrl-C may come as soon as the banner is out: it ends the serving, not evalrun
-            say(f"evalrun replay: {mode} proxy for {file_label(fixtures)} on {proxy.endpoint} (Ctrl-C to stop)")
-            if mode != "replay":
-                say(f"evalrun replay: upstream {upstream or 'https://api.openai.com / https://api.anthropic.com'}")
-            for name, value in endpoint_env(proxy.endpoint).items():
-                say(f"  export {name}={value}")
-            session = default_session(eval_name)
-            say(f"  (sessions: send an X-Evalrun-Session header; without one the session is {session!r})")
+            env = endpoint_env(proxy.endpoint)
+            for line in serve_banner(mode, fixtures, proxy.endpoint, upstream, env, default_session(eval_name)):
+                say(line)
             while True:
                 # Short sleeps: a signal the kernel hands to another thread only
                 # reaches Python's handler when the main thread wakes up.
@@ -82,7 +78,8 @@ def serve(
     finally:
         signal.signal(signal.SIGTERM, previous)
         proxy.stop()
-    _summarise(report, say)
+    for line in serve_summary(report):
+        say(line)
     return int(ExitCode.FAILED) if report.missing else int(ExitCode.OK)
 
 
@@ -101,16 +98,6 @@ def _check_arguments(fixtures: Path, mode: str, upstream: str | None, port: int,
         raise UsageError(f"--port {port}: must be between 0 (any free port) and 65535")
     if not eval_name.strip() or "/" in eval_name:
         raise UsageError(f"--eval {eval_name!r}: must be a non-empty name without '/'")
-
-
-def _summarise(report: ProxyEvalReport, say: Callable[[str], None]) -> None:
-    say(
-        f"evalrun replay: {plural(report.calls, 'call')}, "
-        f"{report.total_tokens} tokens ({report.input_tokens} in, {report.output_tokens} out), "
-        f"provider {report.provider or '-'}, models {', '.join(report.models) or '-'}"
-    )
-    for message in (*report.missing, *report.unplayed):
-        say(f"  {message}")
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

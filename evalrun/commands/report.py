@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.errors import UsageError, file_label
+from evalrun.reports_out.command_lines import chosen_tier, html_written
 from evalrun.reports_out.html import runs_for_report, write_html_report
 from evalrun.results import load_results
 from evalrun.session import Session
-from evalrun.text import plural
 
 
 def write_report(*, tier: str | None, html: Path | None, last: int, session: Session) -> int:
@@ -20,7 +20,7 @@ def write_report(*, tier: str | None, html: Path | None, last: int, session: Ses
         latest, _ = runs_for_report(manifest, None, 1, environ, strict=True, locate=session.locate_history)
         tier = latest[-1].tier if latest else None
         if tier:
-            chosen = f"tier {tier}: the tier of the latest run in the history (name a tier to report another)"
+            chosen = chosen_tier(tier)
     runs, notes = runs_for_report(manifest, tier, last, environ, strict=True, locate=session.locate_history) if tier else ([], [])
     if not runs:
         fallback = session.workspace.results(tier or "t1")
@@ -38,7 +38,7 @@ def write_report(*, tier: str | None, html: Path | None, last: int, session: Ses
         write_html_report(html, runs, [chosen, *notes] if chosen else notes)
     except OSError as exc:
         raise UsageError(f"--html {html}: cannot write: {exc.strerror or exc}") from None
-    console.line(f"html: {html} ({runs[-1].tier}, {plural(len(runs), 'run')})")
+    console.line(html_written(html, runs[-1].tier, len(runs)))
     if chosen:
         console.line(chosen)
     return 0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from evalrun.errors import UsageError, file_label
 from evalrun.plan import split_cell_name
-from evalrun.reports_out.transcript import transcript_lines
+from evalrun.reports_out.transcript import show_header, transcript_lines
 from evalrun.results import load_results
 from evalrun.session import Session
 
@@ -26,7 +26,7 @@ def show_eval(*, name: str, tier: str | None, json_path: Path | None, session: S
     found = [r for r in results.evals if r.name == name or split_cell_name(r.name)[0] == name]
     if not found:
         raise UsageError(f"show {name}: not in the last {results.tier} run ({file_label(path)}, {results.started_at})")
-    console.line(f"{results.tier} run of {results.started_at} ({file_label(path)})")
+    console.line(show_header(results.tier, results.started_at, file_label(path)))
     for result in found:
         for line in transcript_lines(result):
             console.line(line)

@@ -8,6 +8,7 @@ with the update command, and why each eval that ran was not compared.
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -134,3 +135,18 @@ def _summarize_stale(stale: Iterable[BaselineChange]) -> str:
             singular, many = words[kind]
             parts.append(plural(count, singular, many))
     return ", ".join(parts)
+
+
+def tier_note(tier: str, note: str) -> str:
+    """``t1: <note>``: what an update did beyond writing (a note of ``update_baseline``), per tier."""
+    return f"{tier}: {note}"
+
+
+def baseline_written(path: Path, evals: int, checks: int) -> str:
+    """``wrote baselines/t1.toml (2 evals, 5 checks)``: the update's last line per tier."""
+    return f"wrote {path} ({plural(evals, 'eval')}, {plural(checks, 'check')})"
+
+
+def baseline_matches(tier: str, source: Path, path: Path) -> str:
+    """``t1: results in .evalrun/results-t1.json match baselines/t1.toml``: a diff with nothing to say."""
+    return f"{tier}: results in {source} match {path}"

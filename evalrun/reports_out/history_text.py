@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from evalrun.history.records import StoredRun
 from evalrun.history.series import ABSENT, CheckSeries, last_failure
 from evalrun.reports_out.terminal import Console
@@ -48,3 +50,13 @@ def print_series(series: CheckSeries, console: Console) -> None:
 
 def _time(run: StoredRun) -> str:
     return run.started_at[:19].replace("T", " ")
+
+
+def no_runs(tier: str | None, shown: str) -> str:
+    """``no runs of t1 in the history yet (.evalrun/history.sqlite)``."""
+    return f"no runs{' of ' + tier if tier else ''} in the history yet ({shown})"
+
+
+def imported(path: Path, run_id: str, new: bool) -> str:
+    """``imported results.json (20260101T...)``, or ``already in the history: ...`` where the run was kept before."""
+    return f"{'imported' if new else 'already in the history:'} {path} ({run_id})"

@@ -23,3 +23,8 @@ def balance_words(timings: Timings) -> str:
 
 def history_unread(problem: str) -> str:
     return f"durations: the history was not read ({problem}); planned without it"
+
+
+def merged_shards(shards: int) -> str:
+    """``merged 3 shard results``: evalrun merge's last line, after the merged run's own."""
+    return f"merged {shards} shard results"

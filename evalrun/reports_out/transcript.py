@@ -69,3 +69,8 @@ def transcript_lines(result: EvalResult) -> list[str]:
 def _short(text: str) -> str:
     folded = " ⏎ ".join(part for part in str(text).splitlines() if part.strip()) if "\n" in str(text) else str(text)
     return folded if len(folded) <= WIDE else f"{folded[:WIDE]}… ({len(folded) - WIDE} more characters)"
+
+
+def show_header(tier: str, started_at: str, path: str) -> str:
+    """``t2 run of 2026-01-01T10:00:00Z (.evalrun/results-t2.json)``: which run ``evalrun show`` reads."""
+    return f"{tier} run of {started_at} ({path})"
