@@ -9,7 +9,7 @@ from evalrun.run.context import RunContext
 from evalrun.errors import ExitCode, UsageError
 from evalrun.run.execute import program_problem
 from evalrun.manifest import Manifest
-from evalrun.run.fixture_state import fixture_state
+from evalrun.run.fixtures import fixture_state
 from evalrun.run.requests import RunRequest
 from evalrun.run.select import select
 from evalrun.plan import make_plan

@@ -11,35 +11,21 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from evalrun.errors import file_label
-from evalrun.reports_out.describe import describe_budget, describe_filters, program_where
+from evalrun.reports_out import run_notes
+from evalrun.reports_out.describe import describe_budget, program_where
 from evalrun.reports_out.matrix import dry_matrix, plain_lines
 from evalrun.reports_out.terminal import Console
 from evalrun.text import plural
 
 if TYPE_CHECKING:
     from evalrun.manifest.schema import Budget
+    from evalrun.models.fixture_state import FixtureState
     from evalrun.plan import Plan, PlannedEval
     from evalrun.repeats import RepeatSettings
     from evalrun.selection.changed import SelectionReason
-
-
-class Fixtures(Protocol):
-    """What a model eval's calls would meet: the run's ``FixtureState`` (``evalrun.run.fixture_state``)."""
-
-    mode: str  # "replay" (t2) or "live" (t3)
-    folder: Path
-    session: str
-    owner: str
-    recorded: int
-    named: tuple[tuple[str, int], ...]
-    elsewhere: tuple[tuple[str, int], ...]
-    unplayed: int | None
-    upstream: str
-    recorders: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -50,7 +36,7 @@ class DryEval:
     word: str  # "run"; "refused" (its tier would be); "unprobed" (requires, --no-probe); "skip" (a probe)
     skip: str | None = None  # the probe's reason, where ``word`` is "skip"
     missing: str | None = None  # the program its run would not find (``program_problem``)
-    fixtures: Fixtures | None = None  # where it calls a model
+    fixtures: FixtureState | None = None  # where it calls a model
     repeat: RepeatSettings | None = None
     bites: tuple[str, ...] = ()  # what each of its bites breaks (``describe_bite``), in the manifest's order
 
@@ -72,7 +58,7 @@ def selection_lines(reasons: Sequence[SelectionReason]) -> list[str]:
 
 
 def nothing_selected(tier: str | None, plan: Plan) -> str:
-    return f"nothing selected to run in {_scope(tier)} ({describe_filters(plan)})"
+    return run_notes.nothing_selected(_scope(tier), plan)
 
 
 def print_dry(listing: DryListing, console: Console) -> None:
@@ -155,7 +141,7 @@ def _scope(tier: str | None) -> str:
     return tier or "all tiers"
 
 
-def _where(state: Fixtures) -> str:
+def _where(state: FixtureState) -> str:
     return f"{file_label(state.folder / state.session)}/"
 
 
@@ -163,7 +149,7 @@ def _calls(count: int) -> str:
     return plural(count, "recorded call")
 
 
-def model_lines(state: Fixtures, name: str) -> list[str]:
+def model_lines(state: FixtureState, name: str) -> list[str]:
     """``model: replay from evals/x/fixtures/x/: 3 recorded calls ...``: what the eval's model calls would meet."""
     owner = f" (the fixtures of {state.owner})" if state.owner != name else ""
     record_with = (f"record them with: evalrun t3 --record -e {state.recorders[0]}" if state.recorders

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.manifest.schema import EvalSpec
+from evalrun.models.fixture_state import FixtureState
 from evalrun.plan import Plan, PlannedEval
 from evalrun.reports_out.dry import DryEval, DryListing, eval_lines, model_lines, nothing_selected, print_dry
 from evalrun.reports_out.terminal import Console
 
 
-@dataclass(frozen=True)
-class _Fixtures:  # the fields of evalrun.run.fixture_state.FixtureState the listing reads
-    mode: str = "replay"
-    folder: Path = Path("evals/a/fixtures")
-    session: str = "a"
-    owner: str = "a"
-    recorded: int = 0
-    named: tuple[tuple[str, int], ...] = ()
-    elsewhere: tuple[tuple[str, int], ...] = ()
-    unplayed: int | None = None
-    upstream: str = "https://api.openai.com"
-    recorders: tuple[str, ...] = ()
+def _Fixtures(**fields: object) -> FixtureState:  # noqa: N802 - a record with the listing's defaults
+    return FixtureState(**{"mode": "replay", "folder": Path("evals/a/fixtures"), "session": "a", "owner": "a",
+                           "recorded": 0, "named": (), "elsewhere": (), "unplayed": None,
+                           "upstream": "https://api.openai.com", "recorders": (), **fields})
 
 
 def _planned(**fields: object) -> PlannedEval:

@@ -276,6 +276,6 @@ def _console_lines_worded_outside(folder: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("folder", ["run", "bites"])
+@pytest.mark.parametrize("folder", ["run", "bites", "commands"])
 def test_what_the_run_prints_is_worded_in_reports_out(folder: str) -> None:
     assert _console_lines_worded_outside(Path(evalrun.__file__).parent / folder) == []

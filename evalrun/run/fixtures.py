@@ -12,30 +12,16 @@ last run of the tier left unplayed, and where record and live calls go.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.manifest import Manifest
 from evalrun.run.model_calls import fixtures_dir, upstreams_for_eval, upstreams_for_run
 from evalrun.models.replay.fixtures import list_fixtures, list_session
+from evalrun.models.fixture_state import FixtureState
 from evalrun.models.upstreams import describe
 from evalrun.plan import PlannedEval
 
 UNPLAYED_NOTE = "was recorded but not requested"  # the words of a replayed eval's note (models.replay.state)
-
-
-@dataclass(frozen=True)
-class FixtureState:
-    mode: str  # "replay" (t2) or "live" (t3; "record" with --record)
-    folder: Path  # the fixtures folder of the eval's column
-    session: str  # the session its calls without an X-Evalrun-Session header play or record
-    owner: str  # the eval whose fixtures these are (itself, or its fixtures_for)
-    recorded: int  # calls recorded for that session
-    named: tuple[tuple[str, int], ...]  # (session, calls): other sessions in the folder, played when its calls name them
-    elsewhere: tuple[tuple[str, int], ...]  # (folder label, calls): the same session recorded for other columns
-    unplayed: int | None  # recordings the last run of the tier did not request (None: no such run)
-    upstream: str  # where live and record calls go
-    recorders: tuple[str, ...]  # t3 evals that record these fixtures (fixtures_for, or the eval itself)
 
 
 def fixture_state(

@@ -1,0 +1,20 @@
+"""What a model eval's run would meet, as a record (``evalrun dry`` shows it; ``evalrun.run.fixtures`` works it out)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class FixtureState:
+    mode: str  # "replay" (t2) or "live" (t3; "record" with --record)
+    folder: Path  # the fixtures folder of the eval's column
+    session: str  # the session its calls without an X-Evalrun-Session header play or record
+    owner: str  # the eval whose fixtures these are (itself, or its fixtures_for)
+    recorded: int  # calls recorded for that session
+    named: tuple[tuple[str, int], ...]  # (session, calls): other sessions in the folder, played when its calls name them
+    elsewhere: tuple[tuple[str, int], ...]  # (folder label, calls): the same session recorded for other columns
+    unplayed: int | None  # recordings the last run of the tier did not request (None: no such run)
+    upstream: str  # where live and record calls go
+    recorders: tuple[str, ...]  # t3 evals that record these fixtures (fixtures_for, or the eval itself)
