@@ -6,12 +6,13 @@ from collections.abc import Mapping
 
 from evalrun.absolute_paths import find_absolute_paths
 from evalrun.baseline import baseline_path, load_baseline
-from evalrun.errors import BaselineError
+from evalrun.errors import BaselineError, UsageError
 from evalrun.run.execute import program_problem
+from evalrun.run.model_calls import is_manifest_problem, upstream_problems
 from evalrun.manifest import Manifest
 from evalrun.plan import make_plan
 from evalrun.reports_in.positional import find_positional
-from evalrun.reports_out.command_lines import check_verdict, check_warning, missing_program
+from evalrun.reports_out.command_lines import check_verdict, check_warning, missing_program, upstream_warning
 from evalrun.reports_out.positional import positional_warning
 from evalrun.session import Session
 
@@ -26,6 +27,15 @@ def check(session: Session) -> int:
     missing = _missing_programs(manifest, session.environ)
     for line in missing:
         console.warn(check_warning(line))
+    # Where t3's model calls would go: the manifest's own mistake is exit 2, as the run would refuse it; one of
+    # this machine's environment (EVALRUN_UPSTREAM_*, the SDKs' base URLs) is a warning, as a missing program is.
+    upstream = upstream_problems(manifest, session.environ)
+    wrong = [p for p in upstream if is_manifest_problem(manifest, p)]
+    for line in upstream:
+        if line not in wrong:
+            console.warn(check_warning(upstream_warning(line)))
+    if wrong:
+        raise UsageError(wrong[0])  # one line, exit 2, as `evalrun t3` would stop at it
     console.line(check_verdict(manifest_path, len(manifest.evals), len(warnings), len(missing)))
     return 0
 

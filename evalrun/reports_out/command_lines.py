@@ -71,6 +71,11 @@ def missing_program(manifest: Path, index: int, spec: EvalSpec, problem: str) ->
     return f'{file_label(manifest)}: evals[{index}] ("{spec.name}").run[0]: {problem} ({program_where(spec)})'
 
 
+def upstream_warning(problem: str) -> str:
+    """An upstream variable of this machine's that ``evalrun t3`` here would refuse (``evalrun check``)."""
+    return f"evalrun t3 here would refuse it: {problem}"
+
+
 def check_verdict(manifest: Path, evals: int, absolute: int, missing: int) -> str:
     """``manifest.toml: valid, 3 evals; no absolute paths of this machine``, then what was found."""
     return (

@@ -195,7 +195,9 @@ def upstreams_for_run(manifest: Manifest, environ: Mapping[str, str]) -> dict[st
 
 def upstream_problems(manifest: Manifest, environ: Mapping[str, str]) -> list[str]:
     """What a live or recording run would refuse about where model calls go (``evalrun check``): the run's own
-    upstream settings, then each t3 eval's ``env`` (only t3 calls a provider; t2 replays). One line each."""
+    upstream settings, then each t3 eval's ``env`` (only t3 calls a provider; t2 replays). One line each; a
+    setting of the manifest's is named in its file (``manifest.toml: evals[3] ...``), one of evalrun's
+    environment stands alone (``is_manifest_problem`` tells them apart)."""
     users = [p for p in make_plan(manifest, "t3", [], [], None).evals if manifest.uses_model(p.spec)]
     if not users:
         return []
@@ -210,6 +212,11 @@ def upstream_problems(manifest: Manifest, environ: Mapping[str, str]) -> list[st
         except UsageError as exc:
             problems.setdefault(planned.spec.name, str(exc))
     return list(problems.values())
+
+
+def is_manifest_problem(manifest: Manifest, problem: str) -> bool:
+    """Whether an ``upstream_problems`` line is about the manifest (else: about evalrun's environment)."""
+    return problem.startswith(f"{manifest.path.name}: ")
 
 
 def record_command(recorders: list[str]) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from evalrun.manifest import load_manifest
 from evalrun.run.model_calls import upstream_problems
 
@@ -29,7 +31,7 @@ def _manifest(tmp_path: Path, env: str = "") -> Path:
     path = tmp_path / "manifest.toml"
     path.write_text(MANIFEST.format(env=env))
     for name in ("offline", "live"):
-        (tmp_path / "evals" / name).mkdir(parents=True)
+        (tmp_path / "evals" / name).mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -50,3 +52,21 @@ def test_base_urls_and_evals_that_never_call_a_provider_pass(tmp_path: Path) -> 
     # t1's endpoint is never called (t1 has no model); t2 replays; a base URL is what the SDKs want.
     manifest = load_manifest(_manifest(tmp_path, 'env = { OPENAI_BASE_URL = "http://gw:1/v1" }'))
     assert upstream_problems(manifest, {"ANTHROPIC_BASE_URL": "http://a:2"}) == []
+
+
+def test_evalrun_check_refuses_the_manifest_s_endpoint_and_warns_of_the_machine_s(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalrun.cli
+
+    path = _manifest(tmp_path, 'env = { OPENAI_BASE_URL = "http://gw:1/v1/chat/completions" }')
+    assert evalrun.cli.main(["check", "--manifest", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('evalrun: error: manifest.toml: evals[1] ("live")') and err.count("\n") == 1, err
+
+    path = _manifest(tmp_path)
+    monkeypatch.setenv("EVALRUN_UPSTREAM_OPENIA", "http://o:1")  # the session reads evalrun's environment
+    assert evalrun.cli.main(["check", "--manifest", str(path)]) == 0
+    out = capsys.readouterr()
+    assert "warning: evalrun t3 here would refuse it: EVALRUN_UPSTREAM_OPENIA: no such provider" in out.out + out.err
+    assert ": valid, 2 evals" in out.out
