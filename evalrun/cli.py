@@ -271,12 +271,11 @@ def merge(
     markdown: MarkdownOpt = None,
 ) -> int:
     """Combine shard results, check they cover the tier, compare the baseline (bites shards: one bites verdict), decide the exit code."""
-    from evalrun.commands.merge import merge_shards
+    from evalrun.commands.merge import MergeRequest, merge_shards
 
-    return merge_shards(
-        paths=results, tier=tier, json_path=json_path, strict=strict_baseline,
-        junit=junit, markdown=markdown, session=_session(manifest),
-    )
+    request = MergeRequest(paths=results, tier=tier, json_path=json_path, strict=strict_baseline, junit=junit,
+                           markdown=markdown)
+    return merge_shards(request, _session(manifest))
 
 
 @app.command()
@@ -301,12 +300,11 @@ def dry(
     shard: ShardOpt = None,
 ) -> int:
     """List the planned runs and whether each would run or skip, and why; run no scorer."""
-    from evalrun.commands.dry import dry as dry_command
+    from evalrun.commands.dry import DryRequest, dry as dry_command
 
-    return dry_command(
-        manifest, tier, list(eval_ or []), list(tag or []), _session(manifest), probe=not no_probe,
-        changed_since=changed_since, shard=shard, experiments=list(experiment or []),
-    )
+    request = DryRequest(manifest, tier, list(eval_ or []), list(tag or []), probe=not no_probe,
+                         changed_since=changed_since, shard=shard, experiments=list(experiment or []))
+    return dry_command(request, _session(manifest))
 
 
 @app.command()
@@ -392,19 +390,19 @@ def baseline(
         raise UsageError(f"--update {update}: name a tier (t1, t2, t3) or pass --all")
     if update is None and not all_tiers:
         raise UsageError(BASELINE_WANTS)
-    from evalrun.commands.baseline import update_baselines
+    from evalrun.commands.baseline import UpdateRequest, update_baselines
 
-    return update_baselines(
+    request = UpdateRequest(
         tiers=[update] if update else [],
         all_tiers=all_tiers,
         evals=list(eval_ or []),
         tags=list(tag or []),
         jobs=jobs,
         from_results=from_results,
-        session=_session(manifest),
         experiments=list(experiment or []),
         repeat=repeat,
     )
+    return update_baselines(request, _session(manifest))
 
 
 @baseline_app.command("diff")
@@ -418,11 +416,9 @@ def baseline_diff(
     strict_baseline: StrictOpt = False,
 ) -> int:
     """Compare the last results with the baseline without running scorers."""
-    from evalrun.commands.baseline import diff_baseline
+    from evalrun.commands.baseline import DiffRequest, diff_baseline
 
-    return diff_baseline(
-        tier=tier, from_results=from_results, strict=strict_baseline, session=_session(manifest)
-    )
+    return diff_baseline(DiffRequest(tier=tier, from_results=from_results, strict=strict_baseline), _session(manifest))
 
 
 @baseline_app.command("update", hidden=True, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -449,9 +445,9 @@ def replay_serve(
     ] = "serve",
 ) -> int:
     """Run the proxy in the foreground until Ctrl-C."""
-    from evalrun.commands.replay import serve
+    from evalrun.commands.replay import ServeRequest, serve
 
-    return serve(fixtures, mode, upstream, port, eval_name, _session())
+    return serve(ServeRequest(fixtures, mode, upstream, port, eval_name), _session())
 
 @app.command()
 def history(
@@ -471,17 +467,16 @@ def history(
     ] = False,
 ) -> int:
     """Show past runs, or each check's status per run and since when it fails; `history import` loads results files."""
-    from evalrun.commands.history import import_results, show_history
+    from evalrun.commands.history import HistoryRequest, ImportRequest, import_results, show_history
 
     words = list(words or [])
     if words[:1] == ["import"]:
-        return import_results(paths=[Path(w) for w in words[1:]], session=_session(manifest))
+        return import_results(ImportRequest(paths=[Path(w) for w in words[1:]]), _session(manifest))
     if len(words) > 1:
         raise UsageError(f"history: expected at most one TIER, got {' '.join(words)}")
-    return show_history(
-        tier=_tier(words[0] if words else None), eval_name=eval_, check=check_,
-        last=last, as_json=as_json, session=_session(manifest), shards=shards,
-    )
+    request = HistoryRequest(tier=_tier(words[0] if words else None), eval_name=eval_, check=check_, last=last,
+                             as_json=as_json, shards=shards)
+    return show_history(request, _session(manifest))
 
 
 @app.command()
@@ -492,9 +487,9 @@ def show(
     json_path: JsonOpt = None,
 ) -> int:
     """Show one eval of the tier's last run: its verdict, failed checks and every model call in order."""
-    from evalrun.commands.show import show_eval
+    from evalrun.commands.show import ShowRequest, show_eval
 
-    return show_eval(name=name, tier=tier, json_path=json_path, session=_session(manifest))
+    return show_eval(ShowRequest(name=name, tier=tier, json_path=json_path), _session(manifest))
 
 
 @app.command()
@@ -512,9 +507,9 @@ def report(
     ] = 30,
 ) -> int:
     """Write a report of the latest run and the trends of the last runs."""
-    from evalrun.commands.report import write_report
+    from evalrun.commands.report import ReportRequest, write_report
 
-    return write_report(tier=tier, html=html, last=last, session=_session(manifest))
+    return write_report(ReportRequest(html=html, tier=tier, last=last), _session(manifest))
 
 
 @app.command()
@@ -526,9 +521,9 @@ def init(
     ] = False,
 ) -> int:
     """Start a project: a commented manifest, one passing t1 eval, baselines/, and .gitignore for .evalrun/."""
-    from evalrun.commands.init import init_project
+    from evalrun.commands.init import InitRequest, init_project
 
-    return init_project(folder=folder, session=_session(), model=model)
+    return init_project(InitRequest(folder=folder, model=model), _session())
 
 
 def main(argv: Optional[list[str]] = None) -> int:

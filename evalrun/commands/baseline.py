@@ -8,6 +8,7 @@ the last results with the baseline without running any scorer.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import gc
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -43,18 +44,32 @@ from evalrun.locks import hold_lock
 from evalrun.results import RunResults, load_results_counted, load_run_results
 
 
-def update_baselines(
-    *,
-    tiers: list[str],
-    all_tiers: bool,
-    evals: list[str],
-    tags: list[str],
-    jobs: int,
-    from_results: Path | None,
-    session: Session,
-    experiments: list[str] | None = None,
-    repeat: int | None = None,
-) -> int:
+@dataclass(frozen=True)
+class UpdateRequest:
+    """``evalrun baseline --update TIER`` (or ``--all``): what to run or read, and which evals."""
+
+    tiers: list[str] = field(default_factory=list)
+    all_tiers: bool = False
+    evals: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    jobs: int = 0
+    from_results: Path | None = None
+    experiments: list[str] = field(default_factory=list)
+    repeat: int | None = None
+
+
+@dataclass(frozen=True)
+class DiffRequest:
+    """``evalrun baseline diff``: the tier, the results to compare, and whether stale entries fail."""
+
+    tier: str
+    from_results: Path | None = None
+    strict: bool = False
+
+
+def update_baselines(request: UpdateRequest, session: Session) -> int:
+    tiers, all_tiers, evals, tags = request.tiers, request.all_tiers, request.evals, request.tags
+    jobs, from_results, experiments, repeat = request.jobs, request.from_results, request.experiments, request.repeat
     console, manifest = session.console, session.manifest
     if all_tiers and tiers:
         raise UsageError(f"--update {tiers[0]} and --all: name one tier or pass --all, not both")
@@ -126,7 +141,8 @@ def update_baselines(
     return int(ExitCode.OK)
 
 
-def diff_baseline(*, tier: str, from_results: Path | None, strict: bool, session: Session) -> int:
+def diff_baseline(request: DiffRequest, session: Session) -> int:
+    tier, from_results, strict = request.tier, request.from_results, request.strict
     console, manifest = session.console, session.manifest
     source = from_results or default_results_path(manifest, tier)
     path = baseline_path(manifest, tier)

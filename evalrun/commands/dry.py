@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun.bites import describe_bite
@@ -20,17 +21,23 @@ from evalrun.session import Session
 from evalrun.workspace import workspace_of
 
 
-def dry(
-    manifest_path: Path,
-    tier: str | None,
-    evals: list[str],
-    tags: list[str],
-    session: Session,
-    probe: bool = True,
-    changed_since: str | None = None,
-    shard: str | None = None,
-    experiments: list[str] | None = None,
-) -> int:
+@dataclass(frozen=True)
+class DryRequest:
+    """``evalrun dry [TIER]``: what to plan, and whether to probe."""
+
+    manifest_path: Path
+    tier: str | None = None  # None: every tier
+    evals: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    probe: bool = True  # False: --no-probe
+    changed_since: str | None = None
+    shard: str | None = None
+    experiments: list[str] = field(default_factory=list)
+
+
+def dry(request: DryRequest, session: Session) -> int:
+    manifest_path, tier, evals, tags = request.manifest_path, request.tier, request.evals, request.tags
+    probe, changed_since, shard, experiments = request.probe, request.changed_since, request.shard, request.experiments
     console, manifest, environ = session.console, session.manifest, dict(session.environ)
     changed = None
     if (changed_since or shard) and tier is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -27,10 +28,28 @@ def _using(session: Session, action: Callable[[HistoryStore], T]) -> T:
     return use_store(location, action)
 
 
-def show_history(
-    *, tier: str | None, eval_name: str | None, check: str | None, last: int, as_json: bool,
-    session: Session, shards: bool = False,
-) -> int:
+@dataclass(frozen=True)
+class HistoryRequest:
+    """``evalrun history [TIER]``: which runs, narrowed to an eval or a check, as a table or JSON."""
+
+    tier: str | None = None
+    eval_name: str | None = None
+    check: str | None = None
+    last: int = 20
+    as_json: bool = False
+    shards: bool = False
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """``evalrun history import RESULTS...``."""
+
+    paths: list[Path]
+
+
+def show_history(request: HistoryRequest, session: Session) -> int:
+    tier, eval_name, check, last = request.tier, request.eval_name, request.check, request.last
+    as_json, shards = request.as_json, request.shards
     console = session.console
     location = session.locate_history()
     if location is not None and location.kind == "sqlite" and not Path(location.target).exists():
@@ -61,8 +80,9 @@ def show_history(
     return 0
 
 
-def import_results(*, paths: list[Path], session: Session) -> int:
+def import_results(request: ImportRequest, session: Session) -> int:
     """Load results files into the history; every file is read and checked before anything is written."""
+    paths = request.paths
     if not paths:
         raise UsageError("history import: name at least one results file")
     console = session.console

@@ -14,6 +14,7 @@ assertion counts, and a workflow that sets up Node.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.atomic import write_atomic
@@ -212,7 +213,16 @@ GITIGNORE_LINE = PROJECT_GITIGNORE_LINE
 UNIT_OUT_LINE = "evals/unit/out/"  # the Node unit eval's JUnit report: written by every run, never committed
 
 
-def init_project(*, folder: Path, session: Session, model: bool = False) -> int:
+@dataclass(frozen=True)
+class InitRequest:
+    """``evalrun init [FOLDER] [--model]``: where to start the project, and whether with a model eval."""
+
+    folder: Path
+    model: bool = False
+
+
+def init_project(request: InitRequest, session: Session) -> int:
+    folder, model = request.folder, request.model
     console = session.console
     node = node_project(folder) if not model else None  # --model writes the Python openai pair (below)
     manifest = MANIFEST.format(

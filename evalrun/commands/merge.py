@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
@@ -20,16 +21,21 @@ from evalrun.reports_out.shards import merged_shards
 from evalrun.reports_out.bites import merged_header, report_bites, show_bite
 
 
-def merge_shards(
-    *,
-    paths: list[Path],
-    tier: str | None,
-    json_path: Path | None,
-    strict: bool,
-    junit: Path | None,
-    markdown: Path | None,
-    session: Session,
-) -> int:
+@dataclass(frozen=True)
+class MergeRequest:
+    """``evalrun merge RESULTS...``: the shards' results files and where the merged run is written."""
+
+    paths: list[Path]
+    tier: str | None = None
+    json_path: Path | None = None
+    strict: bool = False  # --strict-baseline
+    junit: Path | None = None
+    markdown: Path | None = None
+
+
+def merge_shards(request: MergeRequest, session: Session) -> int:
+    paths, tier, json_path, strict = request.paths, request.tier, request.json_path, request.strict
+    junit, markdown = request.junit, request.markdown
     console, manifest = session.console, session.manifest
     junit = check_writable(junit, "--junit") if junit else None
     markdown = check_writable(markdown, "--markdown") if markdown else None

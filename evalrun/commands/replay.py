@@ -13,6 +13,7 @@ never printed and never written to a fixture.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import signal
 import sys
 import time
@@ -30,17 +31,22 @@ from evalrun.session import Session
 from evalrun.text import neutralise
 
 
-def serve(
-    fixtures: Path,
-    mode: str,
-    upstream: str | None,
-    port: int,
-    eval_name: str,
-    session: Session,
-    *,
-    echo: Callable[[str], None] | None = None,
-) -> int:
+@dataclass(frozen=True)
+class ServeRequest:
+    """``evalrun replay serve``: the fixtures folder, the mode, where record and live calls go, the port, the
+    eval (session) name its fixtures are filed under."""
+
+    fixtures: Path
+    mode: str = "replay"
+    upstream: str | None = None
+    port: int = 0
+    eval_name: str = "serve"
+
+
+def serve(request: ServeRequest, session: Session, *, echo: Callable[[str], None] | None = None) -> int:
     """Run the proxy until Ctrl-C (or SIGTERM); return the exit code."""
+    fixtures, mode, upstream, port, eval_name = (request.fixtures, request.mode, request.upstream, request.port,
+                                                 request.eval_name)
     write_line = echo or _print
 
     def say(line: str) -> None:  # call lines and the summary name what clients and fixtures sent

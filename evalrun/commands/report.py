@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.errors import UsageError, file_label
@@ -11,7 +12,17 @@ from evalrun.results import load_results
 from evalrun.session import Session
 
 
-def write_report(*, tier: str | None, html: Path | None, last: int, session: Session) -> int:
+@dataclass(frozen=True)
+class ReportRequest:
+    """``evalrun report --html PATH [TIER] [--last N]``."""
+
+    html: Path | None
+    tier: str | None = None
+    last: int = 30
+
+
+def write_report(request: ReportRequest, session: Session) -> int:
+    tier, html, last = request.tier, request.html, request.last
     if html is None:
         raise UsageError("report: pass --html PATH (the file to write)")
     console, manifest, environ = session.console, session.manifest, session.environ

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.errors import UsageError, file_label
@@ -11,7 +12,17 @@ from evalrun.results import load_results
 from evalrun.session import Session
 
 
-def show_eval(*, name: str, tier: str | None, json_path: Path | None, session: Session) -> int:
+@dataclass(frozen=True)
+class ShowRequest:
+    """``evalrun show EVAL [TIER]``: the eval (or cell), its tier, and the results file to read."""
+
+    name: str
+    tier: str | None = None
+    json_path: Path | None = None
+
+
+def show_eval(request: ShowRequest, session: Session) -> int:
+    name, tier, json_path = request.name, request.tier, request.json_path
     console, manifest = session.console, session.manifest
     base, _ = split_cell_name(name)
     spec = next((e for e in manifest.evals if e.name == base), None)

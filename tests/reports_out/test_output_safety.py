@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from evalrun.reports_out.summary import report
 from evalrun.run.deliver import write
 from evalrun.run.requests import Outputs
-from evalrun.commands.dry import dry
-from evalrun.commands.history import import_results, show_history
+from evalrun.commands.dry import DryRequest, dry
+from evalrun.commands.history import HistoryRequest, ImportRequest, import_results, show_history
 from harness.session import make_context, make_session
 from evalrun.history.records import GitInfo, make_record
 from evalrun.reports_out.github import github_annotations
@@ -199,12 +199,11 @@ def test_evalrun_history_shows_stored_text_inert(results: RunResults) -> None:
             views += [({"eval_name": first.name}, False), ({"eval_name": first.name, "check": first.checks[0].name}, True)]
         environ = {"EVALRUN_HISTORY_URL": f"sqlite:{folder / 'h.sqlite'}"}
         # the history is where the session's environment says
-        import_results(paths=[folder / "r.json"], session=make_session(folder / "manifest.toml", environ))
+        import_results(ImportRequest(paths=[folder / "r.json"]), make_session(folder / "manifest.toml", environ))
         for narrowed, as_json in views:
             shown = io.StringIO()
-            show_history(tier=None, last=5, as_json=as_json, **{"eval_name": None, "check": None, **narrowed},
-                         session=make_session(folder / "manifest.toml", environ,
-                                              console=Console(shown, env={"CI": "true"})))
+            show_history(HistoryRequest(tier=None, last=5, as_json=as_json, **narrowed),
+                         make_session(folder / "manifest.toml", environ, console=Console(shown, env={"CI": "true"})))
             assert_inert(shown.getvalue(), f"history {narrowed} json={as_json}")
             if as_json and narrowed:
                 assert first is not None
@@ -239,7 +238,7 @@ def test_dry_shows_manifest_text_inert(names: list[str], tag: str, skip_reason: 
             f'[tiers.t1]\nexperiments = ["x", "y"]\n{experiment}' + "".join(entries), encoding="utf-8")
         shown = io.StringIO()
         try:
-            dry(root / "manifest.toml", "t1", [], [],
+            dry(DryRequest(root / "manifest.toml", "t1"),
                 make_session(root / "manifest.toml", console=Console(shown, env={"CI": "true"})))
         except Exception as exc:
             # A manifest that refuses a generated name is fine (one line, exit 2); printing it raw is not.

@@ -394,3 +394,22 @@ def test_the_run_s_steps_take_the_context_not_its_parts() -> None:
     assert {name: params for name, params in found.items() if params} == {
         "evalrun.run.select._timings": ["environ", "locate"],  # the two select hands selection.timings, from the session
     }
+
+
+def test_every_command_asked_for_something_takes_its_request_and_the_session() -> None:
+    """Commands take ``(request, session)``: the CLI builds the request record, the session the state."""
+    import importlib
+    import inspect
+
+    commands = {
+        "run": "run_tier", "bites": "bites", "dry": "dry", "merge": "merge_shards", "baseline": "update_baselines",
+        "history": "show_history", "show": "show_eval", "report": "write_report", "init": "init_project",
+        "replay": "serve",
+    }
+    extra = {"baseline": "diff_baseline", "history": "import_results"}
+    shapes = {}
+    for module, name in [*commands.items(), *extra.items()]:
+        fn = getattr(importlib.import_module(f"evalrun.commands.{module}"), name)
+        positional = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is not p.KEYWORD_ONLY]
+        shapes[f"{module}.{name}"] = positional
+    assert {k: v for k, v in shapes.items() if v != ["request", "session"]} == {}

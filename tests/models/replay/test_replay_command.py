@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evalrun.commands.replay import serve
+from evalrun.commands.replay import ServeRequest, serve
 from harness.session import make_session
 from evalrun.errors import UsageError
 
@@ -125,7 +125,7 @@ def test_serve_refuses_bad_arguments_with_one_line(tmp_path, kwargs, message):
         if args["port"] == "busy":
             args["port"] = port
         with pytest.raises(UsageError) as caught:
-            serve(**args, session=make_session())  # type: ignore[arg-type]
+            serve(ServeRequest(**args), make_session())  # type: ignore[arg-type]
     finally:
         holder.close()
     assert message.format(tmp=tmp_path, busy=port) in str(caught.value)
