@@ -197,7 +197,7 @@ def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
         return None
     (bare, quoted, tier, repeat, floor, alpha, stop, skips, requires, strict, little, kappa, ac1,
      network, isolation, key_vars, replay_match, strict_replay) = match.groups()
-    key = bare if bare is not None else _lax_unescape(quoted)
+    key = bare if bare is not None else _unescape(quoted)
     optional: dict[str, Any] = {}
     if little is not None:
         optional["too_little_data"] = little
@@ -207,16 +207,16 @@ def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
         optional["min_ac1"] = float(ac1)
     if network is not None:
         optional.update(network=network, require_isolation=isolation == "true",
-                        key_vars=[_lax_unescape(m.group(1)) for m in _STRING_IN_LIST.finditer(key_vars)],
+                        key_vars=[_unescape(m.group(1)) for m in _STRING_IN_LIST.finditer(key_vars)],
                         replay_match=replay_match, strict_replay=strict_replay == "true")
     return key, {
-        "tier": _lax_unescape(tier),
+        "tier": _unescape(tier),
         "repeat": int(repeat),
         "min_pass_rate": float(floor),
         "alpha": float(alpha),
-        "stop": _lax_unescape(stop),
-        "skips": _lax_unescape(skips),
-        "requires": [_lax_unescape(m.group(1)) for m in _STRING_IN_LIST.finditer(requires)],
+        "stop": _unescape(stop),
+        "skips": _unescape(skips),
+        "requires": [_unescape(m.group(1)) for m in _STRING_IN_LIST.finditer(requires)],
         "strict": strict == "true",
         **optional,
     }
@@ -228,7 +228,7 @@ def read_judges_entry(line: str) -> tuple[str, list[str]] | None:
     if match is None:
         return None
     bare, quoted, ids = match.group(1), match.group(2), match.group(3)
-    key = bare if bare is not None else _lax_unescape(quoted)
+    key = bare if bare is not None else _unescape(quoted)
     return key, [m.group(1) for m in _ID_IN_LIST.finditer(ids)]
 
 
@@ -386,7 +386,3 @@ def _unescape(body: str) -> str:
         if len(code) == 5 and 0xD800 <= int(code[1:], 16) <= 0xDFFF:
             raise _NotScalar(code)
     return json.loads(f'"{body}"')
-
-
-def _lax_unescape(body: str) -> str:
-    return json.loads(f'"{body}"') if "\\" in body else body

@@ -5,11 +5,13 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalrun.baseline import load_baseline, write_baseline
 from evalrun.baseline.format import read_written_form
+from evalrun.errors import BaselineError
 
 names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
 # An eval's name never holds "/" (the manifest refuses it), which keeps "/settings" and "/judges" for the
@@ -100,10 +102,7 @@ escaped_lines = st.builds(lambda k, n: f'"{k}" = {n}', escaped_name, st.integers
     lambda k: f'["{k}"]', escaped_name) | st.just("[a]")
 
 
-@settings(max_examples=500, deadline=None)
-@given(st.lists(escaped_lines, min_size=1, max_size=6))
-def test_the_fast_readers_refuse_every_escape_toml_refuses(parts) -> None:
-    text = "[a]\n" + "\n".join(parts) + "\n"
+def _assert_the_fast_readers_take_it_as_tomllib_or_not_at_all(text: str) -> None:
     try:
         expected = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
@@ -112,6 +111,41 @@ def test_the_fast_readers_refuse_every_escape_toml_refuses(parts) -> None:
         fast = reader(text)
         assert fast is None or fast == expected, (reader.__name__, text)
 
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(escaped_lines, min_size=1, max_size=6))
+def test_the_fast_readers_refuse_every_escape_toml_refuses(parts) -> None:
+    text = "[a]\n" + "\n".join(parts) + "\n"
+    _assert_the_fast_readers_take_it_as_tomllib_or_not_at_all(text)
+
+
+def _one_line_table(table: str, key: str, value: str) -> str:
+    if table == "/judges":
+        return f'["/judges"]\n"{key}" = ["gpt-4o-mini#0123456789ab"]\n'
+    return (f'["/settings"]\n"{key}" = {{ tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", '
+            f'skips = "skip", requires = ["{value}"], strict = false, network = "loopback", require_isolation = true, '
+            f'key_vars = ["{value}"], replay_match = "request", strict_replay = true }}\n')
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["/settings", "/judges"]), escaped_name, escaped_name)
+def test_the_fast_readers_refuse_every_escape_toml_refuses_in_the_settings_and_judges_tables(table, key, value) -> None:
+    text = _one_line_table(table, key, value)
+    _assert_the_fast_readers_take_it_as_tomllib_or_not_at_all(text)
+
+
+@pytest.mark.parametrize(("table", "key", "value"), [
+    ("/settings", "\\ud800", "env:K"), ("/settings", "a", "\\udfff"), ("/judges", "x\\uDBFF", ""),
+])
+def test_a_surrogate_escape_in_the_settings_or_judges_table_is_one_line_naming_the_line(tmp_path: Path, table: str,
+                                                                                       key: str, value: str) -> None:
+    text = _one_line_table(table, key, value)
+    assert read_written_form(text) is None and read_whole_written_form(text) is None  # tomllib decides
+    path = tmp_path / "t1.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(BaselineError, match=r"/t1\.toml: line 2, column \d+: invalid TOML \(Escaped character is not a "
+                                            r"Unicode scalar value\); fix that line or rerun evalrun baseline --update t1$"):
+        load_baseline(path)
 
 def test_a_surrogate_escape_in_a_baseline_is_one_line_naming_file_and_line(project) -> None:
     from harness import eval_entry, json_scorer
