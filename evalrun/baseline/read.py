@@ -181,7 +181,7 @@ def parse_rate_entry(where: str, value: Mapping[str, Any], fix: str) -> RatedCou
 
 def parse_settings_table(label: str, table: Any, fix: str) -> dict[str, GateSettings]:
     """The ``["/settings"]`` table -> settings per eval; a one-line ``BaselineError`` otherwise."""
-    where = f'{label}: ["{SETTINGS_TABLE}"]'
+    where = f"{label}: [{table_key(SETTINGS_TABLE)}]"
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: must be a table of eval = {{ tier = ..., repeat = ..., ... }}; {fix}")
     return {name: parse_settings_entry(f"{where} {quote(name)}", value, fix) for name, value in table.items()}
@@ -253,7 +253,7 @@ def parse_settings_entry(where: str, value: Any, fix: str) -> GateSettings:
 
 def parse_judges_table(label: str, table: Any, fix: str) -> Judges:
     """The ``["/judges"]`` table -> identities per eval; a one-line ``BaselineError`` otherwise."""
-    where = f'{label}: ["{JUDGES_TABLE}"]'
+    where = f"{label}: [{table_key(JUDGES_TABLE)}]"
     if not isinstance(table, dict):
         raise BaselineError(f'{where}: must be a table of eval = ["MODEL#HASH", ...]; {fix}')
     out: Judges = {}
