@@ -1,10 +1,13 @@
 """The baseline gate, ``baselines/<tier>.toml``, by concern.
 
-``store`` (where it lives, its lock and fingerprint), ``read`` (the fast
-readers, held equal to tomllib), ``compare`` (a run against it), ``update``
-(what ``baseline --update`` records), ``write``; ``rates``, ``settings`` and
-``judges`` hold the pass rates, gate settings and judges it records. The
-comparison's wording is ``evalrun.reports_out.baseline_text``.
+``format`` (the file's written form, both ways: the text written and that text
+read back, held equal to tomllib), ``store`` (where it lives, its lock and
+fingerprint), ``read`` (loading a file: bounded, tomllib for hand edits, every
+table checked into records, errors naming file, place and fix), ``write``
+(atomically), ``compare`` (a run against it), ``update`` (what ``baseline
+--update`` records); ``rates``, ``settings`` and ``judges`` hold the rules of
+the pass rates, gate settings and judges it records: what a run records, what
+counts as a change. The comparison's wording is ``evalrun.reports_out.baseline_text``.
 
 This is the package's public face: ``from evalrun.baseline import X`` works for
 the names importable before the package was split (``format_comparison``
@@ -12,9 +15,11 @@ moved to ``evalrun.reports_out.baseline_text``: a domain package imports no outp
 """
 
 from evalrun.baseline.compare import compare_tier, compare_to_baseline, failed_before_scorer
+from evalrun.baseline.format import read_whole_written_form as _read_whole_written_form
+from evalrun.baseline.format import read_written_form as _read_written_form
 from evalrun.baseline.judges import updated_judges
 from evalrun.baseline.rates import RatedCount
-from evalrun.baseline.read import Baseline, _read_whole_written_form, _read_written_form, load_baseline
+from evalrun.baseline.read import Baseline, load_baseline
 from evalrun.baseline.settings import GateSettings, gate_settings, updated_settings
 from evalrun.baseline.store import (
     BASELINE_LIMIT,

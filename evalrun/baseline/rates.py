@@ -1,8 +1,8 @@
 """Pass rates in the baseline: what a repeated eval records, and telling decay from noise.
 
-A repeated eval's checks are baselined as inline tables,
-``"check" = { assertions = 3, passes = 9, runs = 10 }``; plain integers stay
-valid for evals that do not repeat. Read back, such an entry is a
+A repeated eval's checks are baselined with their pass rates (written as
+``"check" = { assertions = 3, passes = 9, runs = 10 }``, ``evalrun.baseline.format``);
+a plain count stays valid for evals that do not repeat. Read back, such an entry is a
 ``RatedCount``: an ``int`` (the assertion count, so every assertion-count and
 vanished-check rule of ``evalrun.baseline.compare`` reads it unchanged) that also
 carries its passes and runs.
@@ -23,12 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalrun.errors import BaselineError
 from evalrun.results import BaselineChange, EvalResult
 from evalrun.stats import detectable_passes, fisher_greater, fisher_less, sign_test_worse
 from evalrun.text import plural, quote
-
-RATE_KEYS = ("assertions", "passes", "runs")
 
 
 class RatedCount(int):
@@ -48,32 +45,6 @@ class RatedCount(int):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (RatedCount, (int(self), self.passes, self.runs))
-
-
-# --- reading -------------------------------------------------------------------
-
-
-def parse_rate_entry(where: str, value: Mapping[str, Any], fix: str) -> RatedCount:
-    """``{ assertions = 3, passes = 9, runs = 10 }`` -> ``RatedCount``; a ``BaselineError`` naming ``where`` otherwise."""
-    keys = set(value)
-    if keys != set(RATE_KEYS):
-        extra = sorted(keys - set(RATE_KEYS))
-        missing = [k for k in RATE_KEYS if k not in keys]
-        problem = f"unknown key {extra[0]!r}" if extra else f"missing {missing[0]!r}"
-        raise BaselineError(
-            f"{where}: {problem}; a pass-rate entry is {{ assertions = N, passes = N, runs = N }}; {fix}"
-        )
-    numbers: dict[str, int] = {}
-    for key in RATE_KEYS:
-        number = value[key]
-        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-            raise BaselineError(f"{where}: {key} must be an integer >= 0, got {number!r}; {fix}")
-        numbers[key] = number
-    if numbers["passes"] > numbers["runs"] or numbers["runs"] == 0:
-        raise BaselineError(
-            f"{where}: passes ({numbers['passes']}) must be at most runs ({numbers['runs']}) and runs > 0; {fix}"
-        )
-    return RatedCount(numbers["assertions"], numbers["passes"], numbers["runs"])
 
 
 # --- what a run records ------------------------------------------------------------

@@ -1,30 +1,43 @@
-"""Reading a baseline file: the fast readers of the form evalrun writes, held equal to tomllib, and tomllib for the rest.
+"""Loading a baseline file: found or not, read within its bound, its tables checked into records.
 
-``write_baseline``'s exact form is read line by line (or a whole table at a
-time) without a TOML parser, ten times faster on a 1,000,000-check baseline;
-a Hypothesis test holds these readers equal to ``tomllib``. Anything else (a
-hand edit, another TOML feature, a duplicate key) goes to tomllib. No tomllib
-exception leaves this module: each becomes a one-line ``BaselineError`` naming
-the file, the place and the fix.
+``load_baseline`` reads ``baselines/<tier>.toml`` (at most ``BASELINE_LIMIT``
+bytes), takes evalrun's own written form with the fast readers of
+``evalrun.baseline.format`` and anything else (a hand edit) with tomllib, then
+checks every table into records: counts (a ``RatedCount`` for a repeated eval),
+``GateSettings`` and judge identities. No tomllib exception leaves this module,
+and no bad value: each becomes a one-line ``BaselineError`` naming the file, the
+place and the fix.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evalrun.baseline.judges import JUDGES_TABLE, parse_judges_table, read_judges_entry
-from evalrun.baseline.rates import parse_rate_entry
-from evalrun.baseline.settings import SETTINGS_TABLE, GateSettings, parse_settings_table, read_settings_entry
-from evalrun.baseline.spelling import table_key
-from evalrun.text import quote
+from evalrun.baseline.format import (
+    GUARD_KEYS,
+    JUDGES_TABLE,
+    OPTIONAL_KEYS,
+    RATE_KEYS,
+    SETTINGS_KEYS,
+    SETTINGS_TABLE,
+    read_whole_written_form,
+    read_written_form,
+    table_key,
+)
+from evalrun.baseline.judges import Judges
+from evalrun.baseline.rates import RatedCount
+from evalrun.baseline.settings import GateSettings
 from evalrun.baseline.store import BASELINE_LIMIT, update_command
 from evalrun.errors import BaselineError, file_label
 from evalrun.files import FileReadError, read_bounded
+from evalrun.manifest import TIERS
+from evalrun.results import JUDGE_ID
+from evalrun.text import quote
 
 
 class Baseline(dict[str, dict[str, int]]):
@@ -54,9 +67,9 @@ def load_baseline(path: Path) -> Baseline | None:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise BaselineError(f"{label}: line {line}: not UTF-8 text (byte {exc.start}); {fix}") from None
-    data = _read_whole_written_form(text)
+    data = read_whole_written_form(text)
     if data is None:
-        data = _read_written_form(text)
+        data = read_written_form(text)
     if data is not None:
         return _with_settings(label, data, fix)
     try:
@@ -89,184 +102,6 @@ def _with_settings(label: str, data: dict[str, Any], fix: str) -> Baseline:
     return baseline
 
 
-# The exact form ``write_baseline`` writes: ``[eval]`` tables of ``"check" = count``
-# lines. Reading it line by line is ten times faster than a TOML parser on a
-# 1,000,000-check baseline; anything else (a hand edit, another TOML feature, a
-# duplicate key) goes to tomllib, whose errors name the line.
-_BASIC = r'"((?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4})*)"'
-_WRITTEN_TABLE = re.compile(r"\[(?:([A-Za-z0-9_-]+)|" + _BASIC + r")\]\Z")
-_COMMENT = re.compile(r"#[^\x00-\x08\x0a-\x1f\x7f]*")
-_WRITTEN_ENTRY = re.compile(r"(?:([A-Za-z0-9_-]+)|" + _BASIC + r") = (0|[1-9][0-9]{0,17})\Z")
-
-
-# The same form matched a whole table at a time: the regular expressions run over
-# the text in C, and Python touches each entry once, to build the dict. A file
-# with anything else (a comment after the header, a stray line) is left to
-# ``_read_written_form``, which reads a superset of this, line by line.
-_CHARS = r'[^"\\\x00-\x08\x0a-\x1f\x7f]*'
-_BASIC_UNROLLED = r'"(' + _CHARS + r'(?:\\(?:["\\bfnrt]|u[0-9A-Fa-f]{4})' + _CHARS + r')*)"'
-_HEAD = re.compile(r"(?:#[^\x00-\x08\x0a-\x1f\x7f]*\n|\n)*")
-_TABLE_AT = re.compile(r"\[(?:([A-Za-z0-9_-]+)|" + _BASIC_UNROLLED + r")\](?=\n|\Z)")
-_ENTRY_LINES = re.compile(r"^(?:([A-Za-z0-9_-]+)|" + _BASIC_UNROLLED + r") = (0|[1-9][0-9]{0,17})$", re.MULTILINE)
-_EMPTY_LINES = re.compile(r"^$", re.MULTILINE)
-
-
-def _read_whole_written_form(text: str) -> Baseline | None:
-    """The baseline if ``text`` is exactly in the form evalrun writes (header comments only), else None."""
-    try:
-        return _read_whole(text)
-    except _NotScalar:
-        return None  # tomllib refuses it, naming the line
-
-
-def _read_whole(text: str) -> Baseline | None:
-    start = _HEAD.match(text).end()  # type: ignore[union-attr]  # matches the empty string at least
-    data: Baseline = {}
-    while start < len(text):
-        # A line starting "[" is a table header (no key starts so) or a reason to leave this reader.
-        table = _TABLE_AT.match(text, start)
-        if table is None:
-            return None
-        following = text.find("\n[", table.end())
-        start = len(text) if following == -1 else following + 1
-        name = table.group(1) if table.group(1) is not None else _unescape(table.group(2))
-        block = text[table.end() : start]  # from the header's line break to the next header
-        if name in data:
-            return None
-        read_entry = _ONE_LINE_TABLES.get(name)
-        if read_entry is not None:  # the settings or judges table: one line per eval
-            entries = _one_line_block(block, read_entry)
-            if entries is None:
-                return None
-            data[name] = entries  # type: ignore[assignment]  # split off by load_baseline
-            continue
-        counts = _quoted_table_as_json(block)
-        if counts is not None:
-            data[name] = counts
-            continue
-        found = _ENTRY_LINES.findall(block)
-        # Every line of the block that is not empty must be an entry (a match never spans lines).
-        # Empty lines: evalrun writes one between tables, so count pairs of line breaks; a longer run is rare.
-        if "\n\n\n" in block:
-            empty = len(_EMPTY_LINES.findall(block))
-        else:  # each pair of line breaks holds one empty line; so may either end
-            empty = block.count("\n\n") + (not block or block.startswith("\n")) + block.endswith("\n")
-        if len(found) != block.count("\n") + 1 - empty:
-            return None
-        if "\\" in block:
-            counts = {(bare or _unescape(quoted)): int(count) for bare, quoted, count in found}
-        else:
-            counts = {(bare or quoted): int(count) for bare, quoted, count in found}
-        if len(counts) != len(found):
-            return None  # a duplicate key: tomllib names it
-        data[name] = counts
-    return data
-
-
-# The tables of one line per eval, each with its own line reader (evalrun.baseline.settings, .judges).
-_ONE_LINE_TABLES: dict[str, Callable[[str], tuple[str, Any] | None]] = {
-    SETTINGS_TABLE: read_settings_entry,
-    JUDGES_TABLE: read_judges_entry,
-}
-
-
-def _one_line_block(block: str, read_entry: Callable[[str], tuple[str, Any] | None]) -> dict[str, Any] | None:
-    """A one-line-per-eval table's entries, when every line between its header and the next is one (or empty)."""
-    table: dict[str, Any] = {}
-    for line in block.split("\n"):
-        if not line:
-            continue
-        entry = read_entry(line)
-        if entry is None or entry[0] in table:
-            return None
-        table[entry[0]] = entry[1]
-    return table
-
-
-_QUOTED_BLOCK = re.compile(r'\n(?:"' + _CHARS + r'" = (?:0|[1-9][0-9]{0,17})\n)*+\n?')
-
-
-def _quoted_table_as_json(block: str) -> dict[str, int] | None:
-    """A table's entries, when every key is quoted without escapes (the usual check names), else None.
-
-    Such lines differ from JSON members by their ``" = "`` and line breaks only,
-    so ``json.loads`` (in C) builds the dict, ints and all, at twice the speed of
-    matching each line: ``"a b" = 3`` -> ``"a b":3``.
-    """
-    if "\\" in block or _QUOTED_BLOCK.fullmatch(block) is None:
-        return None
-    entries = block.count("\n") - 1 - block.endswith("\n\n")
-    body = block.strip("\n")
-    if body.count(" = ") != entries:
-        return None  # a key holds " = " itself
-    counts = json.loads("{" + body.replace(" = ", ":").replace("\n", ",") + "}", strict=False)  # strict: tabs
-    return counts if len(counts) == entries else None  # a duplicate key: tomllib names it
-
-
-def _read_written_form(text: str) -> Baseline | None:
-    """The baseline if ``text`` is exactly in the form evalrun writes, else None."""
-    try:
-        return _read_lines(text)
-    except _NotScalar:
-        return None  # tomllib refuses it, naming the line
-
-
-def _read_lines(text: str) -> Baseline | None:
-    data: Baseline = {}
-    current: dict[str, Any] | None = None
-    in_settings = in_judges = False
-    for line in text.split("\n"):  # TOML's only line break (str.splitlines knows many more)
-        if not line or (line.startswith("#") and _COMMENT.fullmatch(line)):
-            continue
-        if in_settings and not line.startswith("["):
-            setting = read_settings_entry(line)
-            if setting is None or current is None or setting[0] in current:
-                return None
-            current[setting[0]] = setting[1]
-            continue
-        if in_judges and not line.startswith("["):
-            judged = read_judges_entry(line)
-            if judged is None or current is None or judged[0] in current:
-                return None
-            current[judged[0]] = judged[1]
-            continue
-        entry = _WRITTEN_ENTRY.match(line)
-        if entry is not None:
-            key = entry.group(1) if entry.group(1) is not None else _unescape(entry.group(2))
-            if current is None or key in current:
-                return None
-            current[key] = int(entry.group(3))
-            continue
-        table = _WRITTEN_TABLE.match(line)
-        if table is None:
-            return None
-        name = table.group(1) if table.group(1) is not None else _unescape(table.group(2))
-        if name in data:
-            return None
-        in_settings, in_judges = name == SETTINGS_TABLE, name == JUDGES_TABLE
-        current = data[name] = {}
-    return data
-
-
-class _NotScalar(ValueError):
-    """A ``\\uXXXX`` escape of a surrogate: TOML forbids it (JSON allows it); tomllib then names the line."""
-
-
-_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)")
-
-
-def _unescape(body: str) -> str:
-    # TOML's escapes in a basic string, as matched above, are JSON's, but that a \uXXXX escape must be
-    # a Unicode scalar value: a surrogate, even one of a pair JSON would join, is not TOML.
-    if "\\" not in body:
-        return body
-    for escape in _ESCAPE.finditer(body):
-        code = escape.group(1)
-        if len(code) == 5 and 0xD800 <= int(code[1:], 16) <= 0xDFFF:
-            raise _NotScalar(code)
-    return json.loads(f'"{body}"')
-
-
 def _describe_toml_error(exc: tomllib.TOMLDecodeError) -> str:
     # Python 3.11's TOMLDecodeError has no lineno attribute; its message ends
     # with "(at line N, column M)". Put the place first, where readers look.
@@ -290,7 +125,7 @@ def _validate_shape(label: str, data: dict[str, Any], fix: str) -> Baseline:
             )
         counts: dict[str, int] = {}
         for check, count in table.items():
-            if isinstance(count, dict) and set(count) & {"assertions", "passes", "runs"}:  # a repeated eval's { assertions, passes, runs } (evalrun.baseline.rates)
+            if isinstance(count, dict) and set(count) & set(RATE_KEYS):  # a repeated eval's { assertions, passes, runs }
                 counts[check] = parse_rate_entry(f"{label}: [{table_key(eval_name)}] {quote(check)}", count, fix)
                 continue
             # bool is an int in Python, but `true` is not an assertion count.
@@ -316,3 +151,119 @@ def _describe_value(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return f"a {type(value).__name__}"  # dates and times
+
+
+# --- the records of the tables -----------------------------------------------
+
+
+def parse_rate_entry(where: str, value: Mapping[str, Any], fix: str) -> RatedCount:
+    """``{ assertions = 3, passes = 9, runs = 10 }`` -> ``RatedCount``; a ``BaselineError`` naming ``where`` otherwise."""
+    keys = set(value)
+    if keys != set(RATE_KEYS):
+        extra = sorted(keys - set(RATE_KEYS))
+        missing = [k for k in RATE_KEYS if k not in keys]
+        problem = f"unknown key {extra[0]!r}" if extra else f"missing {missing[0]!r}"
+        raise BaselineError(
+            f"{where}: {problem}; a pass-rate entry is {{ assertions = N, passes = N, runs = N }}; {fix}"
+        )
+    numbers: dict[str, int] = {}
+    for key in RATE_KEYS:
+        number = value[key]
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise BaselineError(f"{where}: {key} must be an integer >= 0, got {number!r}; {fix}")
+        numbers[key] = number
+    if numbers["passes"] > numbers["runs"] or numbers["runs"] == 0:
+        raise BaselineError(
+            f"{where}: passes ({numbers['passes']}) must be at most runs ({numbers['runs']}) and runs > 0; {fix}"
+        )
+    return RatedCount(numbers["assertions"], numbers["passes"], numbers["runs"])
+
+
+def parse_settings_table(label: str, table: Any, fix: str) -> dict[str, GateSettings]:
+    """The ``["/settings"]`` table -> settings per eval; a one-line ``BaselineError`` otherwise."""
+    where = f"{label}: [{table_key(SETTINGS_TABLE)}]"
+    if not isinstance(table, dict):
+        raise BaselineError(f"{where}: must be a table of eval = {{ tier = ..., repeat = ..., ... }}; {fix}")
+    return {name: parse_settings_entry(f"{where} {quote(name)}", value, fix) for name, value in table.items()}
+
+
+def parse_settings_entry(where: str, value: Any, fix: str) -> GateSettings:
+    if not isinstance(value, dict):
+        raise BaselineError(f"{where}: must be an inline table {{ tier = ..., repeat = ..., ... }}; {fix}")
+    unknown = sorted(set(value) - set(SETTINGS_KEYS) - set(OPTIONAL_KEYS) - set(GUARD_KEYS))
+    if unknown:
+        known = ", ".join((*SETTINGS_KEYS, *OPTIONAL_KEYS, *GUARD_KEYS))
+        raise BaselineError(f"{where}: unknown setting {unknown[0]!r}; known: {known}; {fix}")
+    missing = [k for k in SETTINGS_KEYS if k not in value]
+    if missing:
+        raise BaselineError(f"{where}: missing setting {missing[0]!r}; {fix}")
+
+    def bad(key: str, want: str) -> BaselineError:
+        return BaselineError(f"{where}: {key} must be {want}, got {value[key]!r}; {fix}")
+
+    if value["tier"] not in TIERS:
+        raise bad("tier", "one of " + ", ".join(TIERS))
+    repeat = value["repeat"]
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise bad("repeat", "an integer >= 1")
+    numbers = {}
+    for key, low, high in (("min_pass_rate", 0.0, 1.0), ("alpha", 0.0, 1.0)):
+        number = value[key]
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number) \
+                or not low <= number <= high:
+            raise bad(key, f"a number from {low:g} to {high:g}")
+        numbers[key] = float(number)
+    if value["stop"] not in ("never", "decided"):
+        raise bad("stop", '"never" or "decided"')
+    if value["skips"] not in ("skip", "fail"):
+        raise bad("skips", '"skip" or "fail"')
+    requires = value["requires"]
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise bad("requires", "an array of strings")
+    if not isinstance(value["strict"], bool):
+        raise bad("strict", "true or false")
+    if value.get("too_little_data", "note") not in ("note", "fail"):
+        raise bad("too_little_data", '"note" or "fail"')
+    floors: dict[str, float | None] = {}
+    for key in ("min_kappa", "min_ac1"):
+        number = value.get(key)
+        if number is not None and (isinstance(number, bool) or not isinstance(number, (int, float))
+                                   or not math.isfinite(number) or not -1 <= number <= 1):
+            raise bad(key, "a number from -1 to 1")
+        floors[key] = None if number is None else float(number)
+    if value.get("network", "host") not in ("loopback", "host"):
+        raise bad("network", '"loopback" or "host"')
+    for key in ("require_isolation", "strict_replay"):
+        if key in value and not isinstance(value[key], bool):
+            raise bad(key, "true or false")
+    key_vars = value.get("key_vars")
+    if key_vars is not None and (not isinstance(key_vars, list) or not all(isinstance(k, str) for k in key_vars)):
+        raise bad("key_vars", "an array of strings")
+    if value.get("replay_match", "index") not in ("request", "index"):
+        raise bad("replay_match", '"request" or "index"')
+    return GateSettings(
+        tier=value["tier"], repeat=repeat, min_pass_rate=numbers["min_pass_rate"], alpha=numbers["alpha"],
+        stop=value["stop"], skips=value["skips"], requires=tuple(sorted(set(requires))), strict=value["strict"],
+        too_little_data=value.get("too_little_data", "note"), **floors,
+        network=value.get("network"), require_isolation=value.get("require_isolation"),
+        key_vars=None if key_vars is None else tuple(sorted(set(key_vars))),
+        replay_match=value.get("replay_match"), strict_replay=value.get("strict_replay"),
+    )
+
+
+def parse_judges_table(label: str, table: Any, fix: str) -> Judges:
+    """The ``["/judges"]`` table -> identities per eval; a one-line ``BaselineError`` otherwise."""
+    where = f"{label}: [{table_key(JUDGES_TABLE)}]"
+    if not isinstance(table, dict):
+        raise BaselineError(f'{where}: must be a table of eval = ["MODEL#HASH", ...]; {fix}')
+    out: Judges = {}
+    for name, ids in table.items():
+        if not isinstance(ids, list) or not all(isinstance(i, str) and _ID_FULL.fullmatch(i) for i in ids):
+            raise BaselineError(
+                f'{where} {quote(name)}: must be a list of judge identities "MODEL#HASH"; {fix}'
+            )
+        out[name] = tuple(sorted(set(ids)))
+    return out
+
+
+_ID_FULL = re.compile(JUDGE_ID)

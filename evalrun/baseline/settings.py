@@ -3,11 +3,10 @@
 Each tier's baseline records, per eval (per cell), the settings that decide
 how hard its gate is: the tier, ``repeat``, ``min_pass_rate``, ``alpha``,
 ``stop``, the tier's ``skips`` policy, the probes it ``requires`` (its own and
-its experiment's) and ``[baseline] strict``. They live in one table whose
-name no eval can have (eval names hold no ``/``), written first::
-
-    ["/settings"]
-    rls-isolation = { tier = "t2", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "skip", requires = [], strict = false }
+its experiment's) and ``[baseline] strict`` (how they are spelled in the
+file, its ``["/settings"]`` table: ``evalrun.baseline.format``). This module
+holds the rules: which settings there are, what the manifest makes them, what
+counts as loosening, and what an update records.
 
 A run whose manifest sets any of them looser than recorded is a regression,
 one line per loosened setting, until ``baseline --update`` writes the new
@@ -25,8 +24,9 @@ What is looser: a lower ``repeat`` or ``min_pass_rate``; a lower ``alpha``
 ``"fail"``; a requirement added (one more way to skip); ``strict`` off;
 ``network = "host"``, ``require_isolation`` off, a name removed from
 ``[models] key_vars``, ``replay_match = "index"``, ``strict_replay`` off (the
-tier's isolation and the ``[models]`` guards, GUARD_KEYS, written on every line;
-a line without them is "not recorded yet" for those five and compares none).
+tier's isolation and the ``[models]`` guards, recorded on every line; a line
+an older evalrun wrote without them is "not recorded yet" (None) for those
+five and compares none).
 Flags of one invocation (``--strict-baseline``, ``--repeat``, ``--no-skips``)
 are not recorded: the baseline cannot see a workflow file. Set them in the
 manifest (``[baseline] strict = true``) to have them recorded and guarded.
@@ -34,26 +34,15 @@ manifest (``[baseline] strict = true``) to have them recorded and guarded.
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalrun.errors import BaselineError
 from evalrun.manifest import TIERS, Manifest
 from evalrun.plan import cell_name
 from evalrun.results import BaselineChange
 from evalrun.text import quote
 
-SETTINGS_TABLE = "/settings"  # no eval or cell name holds "/"
-SETTINGS_KEYS = ("tier", "repeat", "min_pass_rate", "alpha", "stop", "skips", "requires", "strict")
-# Written only when set (a baseline of an evalrun that knew none of them still reads the same).
-OPTIONAL_KEYS = ("too_little_data", "min_kappa", "min_ac1")
-# The tier's isolation and the manifest's [models] guards, written on every line by this evalrun; a line
-# without them (an older evalrun wrote it) has them "not recorded yet": compared once an update records them.
-GUARD_KEYS = ("network", "require_isolation", "key_vars", "replay_match", "strict_replay")
 DEFAULT_FLOOR = 1.0
 DEFAULT_ALPHA = 0.05
 
@@ -73,7 +62,7 @@ class GateSettings:
     too_little_data: str = "note"  # or "fail": a rate comparison that cannot tell is exit 4
     min_kappa: float | None = None  # an anchors eval's floors for its judge (evalrun.calibration)
     min_ac1: float | None = None
-    # GUARD_KEYS; None: not recorded yet (a baseline of an older evalrun), nothing to compare.
+    # The guards; None: not recorded yet (a baseline of an older evalrun), nothing to compare.
     network: str | None = None  # "loopback" (t1/t2 isolated) or "host"
     require_isolation: bool | None = None  # cannot isolate: exit 2
     key_vars: tuple[str, ...] | None = None  # [models] key_vars: more keys kept out of t1/t2
@@ -248,177 +237,6 @@ def updated_settings(
         elif name in current:
             out[name] = current[name]
     return out
-
-
-# --- the written form ---------------------------------------------------------
-
-
-def settings_line(key: str, settings: GateSettings) -> str:
-    """One line of the settings table; ``key`` is already a TOML key."""
-    requires = ", ".join(_toml_string(r) for r in settings.requires)
-    return (
-        f"{key} = {{ tier = {_toml_string(settings.tier)}, repeat = {settings.repeat}, "
-        f"min_pass_rate = {_toml_float(settings.min_pass_rate)}, alpha = {_toml_float(settings.alpha)}, "
-        f"stop = {_toml_string(settings.stop)}, skips = {_toml_string(settings.skips)}, "
-        f"requires = [{requires}], strict = {'true' if settings.strict else 'false'}"
-        + (f', too_little_data = "{settings.too_little_data}"' if settings.too_little_data != "note" else "")
-        + (f", min_kappa = {_toml_float(settings.min_kappa)}" if settings.min_kappa is not None else "")
-        + (f", min_ac1 = {_toml_float(settings.min_ac1)}" if settings.min_ac1 is not None else "")
-        + _guards_part(settings)
-        + " }"
-    )
-
-
-def _guards_part(settings: GateSettings) -> str:
-    """The GUARD_KEYS, all or none (a line read from an older baseline has none)."""
-    if None in (settings.network, settings.require_isolation, settings.key_vars, settings.replay_match,
-                settings.strict_replay):
-        return ""
-    key_vars = ", ".join(_toml_string(k) for k in settings.key_vars or ())
-    return (
-        f", network = {_toml_string(settings.network or '')}, "
-        f"require_isolation = {'true' if settings.require_isolation else 'false'}, key_vars = [{key_vars}], "
-        f"replay_match = {_toml_string(settings.replay_match or '')}, "
-        f"strict_replay = {'true' if settings.strict_replay else 'false'}"
-    )
-
-
-def _toml_float(value: float) -> str:
-    text = repr(float(value))
-    return text if ("." in text or "e" in text) else text + ".0"
-
-
-def _toml_string(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-# The fast reader's grammar: exactly what ``settings_line`` writes. Anything else goes to tomllib.
-TOML_BASIC = r'"((?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4})*)"'  # a basic string, its body a group
-_BASIC = TOML_BASIC
-_PLAIN_BASIC = r'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4})*"'
-_FLOAT = r"((?:0|[1-9][0-9]*)(?:\.[0-9]+(?:e[+-]?[0-9]+)?|e[+-]?[0-9]+))"
-_SIGNED_FLOAT = "(-?" + _FLOAT[1:]
-_INT = r"(0|[1-9][0-9]{0,17})"
-SETTINGS_ENTRY = re.compile(
-    r"(?:([A-Za-z0-9_-]+)|" + _BASIC + r") = \{ tier = " + _BASIC + r", repeat = " + _INT
-    + r", min_pass_rate = " + _FLOAT + r", alpha = " + _FLOAT + r", stop = " + _BASIC + r", skips = " + _BASIC
-    + r", requires = \[((?:" + _PLAIN_BASIC + r"(?:, " + _PLAIN_BASIC + r")*)?)\], strict = (true|false)"
-    + r'(?:, too_little_data = "(fail)")?(?:, min_kappa = ' + _SIGNED_FLOAT + r")?(?:, min_ac1 = " + _SIGNED_FLOAT
-    + r")?(?:, network = \"(loopback|host)\", require_isolation = (true|false), key_vars = \[((?:" + _PLAIN_BASIC
-    + r"(?:, " + _PLAIN_BASIC + r")*)?)\], replay_match = \"(request|index)\", strict_replay = (true|false))? \}\Z"
-)
-_STRING_IN_LIST = re.compile(_BASIC)
-
-
-def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
-    """``(eval, the table tomllib would read)`` for a line of the written form, else None."""
-    match = SETTINGS_ENTRY.match(line)
-    if match is None:
-        return None
-    (bare, quoted, tier, repeat, floor, alpha, stop, skips, requires, strict, little, kappa, ac1,
-     network, isolation, key_vars, replay_match, strict_replay) = match.groups()
-    key = bare if bare is not None else _unescape(quoted)
-    optional: dict[str, Any] = {}
-    if little is not None:
-        optional["too_little_data"] = little
-    if kappa is not None:
-        optional["min_kappa"] = float(kappa)
-    if ac1 is not None:
-        optional["min_ac1"] = float(ac1)
-    if network is not None:
-        optional.update(network=network, require_isolation=isolation == "true",
-                        key_vars=[_unescape(m.group(1)) for m in _STRING_IN_LIST.finditer(key_vars)],
-                        replay_match=replay_match, strict_replay=strict_replay == "true")
-    return key, {
-        "tier": _unescape(tier),
-        "repeat": int(repeat),
-        "min_pass_rate": float(floor),
-        "alpha": float(alpha),
-        "stop": _unescape(stop),
-        "skips": _unescape(skips),
-        "requires": [_unescape(m.group(1)) for m in _STRING_IN_LIST.finditer(requires)],
-        "strict": strict == "true",
-        **optional,
-    }
-
-
-def _unescape(body: str) -> str:
-    return json.loads(f'"{body}"') if "\\" in body else body
-
-
-# --- validating (what tomllib read) -------------------------------------------
-
-
-def parse_settings_table(label: str, table: Any, fix: str) -> dict[str, GateSettings]:
-    """The ``["/settings"]`` table -> settings per eval; a one-line ``BaselineError`` otherwise."""
-    where = f'{label}: ["{SETTINGS_TABLE}"]'
-    if not isinstance(table, dict):
-        raise BaselineError(f"{where}: must be a table of eval = {{ tier = ..., repeat = ..., ... }}; {fix}")
-    return {name: parse_settings_entry(f"{where} {quote(name)}", value, fix) for name, value in table.items()}
-
-
-def parse_settings_entry(where: str, value: Any, fix: str) -> GateSettings:
-    if not isinstance(value, dict):
-        raise BaselineError(f"{where}: must be an inline table {{ tier = ..., repeat = ..., ... }}; {fix}")
-    unknown = sorted(set(value) - set(SETTINGS_KEYS) - set(OPTIONAL_KEYS) - set(GUARD_KEYS))
-    if unknown:
-        known = ", ".join((*SETTINGS_KEYS, *OPTIONAL_KEYS, *GUARD_KEYS))
-        raise BaselineError(f"{where}: unknown setting {unknown[0]!r}; known: {known}; {fix}")
-    missing = [k for k in SETTINGS_KEYS if k not in value]
-    if missing:
-        raise BaselineError(f"{where}: missing setting {missing[0]!r}; {fix}")
-
-    def bad(key: str, want: str) -> BaselineError:
-        return BaselineError(f"{where}: {key} must be {want}, got {value[key]!r}; {fix}")
-
-    if value["tier"] not in TIERS:
-        raise bad("tier", "one of " + ", ".join(TIERS))
-    repeat = value["repeat"]
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise bad("repeat", "an integer >= 1")
-    numbers = {}
-    for key, low, high in (("min_pass_rate", 0.0, 1.0), ("alpha", 0.0, 1.0)):
-        number = value[key]
-        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number) \
-                or not low <= number <= high:
-            raise bad(key, f"a number from {low:g} to {high:g}")
-        numbers[key] = float(number)
-    if value["stop"] not in ("never", "decided"):
-        raise bad("stop", '"never" or "decided"')
-    if value["skips"] not in ("skip", "fail"):
-        raise bad("skips", '"skip" or "fail"')
-    requires = value["requires"]
-    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
-        raise bad("requires", "an array of strings")
-    if not isinstance(value["strict"], bool):
-        raise bad("strict", "true or false")
-    if value.get("too_little_data", "note") not in ("note", "fail"):
-        raise bad("too_little_data", '"note" or "fail"')
-    floors: dict[str, float | None] = {}
-    for key in ("min_kappa", "min_ac1"):
-        number = value.get(key)
-        if number is not None and (isinstance(number, bool) or not isinstance(number, (int, float))
-                                   or not math.isfinite(number) or not -1 <= number <= 1):
-            raise bad(key, "a number from -1 to 1")
-        floors[key] = None if number is None else float(number)
-    if value.get("network", "host") not in ("loopback", "host"):
-        raise bad("network", '"loopback" or "host"')
-    for key in ("require_isolation", "strict_replay"):
-        if key in value and not isinstance(value[key], bool):
-            raise bad(key, "true or false")
-    key_vars = value.get("key_vars")
-    if key_vars is not None and (not isinstance(key_vars, list) or not all(isinstance(k, str) for k in key_vars)):
-        raise bad("key_vars", "an array of strings")
-    if value.get("replay_match", "index") not in ("request", "index"):
-        raise bad("replay_match", '"request" or "index"')
-    return GateSettings(
-        tier=value["tier"], repeat=repeat, min_pass_rate=numbers["min_pass_rate"], alpha=numbers["alpha"],
-        stop=value["stop"], skips=value["skips"], requires=tuple(sorted(set(requires))), strict=value["strict"],
-        too_little_data=value.get("too_little_data", "note"), **floors,
-        network=value.get("network"), require_isolation=value.get("require_isolation"),
-        key_vars=None if key_vars is None else tuple(sorted(set(key_vars))),
-        replay_match=value.get("replay_match"), strict_replay=value.get("strict_replay"),
-    )
 
 
 def _g(value: float) -> str:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from evalrun.baseline.format import sorted_baseline
 from evalrun.baseline.rates import counts_of
-from evalrun.baseline.read import Baseline
-from evalrun.text import plural, quote
-from evalrun.baseline.write import sorted_baseline
 from evalrun.errors import BaselineRefused
 from evalrun.results import RunResults, Status
+from evalrun.text import plural, quote
 
 # A failing or unfinished state is never recorded as the baseline.
 _REFUSED = (Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.INTERRUPTED)
@@ -22,7 +21,7 @@ def update_baseline(
     results: RunResults,
     tier_eval_names: set[str],
     filtered: bool,
-) -> tuple[Baseline, list[str]]:
+) -> tuple[dict[str, dict[str, int]], list[str]]:
     """Compute the baseline that ``baseline --update`` records, with notes for the user.
 
     Refuses (``BaselineRefused``, exit 1) when the run failed or was
@@ -32,7 +31,7 @@ def update_baseline(
     dropped; with filters they are kept, since the run did not see the whole tier.
     """
     _refuse_failing_state(results)
-    new: Baseline = {name: dict(counts) for name, counts in (old or {}).items()}
+    new: dict[str, dict[str, int]] = {name: dict(counts) for name, counts in (old or {}).items()}
     notes: list[str] = []
     for result in sorted(results.evals, key=lambda r: r.name):
         if result.status is Status.PASSED:

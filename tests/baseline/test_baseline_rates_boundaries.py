@@ -7,7 +7,8 @@ import pickle
 
 import pytest
 
-from evalrun.baseline.rates import RatedCount, counts_of, diff_rates, parse_rate_entry
+from evalrun.baseline.rates import RatedCount, counts_of, diff_rates
+from evalrun.baseline.read import parse_rate_entry
 from evalrun.errors import BaselineError
 from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, Status
 from evalrun.stats import fisher_greater, fisher_less, sign_test_worse

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import eval_entry, json_scorer
-from evalrun.baseline import _read_whole_written_form, _read_written_form, load_baseline, write_baseline
+from evalrun.baseline import load_baseline, write_baseline
+from evalrun.baseline.format import read_whole_written_form, read_written_form
 from evalrun.baseline.settings import GateSettings
 
 # --- the written form, read fast and by tomllib alike --------------------------------
@@ -71,8 +72,8 @@ def test_settings_written_are_toml_and_the_fast_readers_read_them_as_tomllib_doe
     text = path.read_text(encoding="utf-8")
     expected = {**data, **({"/settings": {n: _as_toml_table(s) for n, s in recorded.items()}} if recorded else {})}
     assert tomllib.loads(text) == expected
-    assert _read_written_form(text) == expected  # the fast readers take it, no fallback
-    assert _read_whole_written_form(text) == expected
+    assert read_written_form(text) == expected  # the fast readers take it, no fallback
+    assert read_whole_written_form(text) == expected
     loaded = load_baseline(path)
     assert loaded == data
     assert loaded.settings == (recorded or None)
@@ -103,7 +104,7 @@ line_parts = st.lists(
 @given(line_parts, st.text(max_size=5))
 def test_the_fast_readers_never_accept_a_settings_table_tomllib_reads_differently(lines, tail) -> None:
     text = "\n".join(lines) + tail
-    for reader in (_read_written_form, _read_whole_written_form):
+    for reader in (read_written_form, read_whole_written_form):
         fast = reader(text)
         if fast is None:
             continue  # tomllib decides

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalrun.baseline import (
-    _read_whole_written_form, _read_written_form, compare_to_baseline, load_baseline, write_baseline,
-)
+from evalrun.baseline import compare_to_baseline, load_baseline, write_baseline
+from evalrun.baseline.format import read_whole_written_form, read_written_form
 from evalrun.baseline.judges import updated_judges
 from evalrun.baseline.rates import RatedCount
 from evalrun.errors import BaselineError
@@ -36,7 +35,7 @@ def test_judges_written_read_back_the_same_by_every_reader(tmp_path_factory, dat
     text = path.read_text(encoding="utf-8")
     as_toml = tomllib.loads(text)
     assert {k: tuple(v) for k, v in as_toml.pop("/judges").items()} == judges and as_toml == data
-    for fast in (_read_whole_written_form(text), _read_written_form(text)):
+    for fast in (read_whole_written_form(text), read_written_form(text)):
         assert fast is not None  # the fast readers take it: no fallback
         assert {k: tuple(v) for k, v in fast.pop("/judges").items()} == judges and fast == data
     loaded = load_baseline(path)
