@@ -7,7 +7,7 @@ import tomllib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import Project, an_eval, eval_entry, manifest
+from harness import Project, an_eval, eval_entry, manifest, replayed_pair
 from harness.manifest_builder import toml_string, toml_text
 
 keys = st.text(max_size=8)  # any string: bare where it may be, quoted and escaped where not
@@ -66,3 +66,13 @@ def test_eval_entry_keeps_its_text() -> None:
         '[[evals]]\nname = "a"\ntier = "t1"\ndir = "evals/a"\nrun = ["python", "score.py"]\nmodel = true\n')
     assert eval_entry("café", run='["./x.sh", "a\\"b"]', tier="t3") == (
         '[[evals]]\nname = "café"\ntier = "t3"\ndir = "evals/café"\nrun = ["./x.sh", "a\\"b"]\n\n')
+
+
+def test_a_replayed_pair_is_the_t2_eval_and_its_t3_twin_recording_for_it() -> None:
+    built = manifest(*replayed_pair("chat", dir="e", timeout=60, files={"score.py": ""}))
+    assert tomllib.loads(built.text)["evals"] == [
+        {"name": "chat", "tier": "t2", "dir": "e", "run": ["python", "score.py"], "model": True, "timeout": 60},
+        {"name": "chat-live", "tier": "t3", "dir": "e", "run": ["python", "score.py"], "model": True,
+         "fixtures_for": "chat", "timeout": 60},
+    ]
+    assert built.files == {"e/score.py": ""}

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from harness import an_eval, manifest
+from harness import an_eval, manifest, replayed_pair
 from harness.fakes_upstream import FakeUpstream
 
 KEY = "sk-test-anchors-" + os.urandom(8).hex()
@@ -41,11 +41,8 @@ def anchors_manifest(upstream: str, min_kappa: float = 0.5, judge: str = "gpt-4o
     anchors_run = ["python", "-m", "evalrun.scorer.anchors", "anchors.jsonl"]
     floors = {"min_kappa": min_kappa}
     return manifest(
-        an_eval("judge-anchors", anchors_run, tier="t2", dir="evals/anchors", model=True, anchors=floors),
-        an_eval("judge-anchors-live", anchors_run, tier="t3", dir="evals/anchors", model=True, anchors=floors,
-                fixtures_for="judge-anchors"),
-        an_eval("judged", tier="t2", dir="evals/judged", model=True),
-        an_eval("judged-live", tier="t3", dir="evals/judged", model=True, fixtures_for="judged"),
+        *replayed_pair("judge-anchors", anchors_run, dir="evals/anchors", anchors=floors),
+        *replayed_pair("judged"),
         tiers={"t2": {}, "t3": {}},
         models={"upstream": upstream, "judge": judge, "strict_replay": True},
     ).text

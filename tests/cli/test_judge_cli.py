@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from harness import SCORERS, an_eval, manifest
+from harness import SCORERS, an_eval, manifest, replayed_pair
 from harness.fakes_upstream import OPENAI_MODEL, FakeUpstream
 
 KEY = "sk-test-judge-" + os.urandom(8).hex()
@@ -29,8 +29,7 @@ def judged_manifest(upstream: str, prices: dict | None = None, t3_budget: dict |
     full = ["python", "score.py", "full"]
     return manifest(
         an_eval("judged-static", ["python", "score.py", "judge-only"], dir="evals/j"),
-        an_eval("judged", full, tier="t2", dir="evals/j", model=True),
-        an_eval("judged-live", full, tier="t3", dir="evals/j", model=True, fixtures_for="judged"),
+        *replayed_pair("judged", full, dir="evals/j"),
         tiers={"t1": {}, "t2": {}, "t3": {"budget": t3_budget} if t3_budget else {}},
         models={"upstream": upstream, "judge": "gpt-4o-mini", "strict_replay": True, **({"prices": prices} if prices else {})},
     ).text

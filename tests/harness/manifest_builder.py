@@ -7,6 +7,8 @@ eval's files}``). ``an_eval`` fills what nearly every eval of the suite says ali
 ``tier = "t1"``, ``dir = "evals/NAME"``, ``run = ["python", "score.py"]``; every other
 keyword is the eval's key of that name, written as given. ``files={"score.py": ...}``
 puts files in the eval's folder (dedented as ``Project.write`` does).
+``replayed_pair("a")`` is eval ``a`` in t2 and its twin ``a-live`` in t3 that
+records for it (``model = true``, ``fixtures_for = "a"``).
 
 ``toml_text(values)`` renders any table of TOML values (str, bool, int, float, list,
 dict): nested tables as ``[a.b]``, lists of tables as ``[[a]]``, every string as one
@@ -118,6 +120,17 @@ def an_eval(
     folder = f"evals/{name}" if dir is None else dir
     table = {"name": name, "tier": tier, "dir": folder, "run": list(run), **keys}
     return EvalBlock(table, {f"{folder}/{rel}": content for rel, content in (files or {}).items()})
+
+
+def replayed_pair(
+    name: str, run: Sequence[str] = ("python", "score.py"), *, dir: str | None = None,  # noqa: A002
+    files: Mapping[str, str | bytes] | None = None, **keys: Any,
+) -> tuple[EvalBlock, EvalBlock]:
+    """``name`` in t2 replaying what its twin ``NAME-live`` records in t3 (``fixtures_for``): both
+    ``model = true``, one folder, the same ``keys``."""
+    folder = f"evals/{name}" if dir is None else dir
+    return (an_eval(name, run, tier="t2", dir=folder, files=files, model=True, **keys),
+            an_eval(f"{name}-live", run, tier="t3", dir=folder, model=True, fixtures_for=name, **keys))
 
 
 @dataclass(frozen=True)

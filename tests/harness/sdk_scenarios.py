@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.manifest_builder import EvalBlock, an_eval
+from harness.manifest_builder import EvalBlock, an_eval, replayed_pair
 from harness.manifest_builder import manifest as build_manifest
 from harness.paths import SCORERS
 
@@ -34,10 +34,7 @@ def manifest(upstream: str | dict[str, str], scenarios: tuple[str, ...] = SCENAR
 
     Each scenario is a t2 eval and its ``-live`` t3 twin; ``more`` are evals added after them.
     """
-    evals = []
-    for name in scenarios:
-        evals.append(sdk_eval(name, timeout=120))
-        evals.append(sdk_eval(name, "t3", f"{name}-live", timeout=120, fixtures_for=name))
+    evals = [e for name in scenarios for e in replayed_pair(name, ["python", "score.py", name], dir="evals/sdk", timeout=120)]
     # An eval of another name sharing the folder, recording for itself: its fixtures are not the others'.
     evals.append(sdk_eval(loner, "t3", f"{loner}-live"))
     return build_manifest(*evals, *more, tiers={"t2": {}, "t3": {}},
