@@ -13,18 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import REPO, an_eval, default_sigint, manifest
+from harness import an_eval, default_sigint, manifest
+from harness.stub_projects import FLAKY, flaky_coin
 from harness.junit_schema import published_junit_schema
 
-STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
 
 
 def flaky_project(project, keys: dict | None = None, tier_keys: dict | None = None):
     """The flaky coin of the own gate-bites as eval "coin"; ``keys`` its keys (default: repeat 10, floor 0.8)."""
     keys = {"repeat": 10, "min_pass_rate": 0.8} if keys is None else keys
-    return project(manifest(
-        an_eval("coin", ["python", "flaky.py"], files={"flaky.py": STUB}, **keys), tiers={"t1": tier_keys or {}},
-    ).project())
+    return project(flaky_coin(tier_keys, **keys).project())
 
 
 def fails(*repeats: int) -> dict[str, str]:
@@ -248,7 +246,7 @@ def test_shards_keep_an_evals_repeats_together_and_merge_judges_rates(project) -
     proj = project(manifest(*(
         an_eval(n, ["python", "flaky.py"], dir="evals/coin", repeat=10, min_pass_rate=0.3, env={"FLAKY_FAIL": fail})
         for n, fail in (("a", ""), ("b", "0,1,2,3,4,5,6"))
-    ), tiers={"t1": {}}).project({"evals/coin/flaky.py": STUB}))
+    ), tiers={"t1": {}}).project({"evals/coin/flaky.py": FLAKY}))
     proj.write({"baselines/t1.toml": "".join(
         f'[{n}]\n"answer is right" = {{ assertions = 2, passes = 10, runs = 10 }}\n' for n in ("a", "b"))})
     shards = []

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import tomllib
 
-from harness import REPO, an_eval, manifest
-
-STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
+from harness.stub_projects import flaky_coin
 
 
 def coin(project, **keys: object):
     """The flaky coin of the own gate-bites as eval "coin"; ``keys`` its keys (default: floor 0.6)."""
-    keys = keys or {"min_pass_rate": 0.6}
-    return project(manifest(an_eval("coin", ["python", "flaky.py"], files={"flaky.py": STUB}, **keys),
-                            tiers={"t1": {}}).project())
+    return project(flaky_coin(**(keys or {"min_pass_rate": 0.6})).project())
 
 
 def test_baseline_update_takes_repeat_and_a_plain_run_then_repeats_as_recorded(project) -> None:
