@@ -8,7 +8,8 @@ from a submodule, never from another test module:
 
 - :mod:`harness.paths`: the checkout, tests/ and its stub programs and assets;
 - :mod:`harness.project`: ``Project`` (write files, ``.run(...)`` the real evalrun), scorer snippets;
-- :mod:`harness.manifest_builder`: ``manifest(an_eval(...), tiers=...)``, ``replayed_pair``, a manifest.toml and its evals' files from Python values;
+- :mod:`harness.manifest_builder`: ``manifest(an_eval(...), tiers=...)`` and ``replayed_pair``: a manifest.toml
+  and its evals' files from Python values;
 - :mod:`harness.leaks`: which processes this one started (the leak gate);
 - :mod:`harness.processes`, :mod:`harness.waiting`: Ctrl-C, a user with no home, bounded waits;
 - fake servers and upstreams (:mod:`harness.servers`, :mod:`harness.fakes_upstream`),
@@ -25,6 +26,6 @@ from harness.waiting import finishes, wait_until
 
 __all__ = [
     "ASSETS", "HARNESS_PYTHONPATH", "PRODUCERS", "REPO", "SCORERS", "STUBS", "TESTS", "Project", "RunOutcome", "STRANGER",
-    "an_eval", "as_a_user_with_no_home", "default_sigint", "eval_entry", "manifest", "replayed_pair", "finishes", "json_scorer", "needs_root", "wait_until",
-    "warm_evalrun",
+    "an_eval", "as_a_user_with_no_home", "default_sigint", "eval_entry", "finishes", "json_scorer", "manifest", "needs_root",
+    "replayed_pair", "wait_until", "warm_evalrun",
 ]

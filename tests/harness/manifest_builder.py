@@ -13,7 +13,7 @@ records for it (``model = true``, ``fixtures_for = "a"``).
 ``toml_text(values)`` renders any table of TOML values (str, bool, int, float, list,
 dict): nested tables as ``[a.b]``, lists of tables as ``[[a]]``, every string as one
 escaped basic string on one line, so ``tomllib.loads(toml_text(v)) == v`` for every
-string (tests/harness/test_manifest_builder.py holds it to that) and the dedent of
+string (tests/test_manifest_builder.py holds it to that) and the dedent of
 ``Project.write`` cannot change a value.
 """
 
