@@ -7,13 +7,13 @@ from pathlib import Path
 from evalrun.calibration import calibrate
 from evalrun.manifest import load_manifest
 from evalrun.results import CheckResult, EvalResult, RunResults, Status
+from harness import an_eval, manifest
 
 
 def _run(tmp_path: Path, both_pass: int) -> RunResults:
     (tmp_path / "a").mkdir()
-    (tmp_path / "manifest.toml").write_text(
-        '[[evals]]\nname = "anchors"\ntier = "t1"\ndir = "a"\nrun = ["true"]\nanchors = { min_kappa = 0.5 }\n')
-    manifest = load_manifest(tmp_path / "manifest.toml")
+    (tmp_path / "manifest.toml").write_text(manifest(an_eval("anchors", ["true"], dir="a", anchors={"min_kappa": 0.5})).text)
+    loaded = load_manifest(tmp_path / "manifest.toml")
     metrics = {"anchors.both_pass": both_pass, "anchors.only_people": 1, "anchors.only_judge": 1,
                "anchors.both_fail": 3, "anchors.judge": "gpt-x#1"}
     result = EvalResult(name="anchors", tier="t1", dir="a", status=Status.PASSED, metrics=metrics,
@@ -22,7 +22,7 @@ def _run(tmp_path: Path, both_pass: int) -> RunResults:
                         checks=[CheckResult(name="truthful", assertions=1, passed=True, judge="gpt-x#1")])
     results = RunResults(evalrun_version="t", tier="t1", manifest="manifest.toml", started_at="2026-12-04T00:00:00+00:00",
                          evals=[result, judged])
-    return calibrate(results, manifest)
+    return calibrate(results, loaded)
 
 
 def test_an_anchors_count_past_any_file_fails_that_eval_and_the_run_goes_on(tmp_path: Path) -> None:

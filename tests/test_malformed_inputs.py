@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import finishes
+from harness import an_eval, finishes, manifest
 
 from evalrun.baseline import load_baseline
 from evalrun.errors import EvalrunError
@@ -24,7 +24,7 @@ from evalrun.files import FileReadError, read_bounded
 from evalrun.manifest import MANIFEST_LIMIT, load_manifest
 from evalrun.results import load_results
 
-EVAL = '[[evals]]\nname = "a"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n'
+EVAL = manifest(an_eval("a", dir="e")).text  # the malformed keys are appended to it as text
 SCORER = "from evalrun import scorer\nwith scorer.check('ok') as c:\n    c.true(True)\n"
 DEEP = 100_000
 HUGE = "9" * 5000

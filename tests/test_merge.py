@@ -22,7 +22,7 @@ from evalrun.run.pipeline import judge
 from evalrun.plan import make_plan
 from evalrun.results import EvalResult, RunResults, Status, load_results, write_results
 from evalrun.selection.shards import Shard, select_shard
-from harness import warm_evalrun
+from harness import an_eval, manifest, warm_evalrun
 from harness.git import write
 
 NAMES = ["alpha", "beta", "gamma", "delta", "eps"]
@@ -36,13 +36,10 @@ def _scorer(assertions: int) -> str:
 @pytest.fixture
 def suite(tmp_path: Path) -> Path:
     """Five passing t1 evals, one t2 eval, and a t1 baseline in which gamma asserted more."""
-    manifest = "".join(
-        f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "evals/{n}"\nrun = ["python", "score.py"]\ntags = ["{t}"]\n\n'
-        for n, t in zip(NAMES, ["x", "y", "x", "y", "x"])
-    ) + '[[evals]]\nname = "other"\ntier = "t2"\ndir = "evals/other"\nrun = ["python", "score.py"]\n'
+    tagged = (an_eval(n, tags=[t], files={"score.py": _scorer(1)}) for n, t in zip(NAMES, ["x", "y", "x", "y", "x"]))
     baseline = "".join(f'[{n}]\nworks = {3 if n == "gamma" else 1}\n\n' for n in NAMES)
-    write(tmp_path, {"manifest.toml": manifest, "baselines/t1.toml": baseline,
-                     **{f"evals/{n}/score.py": _scorer(1) for n in [*NAMES, "other"]}})
+    write(tmp_path, manifest(*tagged, an_eval("other", tier="t2", files={"score.py": _scorer(1)})).project(
+        {"baselines/t1.toml": baseline}))
     return tmp_path
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tomllib
 
-from harness import REPO
+from harness import REPO, an_eval, manifest
 from harness.simulation import simulated_env
 from packaging.specifiers import SpecifierSet
 
@@ -30,7 +30,7 @@ def test_the_simulation_is_what_each_platform_looks_like(tmp_path) -> None:
 
 
 def test_windows_is_refused_at_start_with_one_line_and_exit_2(tmp_path) -> None:
-    (tmp_path / "manifest.toml").write_text('[[evals]]\nname = "a"\ntier = "t1"\ndir = "."\nrun = ["true"]\n')
+    (tmp_path / "manifest.toml").write_text(manifest(an_eval("a", ["true"], dir=".")).text)
     for args in (["t1"], ["check"], ["history"]):
         proc = subprocess.run([sys.executable, "-m", "evalrun", *args], cwd=tmp_path, capture_output=True,
                               text=True, env=simulated_env("windows", {}), timeout=60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness import as_a_user_with_no_home, finishes, needs_root
+from harness import an_eval, as_a_user_with_no_home, finishes, manifest, needs_root
 from harness.git import write
 
 from evalrun.manifest import load_manifest
@@ -14,9 +14,8 @@ from evalrun.absolute_paths import MAX_BYTES, find_absolute_paths, scan_absolute
 FIX = "use a path relative to the eval's folder or $EVALRUN_WORKDIR"
 
 
-def _suite(root: Path, files: dict[str, str], run: str = '["python", "score.py"]') -> Path:
-    manifest = f'[[evals]]\nname = "x"\ntier = "t1"\ndir = "evals/x"\nrun = {run}\n'
-    write(root, {"manifest.toml": manifest, "evals/x/score.py": "print('hello')\n", **files})
+def _suite(root: Path, files: dict[str, str], run: tuple[str, ...] = ("python", "score.py")) -> Path:
+    write(root, manifest(an_eval("x", run)).project({"evals/x/score.py": "print('hello')\n", **files}))
     return root / "manifest.toml"
 
 
@@ -64,7 +63,7 @@ def test_relative_and_system_paths_are_ignored(tmp_path: Path) -> None:
 
 
 def test_the_manifest_itself_is_scanned(tmp_path: Path) -> None:
-    path = _suite(tmp_path, {}, run='["/root/venv/bin/python", "score.py"]')
+    path = _suite(tmp_path, {}, run=("/root/venv/bin/python", "score.py"))
     assert find_absolute_paths(load_manifest(path), home=Path("/root")) == [
         f"manifest.toml:5: absolute path /root/venv/bin/python; {FIX}"
     ]
@@ -99,10 +98,8 @@ def test_a_home_of_slash_does_not_flag_every_absolute_path(tmp_path: Path) -> No
 
 
 def test_an_eval_folder_shared_by_two_evals_is_scanned_once(tmp_path: Path) -> None:
-    manifest = ''.join(
-        f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "evals/x"\nrun = ["python", "score.py"]\n\n' for n in "ab"
-    )
-    write(tmp_path, {"manifest.toml": manifest, "evals/x/score.py": 'open("/root/one")\n'})
+    write(tmp_path, manifest(an_eval("a", dir="evals/x"), an_eval("b", dir="evals/x")).project(
+        {"evals/x/score.py": 'open("/root/one")\n'}))
     assert len(find_absolute_paths(load_manifest(tmp_path / "manifest.toml"), home=Path("/root"))) == 1
 
 

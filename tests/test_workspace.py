@@ -9,9 +9,10 @@ import pytest
 
 from evalrun.errors import OutputError
 from evalrun.workspace import FOLDER, HISTORY_FILE, Workspace, check_writable
+from harness import an_eval, manifest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "evalrun"
-MANIFEST = '[tiers.t1]\ndescription = "static"\n[[evals]]\nname = "a"\ntier = "t1"\ndir = "evals/a"\nrun = ["python", "score.py"]\n'
+MANIFEST = manifest(an_eval("a"), tiers={"t1": {"description": "static"}}).text
 PASSING = (
     "import json, os\n"
     "json.dump({'checks': [{'name': 'ok', 'assertions': 1, 'passed': True}]}, open(os.environ['EVALRUN_REPORT'], 'w'))\n"

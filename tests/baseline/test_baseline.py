@@ -25,7 +25,7 @@ from evalrun.manifest import load_manifest
 from evalrun.reports_out.baseline_text import format_comparison
 from evalrun.results import CheckResult, EvalResult, RunResults, Status
 
-from harness import TESTS
+from harness import TESTS, an_eval, manifest
 
 ASSETS = TESTS / "assets" / "baseline"
 UPDATE = "evalrun baseline --update t1"
@@ -76,12 +76,8 @@ def _kinds(changes) -> list[tuple[str, str | None, str]]:
 def test_baseline_path_is_under_the_manifests_baseline_dir(tmp_path: Path) -> None:
     (tmp_path / "evals" / "a").mkdir(parents=True)
     manifest_file = tmp_path / "manifest.toml"
-    manifest_file.write_text(
-        '[baseline]\ndir = "gates/base"\n[tiers.t1]\n'
-        '[[evals]]\nname = "a"\ntier = "t1"\ndir = "evals/a"\nrun = ["true"]\n'
-    )
-    manifest = load_manifest(manifest_file)
-    assert baseline_path(manifest, "t1") == tmp_path.resolve() / "gates" / "base" / "t1.toml"
+    manifest_file.write_text(manifest(an_eval("a", ["true"]), baseline={"dir": "gates/base"}, tiers={"t1": {}}).text)
+    assert baseline_path(load_manifest(manifest_file), "t1") == tmp_path.resolve() / "gates" / "base" / "t1.toml"
 
 
 def test_baseline_path_defaults_to_baselines_folder(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from evalrun.baseline import Baseline, compare_tier, compare_to_baseline, failed
 from evalrun.baseline.settings import GateSettings
 from evalrun.manifest import load_manifest
 from evalrun.results import CheckResult, EvalResult, RunResults, Status
+from harness import an_eval, manifest
 
 PATH = Path("baselines/t1.toml")
 UPDATE = "evalrun baseline --update t1"
@@ -223,17 +224,15 @@ def test_compare_tier_reads_the_tier_its_moves_and_the_manifests_strict(tmp_path
     for name in ("a", "b"):
         (tmp_path / "evals" / name).mkdir(parents=True)
     manifest_file = tmp_path / "manifest.toml"
-    manifest_file.write_text(
-        '[baseline]\nstrict = true\n[tiers.t1]\n[tiers.t2]\n'
-        '[[evals]]\nname = "a"\ntier = "t1"\ndir = "evals/a"\nrun = ["true"]\n'
-        '[[evals]]\nname = "b"\ntier = "t2"\ndir = "evals/b"\nrun = ["true"]\n'
-    )
-    manifest = load_manifest(manifest_file)
+    manifest_file.write_text(manifest(
+        an_eval("a", ["true"]), an_eval("b", ["true"], tier="t2"), baseline={"strict": True}, tiers={"t1": {}, "t2": {}},
+    ).text)
+    loaded = load_manifest(manifest_file)
     baseline = Baseline({"a": {"x": 1}, "b": {"x": 1}})
-    result = compare_tier(manifest, _run(_eval("a", x=2)), baseline, strict=False, update_command=UPDATE)
+    result = compare_tier(loaded, _run(_eval("a", x=2)), baseline, strict=False, update_command=UPDATE)
     assert result.path.endswith("t1.toml") and result.strict is True
     assert [(c.eval, c.kind) for c in result.regressions] == [("a", "stronger"), ("b", "moved-looser")]
-    lenient = manifest.model_copy(update={"baseline": manifest.baseline.model_copy(update={"strict": False})})
+    lenient = loaded.model_copy(update={"baseline": loaded.baseline.model_copy(update={"strict": False})})
     loose = compare_tier(lenient, _run(_eval("a", x=2)), baseline, strict=False, update_command=UPDATE)
     assert loose.strict is False and [c.kind for c in loose.regressions] == ["moved-looser"]
     forced = compare_tier(lenient, _run(_eval("a", x=2)), baseline, strict=True, update_command=UPDATE)
@@ -257,8 +256,8 @@ def test_a_baseline_dir_moved_away_from_the_tiers_baseline_is_a_regression_that_
     (tmp_path / "baselines").mkdir()
     (tmp_path / "baselines" / "t1.toml").write_text('[a]\nx = 1\n"gone" = 3\n')
     manifest_file = tmp_path / "manifest.toml"
-    entry = '[tiers.t1]\n[[evals]]\nname = "a"\ntier = "t1"\ndir = "evals/a"\nrun = ["true"]\n'
-    manifest_file.write_text('[baseline]\ndir = "gate/empty"\n' + entry)
+    moved_away = manifest(an_eval("a", ["true"]), baseline={"dir": "gate/empty"}, tiers={"t1": {}}).text
+    manifest_file.write_text(moved_away)
     moved = compare_tier(load_manifest(manifest_file), _run(_eval("a", x=1)), None, strict=False, update_command=UPDATE)
     assert [c.kind for c in moved.regressions] == ["baseline-elsewhere"]
     lines = format_comparison(moved, [])
@@ -267,10 +266,10 @@ def test_a_baseline_dir_moved_away_from_the_tiers_baseline_is_a_regression_that_
                         "gate/empty/t1.toml (or set dir back)")
     assert not any(line.startswith("no baseline at") for line in lines)
     # The default folder itself, or a moved dir that holds the tier's baseline, or nothing to move away from: as before.
-    manifest_file.write_text(entry)
+    manifest_file.write_text(manifest(an_eval("a", ["true"]), tiers={"t1": {}}).text)
     assert compare_tier(load_manifest(manifest_file), _run(_eval("a", x=1)), None, strict=False,
                         update_command=UPDATE).regressions == []
     (tmp_path / "baselines" / "t1.toml").unlink()
-    manifest_file.write_text('[baseline]\ndir = "gate/empty"\n' + entry)
+    manifest_file.write_text(moved_away)
     assert compare_tier(load_manifest(manifest_file), _run(_eval("a", x=1)), None, strict=False,
                         update_command=UPDATE).regressions == []

@@ -121,6 +121,7 @@ def test_update_records_the_judges_of_the_evals_that_passed_and_keeps_the_rest()
 
 import os  # noqa: E402
 
+from harness import manifest, replayed_pair  # noqa: E402
 from harness.fakes_upstream import FakeUpstream  # noqa: E402
 
 SCORER = '''
@@ -134,12 +135,8 @@ with scorer.check("plain") as c:
 
 
 def _manifest(upstream: str, judge: str) -> str:
-    return (
-        f'[tiers.t2]\n[tiers.t3]\n[models]\nupstream = "{upstream}"\njudge = "{judge}"\nstrict_replay = true\n\n'
-        '[[evals]]\nname = "graded"\ntier = "t2"\ndir = "e"\nrun = ["python", "s.py"]\nmodel = true\n\n'
-        '[[evals]]\nname = "graded-live"\ntier = "t3"\ndir = "e"\nrun = ["python", "s.py"]\nmodel = true\n'
-        'fixtures_for = "graded"\n'
-    )
+    return manifest(*replayed_pair("graded", ["python", "s.py"], dir="e"), tiers={"t2": {}, "t3": {}},
+                    models={"upstream": upstream, "judge": judge, "strict_replay": True}).text
 
 
 def test_a_judge_swap_between_two_recorded_runs_is_reported_not_compared(project) -> None:

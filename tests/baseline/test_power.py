@@ -31,7 +31,7 @@ from evalrun.stats import (
 )
 from evalrun.verdict import decide_exit_code
 
-from harness import REPO
+from harness.stub_projects import flaky_coin
 
 
 def scipy_stats():
@@ -41,7 +41,6 @@ def scipy_stats():
 
 SCIPY = pytest.mark.xdist_group("scipy")
 
-STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
 
 
 # --- the statistics against scipy and textbooks ------------------------------------------
@@ -256,14 +255,8 @@ def test_mixed_moves_are_no_paired_regression() -> None:
 # --- end to end ------------------------------------------------------------------------------
 
 
-def _coin(project, tier_keys: str = ""):
-    return project(
-        {
-            "manifest.toml": f'[tiers.t1]\n{tier_keys}\n[[evals]]\nname = "coin"\ntier = "t1"\ndir = "evals/coin"\n'
-            'run = ["python", "flaky.py"]\nrepeat = 10\nmin_pass_rate = 0.3\n',
-            "evals/coin/flaky.py": STUB,
-        }
-    )
+def _coin(project):
+    return project(flaky_coin(repeat=10, min_pass_rate=0.3).project())
 
 
 def test_too_little_data_is_said_in_the_summary_results_and_markdown_and_can_fail(project) -> None:

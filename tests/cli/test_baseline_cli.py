@@ -6,7 +6,7 @@ import json
 import shutil
 
 from harness import SCORERS
-from harness import eval_entry, json_scorer
+from harness import an_eval, json_scorer, manifest
 from harness.stub_projects import stub_project
 
 
@@ -15,9 +15,7 @@ def _scorer(checks: dict[str, int]) -> str:
 
 
 def _gate_project(project, evals: dict[str, dict[str, int]], tier: str = "t1"):
-    files = {"manifest.toml": "".join(eval_entry(n, tier=tier) for n in evals)}
-    files.update({f"evals/{n}/score.py": _scorer(c) for n, c in evals.items()})
-    return project(files)
+    return project(manifest(*(an_eval(n, tier=tier, files={"score.py": _scorer(c)}) for n, c in evals.items())).project())
 
 
 def _set(proj, name: str, checks: dict[str, int]) -> None:
@@ -54,8 +52,7 @@ def test_vanished_and_weakened_checks_exit_3_with_one_line_each(project) -> None
 def test_vanished_eval_exits_3(project) -> None:
     proj = _gate_project(project, {"a": {"x": 1}, "b": {"y": 1}})
     assert proj.run("baseline", "--update", "t1").code == 0
-    manifest = proj.root / "manifest.toml"
-    manifest.write_text(manifest.read_text().split("\n\n[[evals]]")[0] + "\n")
+    (proj.root / "manifest.toml").write_text(manifest(an_eval("a")).text)  # b is gone
     r = proj.run("t1")
     assert r.code == 3, r.output
     assert "b: eval vanished from the manifest" in r.out
@@ -69,8 +66,7 @@ def test_stale_baseline_passes_with_a_note_and_strict_makes_it_a_regression(proj
     assert r.code == 0, r.output
     assert "baseline is stale" in r.out and "evalrun baseline --update t1" in r.out
     assert proj.run("t1", "--strict-baseline").code == 3
-    manifest = proj.root / "manifest.toml"
-    manifest.write_text("[baseline]\nstrict = true\n\n" + manifest.read_text())
+    (proj.root / "manifest.toml").write_text(manifest(an_eval("a"), baseline={"strict": True}).text)
     assert proj.run("t1").code == 3
 
 
@@ -184,13 +180,13 @@ def test_each_eval_not_compared_says_why_in_one_line(project) -> None:
 
 
 def test_update_all_writes_every_tier_and_an_unfiltered_update_drops_departed_evals(project) -> None:
-    manifest = "".join(eval_entry(n, tier=t) for n, t in (("a", "t1"), ("b", "t2"), ("gone", "t1")))
-    proj = project({"manifest.toml": manifest, **{f"evals/{n}/score.py": _scorer({"c": 1}) for n in ("a", "b", "gone")}})
+    evals = {"a": an_eval("a"), "b": an_eval("b", tier="t2"), "gone": an_eval("gone")}
+    proj = project({"manifest.toml": manifest(*evals.values()).text,
+                    **{f"evals/{n}/score.py": _scorer({"c": 1}) for n in evals}})
     r = proj.run("baseline", "--all")
     assert r.code == 0, r.output
     assert (proj.root / "baselines" / "t1.toml").exists() and (proj.root / "baselines" / "t2.toml").exists()
-    text = (proj.root / "manifest.toml").read_text()
-    (proj.root / "manifest.toml").write_text(text.split('[[evals]]\nname = "gone"')[0])
+    (proj.root / "manifest.toml").write_text(manifest(evals["a"], evals["b"]).text)
     r = proj.run("baseline", "--update", "t1", "--eval", "a")
     assert r.code == 0, r.output
     assert "[gone]" in (proj.root / "baselines" / "t1.toml").read_text()  # a filtered update keeps it
@@ -201,13 +197,11 @@ def test_update_all_writes_every_tier_and_an_unfiltered_update_drops_departed_ev
 
 
 def _service_down(proj) -> None:
-    """Give eval a a service that exits before it is ready: a fails before its scorer starts."""
-    manifest = proj.root / "manifest.toml"
-    text = manifest.read_text().replace('name = "a"\n', 'name = "a"\nservices = ["api"]\n', 1)
-    manifest.write_text(
-        '[services.api]\nrun = ["python", "-c", "raise SystemExit(3)"]\nready = "tcp:127.0.0.1:1"\n'
-        "ready_timeout = 5\n\n" + text
-    )
+    """Give t2 eval a a service that exits before it is ready (a fails before its scorer starts); b stays."""
+    (proj.root / "manifest.toml").write_text(manifest(
+        an_eval("a", tier="t2", services=["api"]), an_eval("b", tier="t2"),
+        services={"api": {"run": ["python", "-c", "raise SystemExit(3)"], "ready": "tcp:127.0.0.1:1", "ready_timeout": 5}},
+    ).text)
 
 
 def test_a_service_that_did_not_start_leaves_the_eval_not_compared_and_fails_the_run(project) -> None:

@@ -14,9 +14,11 @@ import json
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
-from harness import Project
+from harness import Project, an_eval, manifest
+from harness.manifest_builder import EvalBlock
 
 SCORER = """
 import json, os, sys
@@ -48,21 +50,26 @@ diff --git a/evals/guard/product.txt b/evals/guard/product.txt
 STALE_PATCH = PATCH.replace("-safe", "-something else")
 
 
-def _eval(name: str, bites: str) -> str:
-    return f'[[evals]]\nname = "{name}"\ntier = "t1"\ndir = "evals/guard"\nrun = ["python", "score.py"]\n{bites}\n'
+def _eval(name: str, *bites: dict[str, Any]) -> EvalBlock:
+    return an_eval(name, dir="evals/guard", bites=list(bites))
 
 
-MANIFEST = (
-    _eval("replaced", '[[evals.bites]]\nname = "leaky-file"\nreplace = { "product.txt" = "leaky.txt" }\nfails = ["the product is safe"]\n')
-    + _eval("by-env", '[[evals.bites]]\nname = "leaky-env"\nenv = { PRODUCT_FILE = "leaky.txt" }\nfails = ["the product is safe"]\n')
-    + _eval("patched", '[[evals.bites]]\nname = "leaky-patch"\npatch = "bites/leaky.patch"\nfails = ["the product is safe"]\n')
-    + _eval("toothless", '[[evals.bites]]\nname = "leaky-file"\nreplace = { "product.txt" = "leaky.txt" }\nfails = ["toothless"]\n')
-    + _eval("stale", '[[evals.bites]]\nname = "stale-patch"\npatch = "bites/stale.patch"\nfails = ["the product is safe"]\n')
-    + _eval("crash", '[[evals.bites]]\nname = "crash"\nenv = { GUARD_CRASH = "1" }\nfails = ["the product is safe"]\n')
-    + _eval("malformed", '[[evals.bites]]\nname = "bad-file"\nreplace = { "product.txt" = "malformed.txt" }\nfails = ["the product is safe"]\n')
-    + _eval("same", '[[evals.bites]]\nname = "same-file"\nreplace = { "product.txt" = "same.txt" }\nfails = ["the product is safe"]\n')
-    + _eval("typo", '[[evals.bites]]\nname = "leaky-file"\nreplace = { "product.txt" = "leaky.txt" }\nfails = ["the product is saf"]\n')
-)
+def _bite(name: str, fails: tuple[str, ...] = ("the product is safe",), **keys: Any) -> dict[str, Any]:
+    return {"name": name, **keys, "fails": list(fails)}
+
+
+LEAKY = {"product.txt": "leaky.txt"}
+MANIFEST = manifest(
+    _eval("replaced", _bite("leaky-file", replace=LEAKY)),
+    _eval("by-env", _bite("leaky-env", env={"PRODUCT_FILE": "leaky.txt"})),
+    _eval("patched", _bite("leaky-patch", patch="bites/leaky.patch")),
+    _eval("toothless", _bite("leaky-file", ("toothless",), replace=LEAKY)),
+    _eval("stale", _bite("stale-patch", patch="bites/stale.patch")),
+    _eval("crash", _bite("crash", env={"GUARD_CRASH": "1"})),
+    _eval("malformed", _bite("bad-file", replace={"product.txt": "malformed.txt"})),
+    _eval("same", _bite("same-file", replace={"product.txt": "same.txt"})),
+    _eval("typo", _bite("leaky-file", ("the product is saf",), replace=LEAKY)),
+).text
 
 
 def _git(root: Path, *args: str) -> str:
@@ -207,16 +214,16 @@ def test_an_uncommitted_bite_needs_worktree(repo) -> None:
 @pytest.mark.parametrize(
     ("bite", "says"),
     [
-        ('name = "b"\nfails = ["x"]\n', "breaks nothing"),
-        ('name = "b"\npatch = "nope.patch"\nfails = ["x"]\n', "'nope.patch' does not exist"),
-        ('name = "b"\nreplace = { "product.txt" = "../../../outside" }\nfails = ["x"]\n', "lies outside the manifest's folder"),
-        ('name = "b"\nenv = { X = "1" }\nfails = []\n', "fails: must not be empty"),
-        ('name = "b"\nreplace = { "fixtures" = "score.py" }\nfails = ["x"]\n', "'fixtures' is a folder; a bite replaces one file"),
-        ('name = "b"\nenv = { OPENAI_API_KEY = "x" }\nfails = ["x"]\n', "OPENAI_API_KEY is a model key variable"),
+        (_bite("b", ("x",)), "breaks nothing"),
+        (_bite("b", ("x",), patch="nope.patch"), "'nope.patch' does not exist"),
+        (_bite("b", ("x",), replace={"product.txt": "../../../outside"}), "lies outside the manifest's folder"),
+        (_bite("b", (), env={"X": "1"}), "fails: must not be empty"),
+        (_bite("b", ("x",), replace={"fixtures": "score.py"}), "'fixtures' is a folder; a bite replaces one file"),
+        (_bite("b", ("x",), env={"OPENAI_API_KEY": "x"}), "OPENAI_API_KEY is a model key variable"),
     ],
 )
-def test_a_bad_bite_is_one_line_exit_2(project, bite: str, says: str) -> None:
-    proj = project({"manifest.toml": _eval("g", "[[evals.bites]]\n" + bite), "evals/guard/score.py": SCORER,
+def test_a_bad_bite_is_one_line_exit_2(project, bite: dict[str, Any], says: str) -> None:
+    proj = project({"manifest.toml": manifest(_eval("g", bite)).text, "evals/guard/score.py": SCORER,
                     "evals/guard/fixtures/cases.json": "[]\n"})
     r = proj.run("bites", "t1")
     assert r.code == 2, r.output

@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from harness import an_eval, manifest
 from harness.stub_projects import git_repo, stub_project
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
@@ -59,8 +60,7 @@ def test_clean_checkout_catches_a_dependency_on_an_untracked_file(project) -> No
         "import json, os\nok = os.path.exists('data.csv')\n"
         "json.dump({'checks': [{'name': 'reads its data', 'assertions': 1, 'passed': ok}]}, open(os.environ['EVALRUN_REPORT'], 'w'))\n"
     )
-    proj = project({"manifest.toml": '[[evals]]\nname = "r"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n',
-                    "e/score.py": reader, ".gitignore": ".evalrun/\n"})
+    proj = project(manifest(an_eval("r", dir="e", files={"score.py": reader})).project({".gitignore": ".evalrun/\n"}))
     _git(proj.root, "init", "-q", "-b", "main")
     _git(proj.root, "add", "-A")
     _git(proj.root, "commit", "-qm", "first")
@@ -77,18 +77,16 @@ def test_clean_checkout_catches_a_dependency_on_an_untracked_file(project) -> No
 
 def test_check_warns_about_absolute_paths_of_this_machine(project) -> None:
     home = str(Path.home())
-    proj = project({"manifest.toml": '[[evals]]\nname = "x"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n',
-                    "e/score.py": f"DATA = '{home}/datasets/golden.csv'\n"})
+    proj = project(manifest(an_eval("x", dir="e", files={"score.py": f"DATA = '{home}/datasets/golden.csv'\n"})).project())
     r = proj.run("check")
     assert r.code == 0
     assert f"e/score.py:1: absolute path {home}/datasets/golden.csv" in r.out
 
 
 def test_check_skips_what_git_ignores(project) -> None:
-    proj = project({"manifest.toml": '[[evals]]\nname = "x"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n',
-                    ".gitignore": ".hypothesis/\n",
-                    "e/score.py": "DATA = '/home/alice/golden.csv'\n",
-                    "e/.hypothesis/examples/ab12": "/home/alice/cached\n"})
+    proj = project(manifest(an_eval("x", dir="e", files={
+        "score.py": "DATA = '/home/alice/golden.csv'\n", ".hypothesis/examples/ab12": "/home/alice/cached\n",
+    })).project({".gitignore": ".hypothesis/\n"}))
     subprocess.run(["git", "init", "-q"], cwd=proj.root, check=True)
     r = proj.run("check")
     assert r.code == 0, r.output

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import REPO, Project, default_sigint
+from harness import REPO, Project, an_eval, default_sigint, manifest
 from harness.stub_projects import gone, stub_project
 
 # -- the way each suite rots has its own verdict ------------------------------------
@@ -72,7 +72,7 @@ def test_crash_message_is_the_exception_line_not_a_frame(project) -> None:
 
 
 def test_program_not_found_is_a_failure_not_a_traceback(project) -> None:
-    proj = project({"manifest.toml": '[[evals]]\nname = "x"\ntier = "t1"\ndir = "e"\nrun = ["no-such-scorer-xyz"]\n'})
+    proj = project(manifest(an_eval("x", ["no-such-scorer-xyz"], dir="e")).project())
     (proj.root / "e").mkdir()
     r = proj.run("t1")
     assert r.code == 1
@@ -109,25 +109,11 @@ def test_scorer_environment_and_fresh_workdir(project) -> None:
 
 
 def test_shell_is_used_only_when_asked(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": """
-            [[evals]]
-            name = "sh"
-            tier = "t1"
-            dir = "e"
-            shell = true
-            run = ["echo '{\\"checks\\":[{\\"name\\":\\"c\\",\\"assertions\\":1,\\"passed\\":true}]}' > \\"$EVALRUN_REPORT\\""]
-
-            [[evals]]
-            name = "argv"
-            tier = "t1"
-            dir = "e"
-            run = ["echo", "$EVALRUN_REPORT", ">", "x"]
-            """,
-            "e/.keep": "",
-        }
-    )
+    report = json.dumps({"checks": [{"name": "c", "assertions": 1, "passed": True}]}, separators=(",", ":"))
+    proj = project(manifest(
+        an_eval("sh", [f"echo '{report}' > \"$EVALRUN_REPORT\""], dir="e", shell=True, files={".keep": ""}),
+        an_eval("argv", ["echo", "$EVALRUN_REPORT", ">", "x"], dir="e"),
+    ).project())
     r = proj.run("t1")
     assert proj.eval_result("sh")["status"] == "passed", r.output
     argv = proj.eval_result("argv")
@@ -168,7 +154,7 @@ def test_filters_by_eval_and_tag(project) -> None:
 
 
 def test_invalid_manifest_exits_2_with_one_line_and_no_traceback(project) -> None:
-    proj = project({"manifest.toml": '[[evals]]\nname = "x"\ntier = "t1"\ndir = "."\nrun = ["true"]\ntimeout = -1\n'})
+    proj = project(manifest(an_eval("x", ["true"], dir=".", timeout=-1)).project())
     r = proj.run("t1")
     assert r.code == 2
     assert r.err == 'evalrun: error: manifest.toml: evals[0] ("x").timeout: must be > 0\n'
@@ -323,8 +309,7 @@ def test_every_eval_gets_an_empty_workdir_even_after_one_filled_or_removed_it(pr
         "json.dump({'checks': [{'name': 'empty workdir', 'assertions': 1, 'passed': before == []}]}, open(os.environ['EVALRUN_REPORT'], 'w'))\n"
     )
     names = ["f1", "c1", "r1", "c2", "f2", "c3"]
-    manifest = "".join(f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "e"\nrun = ["python", "s.py"]\n\n' for n in names)
-    proj = project({"manifest.toml": manifest, "e/s.py": dirty})
+    proj = project(manifest(*(an_eval(n, ["python", "s.py"], dir="e") for n in names)).project({"e/s.py": dirty}))
     r = proj.run("t1", "-j", "1")
     assert r.code == 0, r.output
     assert {e["name"]: e["status"] for e in proj.results()["evals"]} == dict.fromkeys(names, "passed")

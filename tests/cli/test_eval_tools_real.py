@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from harness import Project
+from harness import Project, an_eval, manifest
 from harness.eval_tools import PROMPTFOO_ENV, inspect_bin, offline_prefix, promptfoo_bin, tiktoken_cache
 
 # Each tool's tests stay on one worker, so its module fixture runs the tool once; the two tools' groups
@@ -88,11 +88,8 @@ def quiz_task_error():
 INSPECT_VARIANTS = ("quiz_fail", "quiz_removed", "quiz_sample_error", "quiz_task_error")
 
 
-def manifest(run: list[str], fmt: str, extra: str = "") -> str:
-    return (
-        '[[evals]]\nname = "suite"\ntier = "t1"\ndir = "e"\n'
-        f"run = {json.dumps(run)}\nformat = \"{fmt}\"\ntimeout = 240\n{extra}"
-    )
+def suite_manifest(run: list[str], fmt: str, **keys: Any) -> str:
+    return manifest(an_eval("suite", run, dir="e", format=fmt, timeout=240, **keys)).text
 
 
 def eval_result(proj: Project) -> dict[str, Any]:
@@ -124,7 +121,7 @@ def inspect_suite(tmp_path_factory: pytest.TempPathFactory, inspect_env: dict[st
     )
     try:
         real = [*offline_prefix(), str(inspect_bin()), "eval", "tasks.py@quiz_all", "--model", "mockllm/model"]
-        proj.write({"manifest.toml": manifest(real, "inspect")})
+        proj.write({"manifest.toml": suite_manifest(real, "inspect")})
         baseline = proj.run("baseline", "--update", "t1", env=inspect_env, timeout=300)
         baseline_results = proj.results()
         output, _ = variants.communicate(timeout=300)
@@ -148,7 +145,7 @@ def inspect_suite(tmp_path_factory: pytest.TempPathFactory, inspect_env: dict[st
 def run_inspect_variant(suite: dict[str, Any], variant: str, env: dict[str, str]) -> tuple[Any, dict[str, Any]]:
     proj: Project = suite["project"]
     path, _ = suite["logs"][variant]
-    proj.write({"manifest.toml": manifest(["python", "copy_log.py", str(path)], "inspect")})
+    proj.write({"manifest.toml": suite_manifest(["python", "copy_log.py", str(path)], "inspect")})
     outcome = proj.run("t1", env=env)
     return outcome, eval_result(proj)
 
@@ -215,7 +212,7 @@ def test_inspect_bad_config_exits_1_with_inspects_error_line(inspect_env, tmp_pa
     # A project of its own: one tool run, on whichever worker is free.
     proj = Project(tmp_path).write({"e/tasks.py": INSPECT_TASKS})
     broken = [*offline_prefix(), str(inspect_bin()), "eval", "tasks.py@no_such_task", "--model", "mockllm/model"]
-    proj.write({"manifest.toml": manifest(broken, "inspect")})
+    proj.write({"manifest.toml": suite_manifest(broken, "inspect")})
     outcome = proj.run("t1", env=inspect_env, timeout=300)
     assert outcome.code == 1, outcome.output
     assert "Task named 'no_such_task' not found" in eval_result(proj)["message"]
@@ -292,7 +289,7 @@ def promptfoo_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                                       stderr=subprocess.STDOUT, text=True)
     try:
         all_argv = promptfoo_argv(program, "all.json", "out.json")
-        proj.write({"manifest.toml": manifest(all_argv, "promptfoo", 'promptfoo = "out.json"\n')})
+        proj.write({"manifest.toml": suite_manifest(all_argv, "promptfoo", promptfoo="out.json")})
         baseline = proj.run("baseline", "--update", "t1", env=env, timeout=300)
         baseline_results = proj.results()
         own = json.loads((root / "e" / "out.json").read_text())
@@ -311,7 +308,7 @@ def promptfoo_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def run_promptfoo_variant(suite: dict[str, Any], variant: str) -> tuple[Any, dict[str, Any]]:
     proj: Project = suite["project"]
     copy = ["python", "-c", f"import shutil; shutil.copy({str(suite['root'] / f'{variant}-out.json')!r}, 'out.json')"]
-    proj.write({"manifest.toml": manifest(copy, "promptfoo", 'promptfoo = "out.json"\n')})
+    proj.write({"manifest.toml": suite_manifest(copy, "promptfoo", promptfoo="out.json")})
     outcome = proj.run("t1", env=suite["env"])
     return outcome, eval_result(proj)
 
@@ -365,7 +362,7 @@ def test_promptfoo_bad_config_exits_1_with_promptfoos_error_line(tmp_path: Path)
     proj = Project(tmp_path).write({"e/provider.js": PROVIDER_JS,
                                     "e/broken.yaml": "prompts:\n  - say\nproviders: [file://provider.js\ntests: []\n"})
     argv = promptfoo_argv(promptfoo_bin(), "broken.yaml", "out.json")
-    proj.write({"manifest.toml": manifest(argv, "promptfoo", 'promptfoo = "out.json"\n')})
+    proj.write({"manifest.toml": suite_manifest(argv, "promptfoo", promptfoo="out.json")})
     outcome = proj.run("t1", env=promptfoo_env(tmp_path), timeout=300)
     assert outcome.code == 1, outcome.output
     bad_result = eval_result(proj)

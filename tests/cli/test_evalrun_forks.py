@@ -19,21 +19,21 @@ from pathlib import Path
 
 import pytest
 from evalrun_forks import Zygote, ZygoteDied
-from harness import Project, eval_entry, json_scorer
+from harness import Project, an_eval, json_scorer, manifest
 
 
 PASS = json_scorer([{"name": "ok", "passed": True, "assertions": 2}])
 FAIL = json_scorer([{"name": "bad", "passed": False, "assertions": 1, "message": "no"}])
 KILLS_EVALRUN = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
 FILES = {
-    "manifest.toml": eval_entry("passes") + eval_entry("fails") + eval_entry("kills", tier="t2")
-    + eval_entry("sleeps", tier="t3", extra="timeout = 3600"),
+    "manifest.toml": manifest(an_eval("passes"), an_eval("fails"), an_eval("kills", tier="t2"),
+                              an_eval("sleeps", tier="t3", timeout=3600)).text,
     "evals/passes/score.py": PASS,
     "evals/fails/score.py": FAIL,
     "evals/kills/score.py": KILLS_EVALRUN,
     "evals/sleeps/score.py": "import time\nopen('started', 'w').close()\ntime.sleep(3600)\n",
-    "broken.toml": '[[evals]]\nname = "x"\ntier = "t1"\ndir = "."\nrun = []\n',
-    "accents.toml": eval_entry("café", run='["python", "score.py"]').replace('evals/café', 'evals/passes'),
+    "broken.toml": manifest(an_eval("x", [], dir=".")).text,
+    "accents.toml": manifest(an_eval("café", dir="evals/passes")).text,
 }
 INVOCATIONS = [
     ("t1", "-j", "1", "--json", "out.json"),  # one at a time: the order of the lines is fixed

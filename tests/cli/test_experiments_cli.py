@@ -8,6 +8,7 @@ once per module; each test reads a different part of what it produced.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import tomllib
@@ -17,19 +18,10 @@ from typing import Any
 
 import pytest
 
-from harness import Project, REPO, RunOutcome
+from harness import Project, REPO, RunOutcome, an_eval, manifest
+from harness.manifest_builder import EvalBlock, toml_text
 
 UNSET = "EVALRUN_TEST_NO_SUCH_DOCKER_7Q"
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    return json.dumps(value)
-
-
-def _table(header: str, fields: dict[str, Any]) -> str:
-    return f"[{header}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in fields.items()) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -37,29 +29,29 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The own manifest's experiments and agent eval in a fresh project, with a third, unmet column."""
     root = tmp_path_factory.mktemp("experiments")
     shutil.copytree(REPO / "evals" / "agent", root / "evals" / "agent", ignore=shutil.ignore_patterns("__pycache__"))
-    manifest = tomllib.loads((REPO / "manifest.toml").read_text())
-    experiments = manifest["experiments"]
+    manifest_values = tomllib.loads((REPO / "manifest.toml").read_text())
+    experiments = manifest_values["experiments"]
     assert set(experiments) == {"mini", "nano"}  # the repository's own two columns
-    agent = next(e for e in manifest["evals"] if e["name"] == "agent-tools")
+    agent = next(e for e in manifest_values["evals"] if e["name"] == "agent-tools")
     agent.pop("bites", None)  # evalrun bites: not what this module tests (tests/cli/test_own_bites.py)
-    text = "[tiers.t1]\n[tiers.t2]\n\n" + _table("models", {"judge": manifest["models"]["judge"]})
-    text += "".join(_table(f'models.prices."{m}"', p) for m, p in manifest["models"]["prices"].items())
-    for name, table in experiments.items():
-        text += _table(f"experiments.{name}", table)
-    text += _table("experiments.docker", {"requires": [f"env:{UNSET}"], "tags": ["agent"]})
-    text += "[[evals]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in agent.items()) + "\n"
     # The same agent in t1: its judge() check must fail loudly there, in every column.
     static = {**agent, "name": "agent-static", "tier": "t1", "tags": ["agent"]}
     static.pop("model")
-    text += "[[evals]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in static.items()) + "\n"
-    proj = Project(root).write({"manifest.toml": text})
+    built = manifest(
+        agent, static,
+        tiers={"t1": {}, "t2": {}},
+        models={"judge": manifest_values["models"]["judge"], "prices": manifest_values["models"]["prices"]},
+        experiments={**experiments, "docker": {"requires": [f"env:{UNSET}"], "tags": ["agent"]}},
+    )
+    proj = Project(root).write({"manifest.toml": built.text})
     env = {"OPENAI_API_KEY": "", "PYTHONDONTWRITEBYTECODE": "1"}
     dry = proj.run("dry", "t2", env=env)
     t2 = proj.run("t2", "--junit", "junit.xml", "--markdown", "summary.md", env=env, timeout=300)
     results = proj.results("t2")
     update = proj.run("baseline", "--update", "t2", env=env, timeout=300)
     t1 = proj.run("t1", env=env)
-    return {"proj": proj, "dry": dry, "t2": t2, "results": results, "update": update, "t1": t1, "env": env}
+    return {"proj": proj, "dry": dry, "t2": t2, "results": results, "update": update, "t1": t1, "env": env,
+            "manifest": built.values}
 
 
 def test_dry_prints_the_matrix_with_the_unmet_column_skipped_and_why(own: dict[str, Any]) -> None:
@@ -164,21 +156,19 @@ json.dump({"checks": [{"name": "ran", "passed": True, "assertions": 1}], "metric
 """
 
 
-def _small(project: Any, experiments: str, evals: str) -> Project:
-    return project({
-        "manifest.toml": "[tiers.t1]\n\n" + experiments + evals,
-        "e/score.py": SCORER,
-    })
+def _small(project: Any, experiments: dict[str, Any], *evals: EvalBlock) -> Project:
+    return project(manifest(*evals, tiers={"t1": {}}, experiments=experiments).project({"e/score.py": SCORER}))
 
 
-EVAL = '[[evals]]\nname = "{name}"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\nenv = {{ FLAVOUR = "own", KEEP = "kept" }}\n{extra}\n'
+def _eval(name: str, **keys: Any) -> EvalBlock:
+    return an_eval(name, dir="e", env={"FLAVOUR": "own", "KEEP": "kept"}, **keys)
 
 
 def test_the_scorer_gets_its_column_env_over_the_eval_env_and_the_experiment_name(project: Any) -> None:
     proj = _small(
         project,
-        '[experiments.a]\nenv = { FLAVOUR = "from-a" }\nmodel = "model-a"\n[experiments.b]\n\n',
-        EVAL.format(name="x", extra="") + EVAL.format(name="solo", extra="experiments = []"),
+        {"a": {"env": {"FLAVOUR": "from-a"}, "model": "model-a"}, "b": {}},
+        _eval("x"), _eval("solo", experiments=[]),
     )
     r = proj.run("t1")
     assert r.code == 0, r.output
@@ -194,9 +184,8 @@ def test_the_scorer_gets_its_column_env_over_the_eval_env_and_the_experiment_nam
 def test_selection_skip_rules_and_the_experiment_filter(project: Any) -> None:
     proj = _small(
         project,
-        '[experiments.a]\nskip = { tags = ["docker"], reason = "no docker here" }\n'
-        '[experiments.b]\nevals = ["y"]\n\n',
-        EVAL.format(name="x", extra='tags = ["docker"]') + EVAL.format(name="y", extra=""),
+        {"a": {"skip": {"tags": ["docker"], "reason": "no docker here"}}, "b": {"evals": ["y"]}},
+        _eval("x", tags=["docker"]), _eval("y"),
     )
     dry = proj.run("dry", "t1")
     assert dry.code == 0, dry.output
@@ -219,7 +208,7 @@ def test_selection_skip_rules_and_the_experiment_filter(project: Any) -> None:
 
 
 def test_shards_split_cells_and_merge_puts_the_columns_back_together(project: Any) -> None:
-    proj = _small(project, "[experiments.a]\n[experiments.b]\n\n", EVAL.format(name="x", extra="") + EVAL.format(name="y", extra=""))
+    proj = _small(project, {"a": {}, "b": {}}, _eval("x"), _eval("y"))
     for shard in ("1/2", "2/2"):
         r = proj.run("t1", "--shard", shard)
         assert r.code in (0, 4), r.output
@@ -238,23 +227,24 @@ def test_shards_split_cells_and_merge_puts_the_columns_back_together(project: An
 
 
 @pytest.mark.parametrize(
-    ("manifest", "says"),
+    ("experiments", "eval_keys", "says"),
     [
-        ('[experiments.a]\n\n' + EVAL.format(name="x", extra='experiments = ["zz"]'),
+        ({"a": {}}, {"experiments": ["zz"]},
          'evals[0] ("x").experiments: unknown experiment \'zz\'; define [experiments.zz]'),
-        ('[experiments."a b"]\n\n' + EVAL.format(name="x", extra=""), "experiments.a b: 'a b' cannot name a column"),
-        ('[experiments.a]\nevals = ["nope"]\n\n' + EVAL.format(name="x", extra=""),
-         "experiments.a.evals: no eval is named 'nope'"),
-        ('[experiments.a]\nenv = { OPENAI_API_KEY = "${OPENAI_API_KEY}" }\n\n' + EVAL.format(name="x", extra=""),
+        ({"a b": {}}, {}, "experiments.a b: 'a b' cannot name a column"),
+        ({"a": {"evals": ["nope"]}}, {}, "experiments.a.evals: no eval is named 'nope'"),
+        ({"a": {"env": {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}}}, {},
          "experiments.a.env.OPENAI_API_KEY: OPENAI_API_KEY is a model key variable; the experiment runs x (t1)"),
-        ('[experiments.a]\nrequires = ["nonsense:"]\n\n' + EVAL.format(name="x", extra=""), "experiments.a.requires"),
-        ('[experiments.a]\ncolour = "red"\n\n' + EVAL.format(name="x", extra=""), "experiments.a.colour: unknown key"),
-        ('[experiments.a]\nrequires = ["tcp:127.0.0.1:5432"]\n\n' + EVAL.format(name="x", extra=""),
+        ({"a": {"requires": ["nonsense:"]}}, {}, "experiments.a.requires"),
+        ({"a": {"colour": "red"}}, {}, "experiments.a.colour: unknown key"),
+        ({"a": {"requires": ["tcp:127.0.0.1:5432"]}}, {},
          "experiments.a.requires: 'tcp:127.0.0.1:5432' is a tcp probe, a service, and the experiment runs x (t1)"),
     ],
 )
-def test_a_wrong_experiment_is_one_line_naming_the_place(project: Any, manifest: str, says: str) -> None:
-    proj = project({"manifest.toml": "[tiers.t1]\n\n" + manifest, "e/score.py": SCORER})
+def test_a_wrong_experiment_is_one_line_naming_the_place(
+    project: Any, experiments: dict[str, Any], eval_keys: dict[str, Any], says: str
+) -> None:
+    proj = _small(project, experiments, _eval("x", **eval_keys))
     r = proj.run("dry")
     assert r.code == 2, r.output
     assert r.err.strip().count("\n") == 0 and "manifest.toml" in r.err
@@ -264,10 +254,9 @@ def test_a_wrong_experiment_is_one_line_naming_the_place(project: Any, manifest:
 def test_an_experiment_budget_caps_its_column_alone(own: dict[str, Any], tmp_path: Path) -> None:
     root = tmp_path / "capped"
     shutil.copytree(own["proj"].root / "evals", root / "evals")
-    text = (own["proj"].root / "manifest.toml").read_text()
-    capped = text.replace("[experiments.nano]\n", "[experiments.nano]\nbudget = { calls = 3 }\n")
-    assert capped != text
-    proj = Project(root).write({"manifest.toml": capped})
+    capped = copy.deepcopy(own["manifest"])
+    capped["experiments"]["nano"]["budget"] = {"calls": 3}
+    proj = Project(root).write({"manifest.toml": toml_text(capped)})
     r = proj.run("t2", "-x", "mini", "-x", "nano", env=own["env"], timeout=300)
     assert r.code == 4, r.output  # budget: not checked, never failed
     nano, mini = proj.eval_result("agent-tools[nano]", "t2"), proj.eval_result("agent-tools[mini]", "t2")
@@ -307,7 +296,7 @@ def _tables(path: Path) -> dict[str, Any]:
 
 
 def test_baseline_update_narrowed_to_one_column_keeps_the_other_columns_tables(project: Any) -> None:
-    proj = _small(project, "[experiments.a]\n[experiments.b]\n\n", EVAL.format(name="x", extra=""))
+    proj = _small(project, {"a": {}, "b": {}}, _eval("x"))
     assert proj.run("baseline", "--update", "t1").code == 0
     path = proj.root / "baselines" / "t1.toml"
     assert set(_tables(path)) == {"x[a]", "x[b]"}
@@ -324,7 +313,7 @@ def test_baseline_update_narrowed_to_one_column_keeps_the_other_columns_tables(p
 
 
 def test_dry_without_probes_marks_a_column_with_requirements_unprobed_not_runnable(project: Any) -> None:
-    proj = _small(project, '[experiments.a]\nrequires = ["env:HOME"]\n[experiments.b]\n\n', EVAL.format(name="x", extra=""))
+    proj = _small(project, {"a": {"requires": ["env:HOME"]}, "b": {}}, _eval("x"))
     r = proj.run("dry", "--no-probe")
     assert r.code == 0, r.output
     assert "x[a]: not probed (--no-probe)" in r.out and "x[b]: would run" in r.out

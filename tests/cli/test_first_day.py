@@ -10,7 +10,7 @@ import importlib.util
 
 import pytest
 
-from harness import eval_entry, json_scorer
+from harness import an_eval, eval_entry, json_scorer, manifest, replayed_pair
 from harness.fakes_upstream import FakeUpstream
 
 needs_openai = pytest.mark.skipif(importlib.util.find_spec("openai") is None,
@@ -32,18 +32,15 @@ with scorer.check("the model answered") as c:
 @needs_openai
 def test_forgetting_model_true_is_said_when_recording_and_when_replaying(project) -> None:
     # The user forgot `model = true` on both evals; their own OPENAI_BASE_URL points at a local server.
-    live = '[[evals]]\nname = "answer-live"\ntier = "t3"\ndir = "evals/answer"\nrun = ["python", "score.py"]\n'
-    proj = project({
-        "manifest.toml": eval_entry("answer", tier="t2") + live + 'fixtures_for = "answer"\n',
-        "evals/answer/score.py": OPENAI_SCORER,
-    })
+    answer = an_eval("answer", tier="t2", files={"score.py": OPENAI_SCORER})
+    proj = project(manifest(answer, an_eval("answer-live", tier="t3", dir="evals/answer", fixtures_for="answer")).project())
     env = {"OPENAI_API_KEY": "sk-fake-first-day-0123456789"}
     # fixtures_for without model = true could record nothing: every command refuses it, naming the fix.
     refused = proj.run("t3", "--record", env=env)
     assert refused.code == 2 and "add model = true" in refused.err, refused.output
 
     # Without fixtures_for the record run passes but records nothing: the run says which eval and why, once.
-    (proj.root / "manifest.toml").write_text(eval_entry("answer", tier="t2") + live)
+    (proj.root / "manifest.toml").write_text(manifest(answer, an_eval("answer-live", tier="t3", dir="evals/answer")).text)
     with FakeUpstream() as fake:
         recorded = proj.run("t3", "--record", env={**env, "OPENAI_BASE_URL": f"{fake.url}/v1"})
         assert fake.requests, "the scorer called the user's server directly"
@@ -82,9 +79,7 @@ with scorer.check("the model answered") as c:
     c.true(not answer.startswith("call failed"), answer)
 """
 
-MODEL_PAIR = (eval_entry("answer", tier="t2", extra="model = true")
-              + '[[evals]]\nname = "answer-live"\ntier = "t3"\ndir = "evals/answer"\nrun = ["python", "score.py"]\n'
-                'fixtures_for = "answer"\nmodel = true\n')
+MODEL_PAIR = manifest(*replayed_pair("answer")).text
 
 
 @needs_openai

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import xml.etree.ElementTree as ET
@@ -10,8 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from harness import PRODUCERS
+from harness import PRODUCERS, an_eval, manifest
+from harness.manifest_builder import EvalBlock
 from harness.stub_projects import stub_project
+
+
+def node_test(reporter: str, *args: str) -> list[str]:
+    return ["node", "--test", f"--test-reporter={reporter}", *args]
+
+
+def pytest_junit_eval(test_file: str) -> EvalBlock:
+    """Real pytest writing JUnit XML; no third-party plugins: a second of CPU, nothing in the XML."""
+    return an_eval(
+        "py", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=out.xml", test_file],
+        dir="e", env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, format="junit", junit="out.xml",
+    )
 
 
 NODE_PASSING = """
@@ -27,26 +39,10 @@ test('grouped', async (t) => {
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_node_tap_scorer_passes_and_fails_by_its_points(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": """
-            [[evals]]
-            name = "node-ok"
-            tier = "t1"
-            dir = "e"
-            run = ["node", "--test", "--test-reporter=tap", "ok.test.mjs"]
-            format = "tap"
-
-            [[evals]]
-            name = "node-suite"
-            tier = "t1"
-            dir = "e"
-            run = ["node", "--test", "--test-reporter=tap", "suite.test.mjs"]
-            format = "tap"
-            """,
-            "e/ok.test.mjs": NODE_PASSING,
-        }
-    )
+    proj = project(manifest(
+        an_eval("node-ok", node_test("tap", "ok.test.mjs"), dir="e", format="tap", files={"ok.test.mjs": NODE_PASSING}),
+        an_eval("node-suite", node_test("tap", "suite.test.mjs"), dir="e", format="tap"),
+    ).project())
     shutil.copy(PRODUCERS / "node_suite.test.mjs", proj.root / "e" / "suite.test.mjs")
     r = proj.run("t1")
     assert r.code == 1, r.output
@@ -61,19 +57,7 @@ def test_node_tap_scorer_passes_and_fails_by_its_points(project) -> None:
 
 @pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
 def test_perl_test_more_bail_out_fails_the_eval(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": """
-            [[evals]]
-            name = "perl"
-            tier = "t1"
-            dir = "e"
-            run = ["perl", "t.pl"]
-            format = "tap"
-            env = { BAIL = "1" }
-            """,
-        }
-    )
+    proj = project(manifest(an_eval("perl", ["perl", "t.pl"], dir="e", format="tap", env={"BAIL": "1"})).project())
     (proj.root / "e").mkdir()
     shutil.copy(PRODUCERS / "test_more.pl", proj.root / "e" / "t.pl")
     r = proj.run("t1")
@@ -84,21 +68,8 @@ def test_perl_test_more_bail_out_fails_the_eval(project) -> None:
 
 
 def test_pytest_junit_scorer(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": f"""
-            [[evals]]
-            name = "py"
-            tier = "t1"
-            dir = "e"
-            run = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=out.xml", "test_x.py"]
-            env = {{ PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }}  # no third-party plugins: a second of CPU, nothing in the XML
-            format = "junit"
-            junit = "out.xml"
-            """,
-            "e/test_x.py": "def test_adds():\n    assert 1 + 1 == 2\n\ndef test_says():\n    assert 'hi'\n",
-        }
-    )
+    proj = project(manifest(pytest_junit_eval("test_x.py")).project(
+        {"e/test_x.py": "def test_adds():\n    assert 1 + 1 == 2\n\ndef test_says():\n    assert 'hi'\n"}))
     r = proj.run("t1")
     assert r.code == 0, r.output
     names = [c["name"] for c in proj.eval_result("py")["checks"]]
@@ -115,20 +86,10 @@ def test_pytest_junit_scorer(project) -> None:
 
 
 def test_junit_scorer_that_writes_no_file_names_the_path(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": """
-            [[evals]]
-            name = "py"
-            tier = "t1"
-            dir = "e"
-            run = ["python", "-c", "pass"]
-            format = "junit"
-            junit = "reports/out.xml"
-            """,
-            "e/reports/out.xml": '<testsuite><testcase name="stale"/></testsuite>',
-        }
-    )
+    proj = project(manifest(an_eval(
+        "py", ["python", "-c", "pass"], dir="e", format="junit", junit="reports/out.xml",
+        files={"reports/out.xml": '<testsuite><testcase name="stale"/></testsuite>'},
+    )).project())
     r = proj.run("t1")
     assert r.code == 1
     assert "e/reports/out.xml" in proj.eval_result("py")["message"]
@@ -160,21 +121,15 @@ def test_junit_markdown_and_github_outputs(project, tmp_path: Path) -> None:
     assert "::warning file=evals/skip" in r.out
 
 
-NODE_JUNIT_EVAL = """
-[[evals]]
-name = "node-junit"
-tier = "t1"
-dir = "e"
-run = ["node", "--test", "--test-reporter=junit", "--test-reporter-destination=out.xml", "d.test.mjs"]
-format = "junit"
-junit = "out.xml"
-"""
+def node_junit_eval(**keys) -> EvalBlock:
+    return an_eval("node-junit", node_test("junit", "--test-reporter-destination=out.xml", "d.test.mjs"), dir="e",
+                   format="junit", junit="out.xml", **keys)
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_node_junit_removed_test_is_reported_vanished_under_its_own_name(project) -> None:
     """Two describes each with it('works'): removing add's reports "add > works", never "sub > works"."""
-    proj = project({"manifest.toml": NODE_JUNIT_EVAL})
+    proj = project(manifest(node_junit_eval()).project())
     (proj.root / "e").mkdir()
     shutil.copy(PRODUCERS / "node_describe.test.mjs", proj.root / "e" / "d.test.mjs")
     r = proj.run("baseline", "--update", "t1")
@@ -184,8 +139,7 @@ def test_node_junit_removed_test_is_reported_vanished_under_its_own_name(project
     assert '"future feature" = 1' in baseline  # an expected failure is a check, as in TAP
     assert "needs a database" not in baseline  # a skip is not
 
-    manifest = proj.root / "manifest.toml"
-    manifest.write_text(manifest.read_text() + 'env = { DROP_ADD = "1" }\n')
+    (proj.root / "manifest.toml").write_text(manifest(node_junit_eval(env={"DROP_ADD": "1"})).text)
     r = proj.run("t1")
 
     assert r.code == 3, r.output
@@ -196,18 +150,7 @@ def test_node_junit_removed_test_is_reported_vanished_under_its_own_name(project
 
 @pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
 def test_perl_failed_point_message_carries_test_more_diagnostics_from_stderr(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": """
-            [[evals]]
-            name = "perl"
-            tier = "t1"
-            dir = "e"
-            run = ["perl", "t.pl"]
-            format = "tap"
-            """,
-        }
-    )
+    proj = project(manifest(an_eval("perl", ["perl", "t.pl"], dir="e", format="tap")).project())
     (proj.root / "e").mkdir()
     shutil.copy(PRODUCERS / "test_more.pl", proj.root / "e" / "t.pl")
 
@@ -224,20 +167,7 @@ def test_perl_failed_point_message_carries_test_more_diagnostics_from_stderr(pro
 
 
 def test_pytest_teardown_error_is_one_failed_check_and_xfail_passes(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": f"""
-            [[evals]]
-            name = "py"
-            tier = "t1"
-            dir = "e"
-            run = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=out.xml", "test_outcomes.py"]
-            env = {{ PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }}  # no third-party plugins: a second of CPU, nothing in the XML
-            format = "junit"
-            junit = "out.xml"
-            """,
-        }
-    )
+    proj = project(manifest(pytest_junit_eval("test_outcomes.py")).project())
     (proj.root / "e").mkdir()
     shutil.copy(PRODUCERS / "pytest_outcomes.py", proj.root / "e" / "test_outcomes.py")
 
@@ -253,22 +183,11 @@ def test_pytest_teardown_error_is_one_failed_check_and_xfail_passes(project) -> 
 
 
 def test_sdk_check_that_asserted_nothing_says_so_once(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": """
-            [[evals]]
-            name = "sdk"
-            tier = "t1"
-            dir = "e"
-            run = ["python", "score.py"]
-            """,
-            "e/score.py": """
-            from evalrun import scorer
-            with scorer.check("looks fine") as c:
-                pass
-            """,
-        }
-    )
+    proj = project(manifest(an_eval("sdk", dir="e", files={"score.py": """
+        from evalrun import scorer
+        with scorer.check("looks fine") as c:
+            pass
+        """})).project())
 
     r = proj.run("t1")
 
@@ -278,7 +197,7 @@ def test_sdk_check_that_asserted_nothing_says_so_once(project) -> None:
     assert res["message"] == 'check "looks fine" failed: asserted nothing'
 
 
-TSC_ARGV = '["node", "node_modules/typescript/bin/tsc", "-p", "."]'
+TSC_ARGV = ["node", "node_modules/typescript/bin/tsc", "-p", "."]
 
 
 def test_exit_format_with_the_real_tsc(project) -> None:
@@ -286,13 +205,10 @@ def test_exit_format_with_the_real_tsc(project) -> None:
     from harness.eval_tools import npm_package
 
     typescript = npm_package("typescript")
-    proj = project(
-        {
-            "manifest.toml": f'[[evals]]\nname = "types"\ntier = "t1"\ndir = "web"\nrun = {TSC_ARGV}\nformat = "exit"\n',
-            "web/tsconfig.json": '{"compilerOptions": {"strict": true, "noEmit": true}, "include": ["src"]}\n',
-            "web/src/cart.ts": "export const total: number = 1 + 2;\n",
-        }
-    )
+    proj = project(manifest(an_eval("types", TSC_ARGV, dir="web", format="exit", files={
+        "tsconfig.json": '{"compilerOptions": {"strict": true, "noEmit": true}, "include": ["src"]}\n',
+        "src/cart.ts": "export const total: number = 1 + 2;\n",
+    })).project())
     (proj.root / "web/node_modules").mkdir()
     (proj.root / "web/node_modules/typescript").symlink_to(typescript, target_is_directory=True)
     r = proj.run("t1")
@@ -325,11 +241,10 @@ folder.mkdir()
 def test_the_assertion_counts_beside_a_junit_report_fill_its_counts_or_fail_that_eval_alone(project) -> None:
     good = '{"v": 1, "runner": "vitest", "file": "/w/tests/a.test.ts", "titles": ["math", "adds"], "assertions": 3}'
     hostile = '{"v": 1, "runner": "vitest"\n\x1b[31m'  # torn, with a colour code
-    entry = '[[evals]]\nname = "{}"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py", {}]\nformat = "junit"\njunit = "out.xml"\n'
-    proj = project({
-        "manifest.toml": entry.format("counted", json.dumps(good)) + entry.format("hostile", json.dumps(hostile)),
-        "e/score.py": SIDECAR_SCORER,
-    })
+    proj = project(manifest(*(
+        an_eval(name, ["python", "score.py", line], dir="e", format="junit", junit="out.xml")
+        for name, line in (("counted", good), ("hostile", hostile))
+    )).project({"e/score.py": SIDECAR_SCORER}))
     r = proj.run("t1", "-e", "counted")
     assert r.code == 0, r.output
     assert [(c["name"], c["assertions"]) for c in proj.eval_result("counted")["checks"]] == [

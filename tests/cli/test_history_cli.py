@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.history_runs import HOSTILE, MANIFEST, SCORER, commit_state, git, three_runs
+from harness.history_runs import HOSTILE, calc_project, commit_state, git, three_runs
 
 
 # good, broken, good is recorded once per history store for this module: the
@@ -103,7 +103,7 @@ def test_history_table_lists_runs_with_counts(recorded) -> None:
 
 
 def test_history_bad_arguments_are_one_line(project) -> None:
-    p = project({"manifest.toml": MANIFEST, "evals/calc/score.py": SCORER, "evals/calc/state.txt": "good\n"})
+    p = project(calc_project())
     empty = p.run("history")
     assert (empty.code, empty.out.strip()) == (0, f"no runs in the history yet ({p.root / '.evalrun' / 'history.sqlite'})")
     assert not (p.root / ".evalrun").exists()  # reading creates nothing
@@ -119,8 +119,7 @@ def test_history_bad_arguments_are_one_line(project) -> None:
 
 
 def test_history_off_refuses_the_command_and_writes_nothing(project) -> None:
-    p = project({"manifest.toml": MANIFEST + "\n[history]\nenabled = false\n", "evals/calc/score.py": SCORER,
-                 "evals/calc/state.txt": "good\n"})
+    p = project(calc_project(history={"enabled": False}))
     assert p.run("t1").code == 0
     assert not (p.root / ".evalrun" / "history.sqlite").exists()
     result = p.run("history")
@@ -128,8 +127,7 @@ def test_history_off_refuses_the_command_and_writes_nothing(project) -> None:
 
 
 def test_history_import_loads_results_files_once(project, tmp_path: Path) -> None:
-    p = project({"manifest.toml": MANIFEST + "\n[history]\nurl = \"sqlite:other.sqlite\"\n",
-                 "evals/calc/score.py": SCORER, "evals/calc/state.txt": "good\n"})
+    p = project(calc_project(history={"url": "sqlite:other.sqlite"}))
     assert p.run("t1", "--json", "a.json").code == 0
     p.write({"evals/calc/state.txt": "broken\n"})
     assert p.run("t1", "--json", "b.json").code == 1
@@ -149,7 +147,7 @@ def test_a_history_that_cannot_be_written_warns_and_keeps_the_verdict(project) -
     from evalrun.services.postgres import free_port
 
     password = "pw-" + os.urandom(6).hex()
-    p = project({"manifest.toml": MANIFEST, "evals/calc/score.py": SCORER, "evals/calc/state.txt": "broken\n"})
+    p = project(calc_project("broken"))
     url = f"postgresql://u:{password}@127.0.0.1:{free_port()}/h"
     result = p.run("t1", env={"EVALRUN_HISTORY_URL": url})
     assert result.code == 1  # the failed check decides, not the history
@@ -174,8 +172,7 @@ def test_report_html_shows_the_dip_and_escapes_scorer_text(recorded) -> None:
 
 
 def test_html_on_a_run_writes_the_report_after_it(project) -> None:
-    p = project({"manifest.toml": MANIFEST + "\n[history]\nenabled = false\n", "evals/calc/score.py": SCORER,
-                 "evals/calc/state.txt": "broken\n"})
+    p = project(calc_project("broken", history={"enabled": False}))
     result = p.run("t1", "--html", "out/run.html")
     assert result.code == 1 and "html: out/run.html" in result.out
     html = (p.root / "out" / "run.html").read_text()
@@ -183,7 +180,7 @@ def test_html_on_a_run_writes_the_report_after_it(project) -> None:
 
 
 def test_report_without_any_run_is_one_line(project) -> None:
-    p = project({"manifest.toml": MANIFEST, "evals/calc/score.py": SCORER, "evals/calc/state.txt": "good\n"})
+    p = project(calc_project())
     result = p.run("report", "--html", "r.html")
     assert (result.code, result.err.strip()) == (
         2, "evalrun: error: no runs in the history and no .evalrun/results/t1.json; run evalrun t1 first")
@@ -235,7 +232,7 @@ def test_shards_and_their_merge_go_into_one_history(project, history_env: dict[s
 
 
 def test_a_clean_checkout_run_is_recorded_in_the_real_repository(project) -> None:
-    p = project({"manifest.toml": MANIFEST, "evals/calc/score.py": SCORER, "evals/calc/state.txt": "good\n"})
+    p = project(calc_project())
     git(p.root, "init", "-q", "-b", "main")
     head = commit_state(p, "good")
     result = p.run("t1", "--clean-checkout", "--html", "r.html")

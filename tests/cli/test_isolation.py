@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import REPO, STUBS, warm_evalrun
+from harness import REPO, STUBS, an_eval, manifest, warm_evalrun
 
 DROP = STUBS / "drop_privilege.py"
 NAMESPACE = "network: isolated (namespace), except unix sockets bound to a path"
@@ -91,9 +91,8 @@ json.dump({"checks": [check]}, open(os.environ["EVALRUN_REPORT"], "w"))
 """
 
 
-def _t1_manifest(port: int, tier_table: str = "") -> str:
-    return (tier_table + '[[evals]]\nname = "reach"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n'
-            f'env = {{ HOST_PORT = "{port}" }}\n')
+def _t1_manifest(port: int, **tables) -> str:
+    return manifest(an_eval("reach", dir="e", env={"HOST_PORT": str(port)}), **tables).text
 
 
 @needs_isolation
@@ -125,8 +124,7 @@ THREADS_SCORER = textwrap.dedent("""\
 def test_as_root_every_thread_of_evalrun_is_inside_while_the_phase_runs(project) -> None:
     """The phase's thread entered the namespace, not the process: a thread started before it would stay on the
     host network, and work handed to it would run outside. None is, for a run of two scorers at once."""
-    entry = '[[evals]]\nname = "{0}"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n'
-    proj = project({"manifest.toml": entry.format("a") + entry.format("b"), "e/score.py": THREADS_SCORER})
+    proj = project(manifest(an_eval("a", dir="e"), an_eval("b", dir="e")).project({"e/score.py": THREADS_SCORER}))
     r = proj.run("t1", "-j", "2")
     assert r.code == 0, r.output + json.dumps([proj.eval_result(n)["checks"] for n in "ab"])
     assert r.out.splitlines()[0] == NAMESPACE
@@ -134,7 +132,7 @@ def test_as_root_every_thread_of_evalrun_is_inside_while_the_phase_runs(project)
 
 @needs_isolation
 def test_network_host_opts_a_tier_out_and_the_header_says_why(project, host_listener: int) -> None:
-    proj = project({"manifest.toml": _t1_manifest(host_listener, '[tiers.t1]\nnetwork = "host"\n\n'),
+    proj = project({"manifest.toml": _t1_manifest(host_listener, tiers={"t1": {"network": "host"}}),
                     "e/score.py": REACH_SCORER})
     summary = proj.root / "summary.md"
     r = proj.run("t1", env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
@@ -187,23 +185,13 @@ def _free_port() -> int:
 def test_a_t2_service_cannot_reach_a_host_listener_but_its_scorer_reaches_the_service(project, host_listener: int) -> None:
     port = _free_port()
     outcome = "outcome.txt"
-    manifest = textwrap.dedent(f"""
-        [services.svc]
-        run = ["python", "svc.py"]
-        ready = "tcp:127.0.0.1:{port}"
-        ready_timeout = 20
-        env = {{ PORT = "{port}", HOST_PORT = "{host_listener}", OUTCOME = "{{root}}/{outcome}" }}
-
-        [[evals]]
-        name = "svc"
-        tier = "t2"
-        dir = "e"
-        run = ["python", "score.py"]
-        services = ["svc"]
-        env = {{ PORT = "{port}", OUTCOME = "{{root}}/{outcome}" }}
-    """)
     proj = project({"e/score.py": SERVICE_SCORER, "svc.py": SERVICE})
-    (proj.root / "manifest.toml").write_text(manifest.replace("{root}", str(proj.root)))
+    written = f"{proj.root}/{outcome}"
+    (proj.root / "manifest.toml").write_text(manifest(
+        an_eval("svc", tier="t2", dir="e", services=["svc"], env={"PORT": str(port), "OUTCOME": written}),
+        services={"svc": {"run": ["python", "svc.py"], "ready": f"tcp:127.0.0.1:{port}", "ready_timeout": 20,
+                          "env": {"PORT": str(port), "HOST_PORT": str(host_listener), "OUTCOME": written}}},
+    ).text)
     r = proj.run("t2")
     assert r.code == 0, r.output + json.dumps(proj.eval_result("svc", "t2"), indent=1)
     assert NAMESPACE in r.out
@@ -277,8 +265,8 @@ def nobody_site() -> Iterator[Path]:
     try:
         folder.chmod(0o755)
         probe = folder / "probe"
-        _write(probe, {"manifest.toml": '[[evals]]\nname = "p"\ntier = "t1"\ndir = "e"\nrun = ["python", "s.py"]\n',
-                       "e/s.py": "from evalrun import scorer\nwith scorer.check('c') as c:\n    c.true(True)\n"})
+        _write(probe, manifest(an_eval("p", ["python", "s.py"], dir="e", files={
+            "s.py": "from evalrun import scorer\nwith scorer.check('c') as c:\n    c.true(True)\n"})).project())
         # fresh, not forked: what a run imports is the question
         run = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalrun", "t1"], cwd=probe, capture_output=True,
                              text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
@@ -317,8 +305,9 @@ def _as_nobody(root: Path, site_dir: Path, no_user_namespaces: bool, *args: str,
                           cwd=root, env=env, capture_output=True, text=True, timeout=120)
 
 
-def _nobody_manifest(port: int, tier_table: str = "") -> str:
-    return _t1_manifest(port, tier_table).replace('run = ["python", "score.py"]', f'run = ["{NOBODY_PYTHON}", "score.py"]')
+def _nobody_manifest(port: int, udp_port: int | None = None, **tables) -> str:
+    env = {"HOST_PORT": str(port)} if udp_port is None else {"UDP_PORT": str(udp_port), "HOST_PORT": str(port)}
+    return manifest(an_eval("reach", [NOBODY_PYTHON, "score.py"], dir="e", env=env), **tables).text
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -403,8 +392,7 @@ def test_without_a_namespace_a_t1_scorer_opens_no_ip_socket(
     """uid 65534 with no user namespaces: the scorer starts under seccomp, and TCP, TCP over IPv6 and UDP to
     the test's own listeners on the host's loopback all fail at socket(), while evalrun itself runs on."""
     udp_port = udp_listener.getsockname()[1]
-    manifest = _nobody_manifest(host_listener).replace("env = {", f'env = {{ UDP_PORT = "{udp_port}",')
-    _write(open_project, {"manifest.toml": manifest, "e/score.py": TRY_SCORER})
+    _write(open_project, {"manifest.toml": _nobody_manifest(host_listener, udp_port), "e/score.py": TRY_SCORER})
     proc = _as_nobody(open_project, nobody_site, True, "t1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[0] == FALLBACK
@@ -442,23 +430,13 @@ def test_without_a_namespace_a_t2_scorer_reaches_the_proxy_and_its_service_only(
     service evalrun started, on the host's own loopback; the host's other listener (TCP) and UDP stay out of reach.
     The service starts restricted too: it cannot reach the host's listener either."""
     service_port, udp_port = _free_port(), udp_listener.getsockname()[1]
-    manifest = textwrap.dedent(f"""
-        [services.svc]
-        run = ["{NOBODY_PYTHON}", "svc.py"]
-        ready = "tcp:127.0.0.1:{service_port}"
-        ready_timeout = 20
-        env = {{ SERVICE_PORT = "{service_port}", HOST_PORT = "{host_listener}", OUTCOME = "{open_project}/outcome.txt" }}
-
-        [[evals]]
-        name = "try"
-        tier = "t2"
-        dir = "e"
-        run = ["{NOBODY_PYTHON}", "score.py"]
-        services = ["svc"]
-        model = true
-        env = {{ SERVICE_PORT = "{service_port}", HOST_PORT = "{host_listener}", UDP_PORT = "{udp_port}" }}
-    """)
-    _write(open_project, {"manifest.toml": manifest, "e/score.py": TRY_SCORER, "svc.py": T2_SERVICE})
+    ports = {"SERVICE_PORT": str(service_port), "HOST_PORT": str(host_listener)}
+    _write(open_project, manifest(
+        an_eval("try", [NOBODY_PYTHON, "score.py"], tier="t2", dir="e", services=["svc"], model=True,
+                env={**ports, "UDP_PORT": str(udp_port)}),
+        services={"svc": {"run": [NOBODY_PYTHON, "svc.py"], "ready": f"tcp:127.0.0.1:{service_port}", "ready_timeout": 20,
+                          "env": {**ports, "OUTCOME": f"{open_project}/outcome.txt"}}},
+    ).project({"e/score.py": TRY_SCORER, "svc.py": T2_SERVICE}))
     proc = _as_nobody(open_project, nobody_site, True, "t2")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[0] == FALLBACK
@@ -489,7 +467,7 @@ def test_without_a_namespace_or_the_fallback_the_run_says_why_and_require_isolat
     results = json.loads((open_project / ".evalrun/results/t1.json").read_text())
     assert results["network"] == {"isolated": False, "mechanism": None, "reason": why}
 
-    _write(open_project, {"manifest.toml": _nobody_manifest(host_listener, "[tiers.t1]\nrequire_isolation = true\n\n")})
+    _write(open_project, {"manifest.toml": _nobody_manifest(host_listener, tiers={"t1": {"require_isolation": True}})})
     proc = _as_nobody(open_project, nobody_site, True, "t1", no_sandbox=True)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()

@@ -14,6 +14,7 @@ import os
 
 import pytest
 
+from harness import an_eval, manifest, replayed_pair
 from harness.fakes_upstream import FakeUpstream
 
 KEY = "sk-test-anchors-" + os.urandom(8).hex()
@@ -35,21 +36,16 @@ for i, subject in enumerate(["good one", "good two", "good three", "poor four"])
 '''
 
 
-def manifest(upstream: str, min_kappa: float = 0.5, judge: str = "gpt-4o-mini") -> str:
-    pair = (
-        '[[evals]]\nname = "{name}"\ntier = "{tier}"\ndir = "evals/{folder}"\nrun = {run}\nmodel = true\n{extra}\n'
-    )
-    anchors_run = '["python", "-m", "evalrun.scorer.anchors", "anchors.jsonl"]'
-    floors = f"anchors = {{ min_kappa = {min_kappa} }}"
-    return (
-        f'[tiers.t2]\n[tiers.t3]\n[models]\nupstream = "{upstream}"\njudge = "{judge}"\nstrict_replay = true\n\n'
-        + pair.format(name="judge-anchors", tier="t2", folder="anchors", run=anchors_run, extra=floors)
-        + pair.format(name="judge-anchors-live", tier="t3", folder="anchors", run=anchors_run,
-                      extra=floors + '\nfixtures_for = "judge-anchors"')
-        + pair.format(name="judged", tier="t2", folder="judged", run='["python", "score.py"]', extra="")
-        + pair.format(name="judged-live", tier="t3", folder="judged", run='["python", "score.py"]',
-                      extra='fixtures_for = "judged"')
-    )
+def anchors_manifest(upstream: str, min_kappa: float = 0.5, judge: str = "gpt-4o-mini") -> str:
+    """The anchors eval and a judged eval, each replayed in t2 and live in t3."""
+    anchors_run = ["python", "-m", "evalrun.scorer.anchors", "anchors.jsonl"]
+    floors = {"min_kappa": min_kappa}
+    return manifest(
+        *replayed_pair("judge-anchors", anchors_run, dir="evals/anchors", anchors=floors),
+        *replayed_pair("judged"),
+        tiers={"t2": {}, "t3": {}},
+        models={"upstream": upstream, "judge": judge, "strict_replay": True},
+    ).text
 
 
 # Only the tests that share the module fixture stay together on one worker; the others are free.
@@ -63,7 +59,7 @@ def suite(tmp_path_factory):
     proj = Project(tmp_path_factory.mktemp("anchors"))
     with FakeUpstream(judge=lambda subject: "good" in subject) as upstream:
         proj.write({
-            "manifest.toml": manifest(upstream.url),
+            "manifest.toml": anchors_manifest(upstream.url),
             "evals/anchors/anchors.jsonl": "\n".join(json.dumps(a) for a in ANCHORS) + "\n",
             "evals/judged/score.py": JUDGED_SCORER,
         })
@@ -108,11 +104,11 @@ def test_the_replay_checks_the_same_arithmetic_without_a_key(suite) -> None:
 @SHARED
 def test_a_judge_below_its_floor_fails_its_anchors_eval_with_one_line(suite) -> None:
     proj, url, _, _ = suite
-    (proj.root / "manifest.toml").write_text(manifest(url, min_kappa=0.9))
+    (proj.root / "manifest.toml").write_text(anchors_manifest(url, min_kappa=0.9))
     try:
         r = proj.run("t2", "-e", "judge-anchors", env={"OPENAI_API_KEY": ""}, timeout=300)
     finally:
-        (proj.root / "manifest.toml").write_text(manifest(url))
+        (proj.root / "manifest.toml").write_text(anchors_manifest(url))
     assert r.code == 1, r.output
     assert "  below its floor: kappa 0.80 < min_kappa 0.9 (judge-anchors fails)" in r.out.splitlines()
     result = proj.eval_result("judge-anchors", "t2")
@@ -122,8 +118,8 @@ def test_a_judge_below_its_floor_fails_its_anchors_eval_with_one_line(suite) -> 
 
 def test_a_malformed_anchors_file_is_one_line_naming_the_place(project) -> None:
     proj = project({
-        "manifest.toml": '[[evals]]\nname = "a"\ntier = "t2"\ndir = "e"\nmodel = true\n'
-        'run = ["python", "-m", "evalrun.scorer.anchors", "anchors.jsonl"]\nanchors = {}\n',
+        "manifest.toml": manifest(an_eval("a", ["python", "-m", "evalrun.scorer.anchors", "anchors.jsonl"], tier="t2",
+                                          dir="e", model=True, anchors={})).text,
         "e/anchors.jsonl": '{"id": "x", "subject": "s", "rubric": "r", "label": true}\n{"id": "x", "subject": "s", "rubric": "r", "label": "yes"}\n',
     })
     r = proj.run("t2")

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from harness import SCORERS
+from harness import SCORERS, an_eval, manifest, replayed_pair
 from harness.fakes_upstream import OPENAI_MODEL, FakeUpstream
 
 KEY = "sk-test-judge-" + os.urandom(8).hex()
@@ -24,18 +24,18 @@ NEEDS_MODEL = "judge() needs a model: t2 replays one, t3 calls one"
 JUDGED = "the first answer is judged"
 
 
-def manifest(upstream: str, models: str = "", t3_budget: str = "") -> str:
-    return (
-        f'[tiers.t1]\n[tiers.t2]\n[tiers.t3]\n{t3_budget}\n\n'
-        f'[models]\nupstream = "{upstream}"\njudge = "gpt-4o-mini"\nstrict_replay = true\n{models}\n'
-        '[[evals]]\nname = "judged-static"\ntier = "t1"\ndir = "evals/j"\nrun = ["python", "score.py", "judge-only"]\n\n'
-        '[[evals]]\nname = "judged"\ntier = "t2"\ndir = "evals/j"\nrun = ["python", "score.py", "full"]\nmodel = true\n\n'
-        '[[evals]]\nname = "judged-live"\ntier = "t3"\ndir = "evals/j"\nrun = ["python", "score.py", "full"]\n'
-        'model = true\nfixtures_for = "judged"\n'
-    )
+def judged_manifest(upstream: str, prices: dict | None = None, t3_budget: dict | None = None) -> str:
+    """The judged scorer as judge-only in t1, replayed in t2 and live in t3; ``prices`` [models.prices]."""
+    full = ["python", "score.py", "full"]
+    return manifest(
+        an_eval("judged-static", ["python", "score.py", "judge-only"], dir="evals/j"),
+        *replayed_pair("judged", full, dir="evals/j"),
+        tiers={"t1": {}, "t2": {}, "t3": {"budget": t3_budget} if t3_budget else {}},
+        models={"upstream": upstream, "judge": "gpt-4o-mini", "strict_replay": True, **({"prices": prices} if prices else {})},
+    ).text
 
 
-PRICES = '\n[models.prices]\n"gpt-4o-mini" = { input = 1000.0, output = 2000.0 }\n'
+PRICES = {"gpt-4o-mini": {"input": 1000.0, "output": 2000.0}}
 
 
 def check(result: dict, name: str) -> dict:
@@ -54,7 +54,7 @@ def suite(tmp_path_factory):
 
     proj = Project(tmp_path_factory.mktemp("judge"))
     with FakeUpstream(scripted=True, verdict=PASSING) as upstream:
-        proj.write({"manifest.toml": manifest(upstream.url, PRICES), "evals/j/score.py": SCORER})
+        proj.write({"manifest.toml": judged_manifest(upstream.url, PRICES), "evals/j/score.py": SCORER})
         recorded = proj.run("t3", "--record", env={"OPENAI_API_KEY": KEY}, timeout=300)
         received = list(upstream.requests)
     replayed = proj.run("t2", env={"OPENAI_API_KEY": ""}, timeout=300)
@@ -119,7 +119,7 @@ def test_cost_is_reported_per_eval_and_per_run_from_the_manifest_prices(suite):
 
 def test_a_judge_check_fails_loudly_in_t1_without_any_request(project):
     with FakeUpstream(verdict=PASSING) as upstream:
-        proj = project({"manifest.toml": manifest(upstream.url), "evals/j/score.py": SCORER})
+        proj = project({"manifest.toml": judged_manifest(upstream.url), "evals/j/score.py": SCORER})
         run = proj.run("t1", timeout=120)
         # Even pointed straight at a live model, a t1 scorer's judge() sends nothing.
         report = proj.root / "direct.json"
@@ -141,7 +141,7 @@ def test_a_judge_check_fails_loudly_in_t1_without_any_request(project):
 
 def test_a_reply_that_is_no_verdict_fails_the_check_with_the_raw_reply_redacted(project):
     with FakeUpstream(scripted=True, verdict="I would rather not grade this (auth seen: {auth})") as upstream:
-        proj = project({"manifest.toml": manifest(upstream.url), "evals/j/score.py": SCORER})
+        proj = project({"manifest.toml": judged_manifest(upstream.url), "evals/j/score.py": SCORER})
         run = proj.run("t3", env={"OPENAI_API_KEY": KEY}, timeout=120)
     assert run.code == 1, run.output
     judged = check(proj.eval_result("judged-live", "t3"), JUDGED)
@@ -155,7 +155,7 @@ def test_a_reply_that_is_no_verdict_fails_the_check_with_the_raw_reply_redacted(
 def test_a_failing_verdict_fails_the_check_with_its_reason(project):
     verdict = json.dumps({"pass": False, "reason": "It says goodbye, not hello."})
     with FakeUpstream(scripted=True, verdict=verdict) as upstream:
-        proj = project({"manifest.toml": manifest(upstream.url), "evals/j/score.py": SCORER})
+        proj = project({"manifest.toml": judged_manifest(upstream.url), "evals/j/score.py": SCORER})
         run = proj.run("t3", env={"OPENAI_API_KEY": KEY}, timeout=120)
     assert run.code == 1, run.output
     judged = check(proj.eval_result("judged-live", "t3"), JUDGED)
@@ -167,7 +167,7 @@ def test_a_usd_budget_stops_the_eval_with_status_budget(project):
     # 18 tokens a call at $1000/$2000 per million: the first call costs ~$0.025, over the $0.01 cap.
     with FakeUpstream(scripted=True, verdict=PASSING) as upstream:
         proj = project({
-            "manifest.toml": manifest(upstream.url, PRICES, t3_budget="budget = { usd = 0.01 }"),
+            "manifest.toml": judged_manifest(upstream.url, PRICES, t3_budget={"usd": 0.01}),
             "evals/j/score.py": SCORER,
         })
         run = proj.run("t3", env={"OPENAI_API_KEY": KEY}, timeout=120)
@@ -183,9 +183,8 @@ def test_a_usd_budget_stops_the_eval_with_status_budget(project):
 def test_an_unpriced_model_under_a_usd_budget_is_noted_loudly_never_free(project):
     with FakeUpstream(scripted=True, verdict=PASSING) as upstream:
         proj = project({
-            "manifest.toml": manifest(
-                upstream.url, '\n[models.prices]\n"claude-3-5-haiku" = { input = 0.8, output = 4.0 }\n',
-                t3_budget="budget = { usd = 5.0 }",
+            "manifest.toml": judged_manifest(
+                upstream.url, {"claude-3-5-haiku": {"input": 0.8, "output": 4.0}}, t3_budget={"usd": 5.0},
             ),
             "evals/j/score.py": SCORER,
         })
@@ -201,7 +200,7 @@ def test_an_unpriced_model_under_a_usd_budget_is_noted_loudly_never_free(project
 
 def test_without_prices_or_a_usd_budget_no_cost_is_claimed(project):
     with FakeUpstream(scripted=True, verdict=PASSING) as upstream:
-        proj = project({"manifest.toml": manifest(upstream.url), "evals/j/score.py": SCORER})
+        proj = project({"manifest.toml": judged_manifest(upstream.url), "evals/j/score.py": SCORER})
         run = proj.run("t3", env={"OPENAI_API_KEY": KEY}, timeout=120)
     assert run.code == 0, run.output
     assert "cost" not in proj.eval_result("judged-live", "t3")["models"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from evalrun.reports_in.assertion_counts import setup_file_path
+from harness import an_eval, manifest
 
 NPM_TOOLS = ("vitest", "jest", "jest-junit")
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -43,15 +44,12 @@ def npm_modules() -> Path:
     return modules
 
 
-def _manifest(*evals: tuple[str, str, str, str]) -> str:
-    """``[[evals]]`` entries of (name, dir, run argv as TOML, extra lines)."""
-    parts = []
-    for name, folder, argv, extra in evals:
-        parts.append(
-            f'[[evals]]\nname = "{name}"\ntier = "t1"\ndir = "{folder}"\nrun = {argv}\n'
-            f'format = "junit"\njunit = "out.xml"\ntimeout = 120\n{extra}\n'
-        )
-    return "\n".join(parts)
+def _manifest(*evals: tuple[str, str, list[str], dict[str, str]]) -> str:
+    """JUnit evals (writing out.xml) of (name, dir, run argv, env)."""
+    return manifest(*(
+        an_eval(name, argv, dir=folder, format="junit", junit="out.xml", timeout=120, **({"env": env} if env else {}))
+        for name, folder, argv, env in evals
+    )).text
 
 
 def _junit(proj, folder: str) -> ET.Element:
@@ -125,12 +123,11 @@ def test_skipme_db():
 """
 
 
-def _pytest_argv(*extra: str) -> str:
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "--junitxml=out.xml", "tests"]
-    return "[" + ", ".join(f'"{a}"' for a in args) + "]"
+def _pytest_argv(*extra: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "--junitxml=out.xml", "tests"]
 
 
-NO_PLUGINS = 'env = { PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }'
+NO_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["pytest", "pytest-xdist"])
@@ -140,7 +137,7 @@ def test_pytest_scenarios(project, xdist: bool) -> None:
         {
             "manifest.toml": _manifest(
                 ("ok", "e", _pytest_argv(*workers), NO_PLUGINS),
-                ("failing", "e", _pytest_argv(*workers), 'env = { PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1", BREAK = "1" }'),
+                ("failing", "e", _pytest_argv(*workers), {**NO_PLUGINS, "BREAK": "1"}),
                 ("skipped", "e", _pytest_argv(*workers, "-k", "skipme"), NO_PLUGINS),  # -k picks only skipped tests
                 ("crash", "crash", _pytest_argv(*workers), NO_PLUGINS),
             ),
@@ -183,8 +180,8 @@ def test_pytest_scenarios(project, xdist: bool) -> None:
 
 # --- node --test ------------------------------------------------------------------------------
 
-NODE_ARGV = ('["node", "--test", "--test-reporter=junit", "--test-reporter-destination=out.xml", '
-             '"--test-reporter=spec", "--test-reporter-destination=stdout"]')
+NODE_ARGV = ["node", "--test", "--test-reporter=junit", "--test-reporter-destination=out.xml",
+             "--test-reporter=spec", "--test-reporter-destination=stdout"]
 NODE_FILE = """
 import {{ describe, it }} from 'node:test';
 import assert from 'node:assert/strict';
@@ -215,11 +212,11 @@ def test_node_test_runner_scenarios(project) -> None:
     proj = project(
         {
             "manifest.toml": _manifest(
-                ("ok", "e", NODE_ARGV, ""),
-                ("failing", "e", NODE_ARGV, 'env = { BREAK = "1" }'),
-                ("skipped", "e", NODE_ARGV, 'env = { SKIP_ALL = "1" }'),
-                ("crash", "crash", NODE_ARGV, ""),
-                ("same", "same", NODE_ARGV, ""),
+                ("ok", "e", NODE_ARGV, {}),
+                ("failing", "e", NODE_ARGV, {"BREAK": "1"}),
+                ("skipped", "e", NODE_ARGV, {"SKIP_ALL": "1"}),
+                ("crash", "crash", NODE_ARGV, {}),
+                ("same", "same", NODE_ARGV, {}),
             ),
             "e/tests/a.test.mjs": NODE_FILE.format(file="a.test.mjs", more=NODE_A_MORE),
             "e/tests/b.test.mjs": NODE_FILE.format(file="b.test.mjs", more="    it('subtracts', () => assert.equal(2 - 1, 1));"),
@@ -273,8 +270,8 @@ JS_A_MORE = """  it('multiplies', () => { expect(2 * 3).toBe(6); expect(3 * 2).t
   it.todo('divides');
   it.skip('needs a gpu', () => {});"""
 JS_B_MORE = "  it('subtracts', () => { expect(2 - 1).toBe(1); });"
-VITEST_ARGV = ('["node", "node_modules/vitest/vitest.mjs", "run", "--reporter=junit", "--outputFile=out.xml", '
-               '"--reporter=default"]')
+VITEST_ARGV = ["node", "node_modules/vitest/vitest.mjs", "run", "--reporter=junit", "--outputFile=out.xml",
+               "--reporter=default"]
 
 
 def _asserts_less(proj, ok: str, test_file: Path, check: str) -> None:
@@ -304,10 +301,10 @@ def test_vitest_scenarios(project, npm_modules: Path) -> None:
     proj = project(
         {
             "manifest.toml": _manifest(
-                ("ok", "e", VITEST_ARGV, ""),
-                ("failing", "e", VITEST_ARGV, 'env = { BREAK = "1", FORCE_COLOR = "1" }'),  # asks for colours
-                ("skipped", "e", VITEST_ARGV, 'env = { SKIP_ALL = "1" }'),
-                ("crash", "crash", VITEST_ARGV, ""),
+                ("ok", "e", VITEST_ARGV, {}),
+                ("failing", "e", VITEST_ARGV, {"BREAK": "1", "FORCE_COLOR": "1"}),  # asks for colours
+                ("skipped", "e", VITEST_ARGV, {"SKIP_ALL": "1"}),
+                ("crash", "crash", VITEST_ARGV, {}),
             ),
             "e/package.json": '{"type": "module"}\n',
             "e/evalrun.setup.mjs": setup_file_path("vitest").read_text(),  # as the recipe says: copied in
@@ -355,22 +352,21 @@ module.exports = {
 };
 """
 JEST_PROPERTIES = "module.exports = (result) => ({ status: result.status });\n"
-JEST_ARGV = '["node", "node_modules/jest/bin/jest.js", "--ci"]'
-JEST_DEFAULTS_ARGV = ('["node", "node_modules/jest/bin/jest.js", "--ci", "--cacheDirectory=.jest-cache", '
-                      '"--reporters=default", "--reporters=jest-junit"]')
-JEST_DEFAULTS_ENV = 'env = { JEST_JUNIT_OUTPUT_NAME = "out.xml" }'
+JEST_ARGV = ["node", "node_modules/jest/bin/jest.js", "--ci"]
+JEST_DEFAULTS_ARGV = [*JEST_ARGV, "--cacheDirectory=.jest-cache", "--reporters=default", "--reporters=jest-junit"]
+JEST_DEFAULTS_ENV = {"JEST_JUNIT_OUTPUT_NAME": "out.xml"}
 
 
 def test_jest_junit_scenarios(project, npm_modules: Path) -> None:
     proj = project(
         {
             "manifest.toml": _manifest(
-                ("ok", "e", JEST_ARGV, ""),
-                ("failing", "e", JEST_ARGV, 'env = { BREAK = "1" }'),
-                ("skipped", "e", JEST_ARGV, 'env = { SKIP_ALL = "1" }'),
-                ("crash", "crash", JEST_ARGV, ""),
+                ("ok", "e", JEST_ARGV, {}),
+                ("failing", "e", JEST_ARGV, {"BREAK": "1"}),
+                ("skipped", "e", JEST_ARGV, {"SKIP_ALL": "1"}),
+                ("crash", "crash", JEST_ARGV, {}),
                 ("defaults", "plain", JEST_DEFAULTS_ARGV, JEST_DEFAULTS_ENV),
-                ("defaults-one-file", "plain", JEST_DEFAULTS_ARGV.replace('"--ci"', '"--ci", "tests/a.test.js"'),
+                ("defaults-one-file", "plain", [*JEST_ARGV, "tests/a.test.js", *JEST_DEFAULTS_ARGV[len(JEST_ARGV):]],
                  JEST_DEFAULTS_ENV),  # before --reporters, which would take it for a reporter
             ),
             "e/jest.config.js": JEST_CONFIG,

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from harness import an_eval, manifest
 from harness.simulation import simulated_env, simulated_evalrun
 
 from evalrun.scratch import make_scratch, sweep_scratch
@@ -68,12 +69,7 @@ def test_a_sigkilled_run_leaves_no_scorer_group_and_no_scratch_after_the_next_ru
     # macOS (simulated: no /proc, both runs): the killed run's locks tell it is dead, ps that its scorer runs on.
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proj = project(
-        {
-            "manifest.toml": '[[evals]]\nname = "hangs"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n',
-            "e/score.py": SCORER,
-        }
-    )
+    proj = project(manifest(an_eval("hangs", dir="e", files={"score.py": SCORER})).project())
     env = proj.env({"TMPDIR": str(tmp)})
     if platform != "linux":
         env = simulated_env(platform, env)

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness import REPO, Project
+from harness import REPO, Project, an_eval, manifest
 from harness.simulation import simulated_evalrun, users_own_tmpdir
 
 NOT_ISOLATED = "network: not isolated: network namespaces are Linux only"
@@ -47,10 +47,9 @@ def test_the_own_t1_and_t2_are_green_on_macos_and_say_why_they_are_not_isolated(
 def test_bites_with_jobs_on_macos_never_fork_from_its_threads(tmp_path: Path) -> None:
     scorer = ("import json, os\nfrom pathlib import Path\nok = Path('product.txt').read_text().strip() == 'safe'\n"
               "json.dump({'checks': [{'name': 'safe', 'assertions': 1, 'passed': ok}]}, open(os.environ['EVALRUN_REPORT'], 'w'))\n")
-    bite = '[[evals.bites]]\nname = "leaky"\nreplace = {{ "product.txt" = "leaky.txt" }}\nfails = ["safe"]\n'
-    manifest = "".join(f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "evals/guard"\nrun = ["python", "score.py"]\n'
-                       + bite.format() for n in ("a", "b"))
-    proj = Project(tmp_path / "repo").write({"manifest.toml": manifest, "evals/guard/score.py": scorer,
+    bite = {"name": "leaky", "replace": {"product.txt": "leaky.txt"}, "fails": ["safe"]}
+    guarded = manifest(*(an_eval(n, dir="evals/guard", bites=[bite]) for n in ("a", "b"))).text
+    proj = Project(tmp_path / "repo").write({"manifest.toml": guarded, "evals/guard/score.py": scorer,
                                              "evals/guard/product.txt": "safe\n", "evals/guard/leaky.txt": "leaky\n",
                                              ".gitignore": ".evalrun/\n"})
     git_env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",

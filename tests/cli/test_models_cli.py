@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from harness import an_eval, manifest
 from harness.fakes_upstream import FakeUpstream
 from harness.model_projects import CALLER, SECRET, model_project
 
@@ -13,12 +14,7 @@ def _evidence(proj, name: str, tier: str) -> dict:
 
 
 def test_t1_scorers_get_placeholders_and_an_unreachable_model(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": '[[evals]]\nname = "caller"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n',
-            "e/score.py": CALLER,
-        }
-    )
+    proj = project(manifest(an_eval("caller", dir="e", files={"score.py": CALLER})).project())
     r = proj.run("t1", env={"OPENAI_API_KEY": SECRET, "TOLERATE": "1"})
     assert r.code == 0, r.output
     seen = _evidence(proj, "caller", "t1")
@@ -186,15 +182,10 @@ def test_streams_the_sdk_did_not_ask_usage_for_are_counted_never_free(project) -
     # ignores the request for usage: its calls are uncounted and the eval says so.
     with FakeUpstream(stream_usage="asked", stream_tokens=(150, 50)) as api, \
             FakeUpstream(stream_usage="never", stream_tokens=(150, 50)) as mute:
-        proj = project({
-            "manifest.toml": (
-                '[[evals]]\nname = "capped"\ntier = "t3"\ndir = "evals/s"\nrun = ["python", "score.py"]\nmodel = true\n'
-                'budget = { tokens = 300 }\n\n'
-                '[[evals]]\nname = "mute"\ntier = "t3"\ndir = "evals/s"\nrun = ["python", "score.py"]\nmodel = true\n'
-                f'env = {{ OPENAI_BASE_URL = "{mute.url}/v1" }}\n'
-            ),
-            "evals/s/score.py": STREAMER,
-        })
+        proj = project(manifest(
+            an_eval("capped", tier="t3", dir="evals/s", model=True, budget={"tokens": 300}),
+            an_eval("mute", tier="t3", dir="evals/s", model=True, env={"OPENAI_BASE_URL": f"{mute.url}/v1"}),
+        ).project({"evals/s/score.py": STREAMER}))
         r = proj.run("t3", env={"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": f"{api.url}/v1"})
         assert len(api.requests) == 2 and len(mute.requests) == 3
     assert r.code == 4, r.output

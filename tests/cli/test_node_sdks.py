@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from harness import manifest, replayed_pair
 from harness.eval_tools import npm_package
 from harness.fakes_upstream import FakeUpstream
 
@@ -43,15 +44,9 @@ main()
 def test_each_providers_npm_sdk_reaches_its_own_upstream_and_replays_without_it(project) -> None:
     modules = npm_package("openai").parent
     npm_package("@anthropic-ai/sdk")
-    env_line = f'env = {{ NODE_PATH = "{modules}" }}\n'
-    proj = project({
-        "manifest.toml": (
-            '[[evals]]\nname = "app"\ntier = "t2"\ndir = "evals/app"\nrun = ["node", "score.cjs"]\nmodel = true\n'
-            + env_line + '\n[[evals]]\nname = "app-live"\ntier = "t3"\ndir = "evals/app"\nrun = ["node", "score.cjs"]\n'
-            'model = true\nfixtures_for = "app"\n' + env_line
-        ),
-        "evals/app/score.cjs": SCORER,
-    })
+    proj = project(manifest(*replayed_pair(
+        "app", ["node", "score.cjs"], env={"NODE_PATH": str(modules)}, files={"score.cjs": SCORER},
+    )).project())
     with FakeUpstream(provider="openai", stream_usage="asked") as openai_api, \
             FakeUpstream(provider="anthropic") as anthropic_api:
         recorded = proj.run("t3", "--record", env={

@@ -15,17 +15,13 @@ import pytest
 from evalrun.atomic import write_atomic, writes_in_place
 from evalrun.errors import ManifestError
 from evalrun.manifest import load_manifest
+from harness import an_eval, manifest
 
 
 def _junit_manifest(tmp_path: Path, junit: str) -> Path:
     (tmp_path / "e").mkdir(exist_ok=True)
     path = tmp_path / "manifest.toml"
-    path.write_text(
-        f'[[evals]]\nname = "x"\ntier = "t1"\ndir = "e"\nrun = ["true"]\nformat = "junit"\njunit = {junit!r}\n'.replace(
-            "'", '"'
-        ),
-        encoding="utf-8",
-    )
+    path.write_text(manifest(an_eval("x", ["true"], dir="e", format="junit", junit=junit)).text, encoding="utf-8")
     return path
 
 
@@ -53,14 +49,8 @@ def test_a_junit_path_inside_the_eval_folder_is_accepted(tmp_path: Path) -> None
 
 
 def test_a_junit_path_outside_the_folder_is_never_deleted_by_a_run(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": '[[evals]]\nname = "x"\ntier = "t1"\ndir = "e"\nrun = ["true"]\n'
-            'format = "junit"\njunit = "../victim"\n',
-            "e/.keep": "",
-            "victim": "precious",
-        }
-    )
+    proj = project(manifest(an_eval("x", ["true"], dir="e", format="junit", junit="../victim", files={".keep": ""})).project(
+        {"victim": "precious"}))
     r = proj.run("t1")
     assert r.code == 2, r.output
     assert "junit: '../victim' lies outside the eval's folder" in r.err
@@ -86,10 +76,8 @@ with scorer.check("met the other update") as c:
 def test_two_concurrent_filtered_updates_both_land(project, tmp_path: Path) -> None:
     meet = tmp_path / "meet"
     meet.mkdir()
-    evals = "".join(
-        f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py", "{meet}"]\n\n' for n in "ab"
-    )
-    proj = project({"manifest.toml": evals, "e/score.py": BARRIER_SCORER})
+    proj = project(manifest(*(an_eval(n, ["python", "score.py", str(meet)], dir="e") for n in "ab")).project(
+        {"e/score.py": BARRIER_SCORER}))
     with ThreadPoolExecutor(2) as pool:  # both at once: each scorer waits for the other's
         runs = list(pool.map(lambda name: proj.run("baseline", "--update", "t1", "--eval", name, timeout=300), "ab"))
     outputs = [r.output for r in runs]
@@ -126,12 +114,8 @@ def test_write_atomic_honours_the_umask(tmp_path: Path) -> None:
 
 
 def test_results_and_baseline_files_are_readable_by_others_under_umask_022(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": '[[evals]]\nname = "a"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\n',
-            "e/score.py": "from evalrun import scorer\nwith scorer.check('ok') as c:\n    c.true(True)\n",
-        }
-    )
+    proj = project(manifest(an_eval("a", dir="e", files={
+        "score.py": "from evalrun import scorer\nwith scorer.check('ok') as c:\n    c.true(True)\n"})).project())
     code = (
         "import os, runpy, sys; os.umask(0o022); sys.argv = ['evalrun', 'baseline', '--update', 't1'];"
         "runpy.run_module('evalrun', run_name='__main__')"

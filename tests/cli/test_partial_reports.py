@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import default_sigint
+from harness import an_eval, default_sigint, manifest
 
 from evalrun.scorer import Scorer
 
@@ -28,12 +28,13 @@ with scorer.check("hangs forever") as c:
     time.sleep(3600)
 """
 
-MANIFEST = '[[evals]]\nname = "slow"\ntier = "t1"\ndir = "e"\nrun = ["python", "score.py"]\ntimeout = {timeout}\n'
+def slow_manifest(timeout: int) -> str:
+    return manifest(an_eval("slow", dir="e", timeout=timeout)).text
 
 
 def test_a_timed_out_scorer_keeps_its_finished_checks_marked_partial(project) -> None:
     # 2 s: the scorer reaches its third check in ~0.1 s (0.03 s of CPU), ten times over even on a loaded machine.
-    proj = project({"manifest.toml": MANIFEST.format(timeout=2), "e/score.py": SCORER})
+    proj = project({"manifest.toml": slow_manifest(2), "e/score.py": SCORER})
     r = proj.run("t1")
     assert r.code == 1, r.output
     result = proj.eval_result("slow")
@@ -49,7 +50,7 @@ def test_a_timed_out_scorer_keeps_its_finished_checks_marked_partial(project) ->
 
 
 def test_an_interrupted_scorer_keeps_its_finished_checks_marked_partial(project) -> None:
-    proj = project({"manifest.toml": MANIFEST.format(timeout=600), "e/score.py": SCORER})
+    proj = project({"manifest.toml": slow_manifest(600), "e/score.py": SCORER})
     # fresh, not forked: Ctrl-C sent mid-run
     run = subprocess.Popen([sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=proj.env(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -69,7 +70,7 @@ def test_an_interrupted_scorer_keeps_its_finished_checks_marked_partial(project)
 
 
 def test_a_timed_out_scorer_without_a_report_is_not_partial(project) -> None:
-    proj = project({"manifest.toml": MANIFEST.format(timeout=1), "e/score.py": "import time\ntime.sleep(3600)\n"})
+    proj = project({"manifest.toml": slow_manifest(1), "e/score.py": "import time\ntime.sleep(3600)\n"})
     r = proj.run("t1")
     assert r.code == 1, r.output
     result = proj.eval_result("slow")

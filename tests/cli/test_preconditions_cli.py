@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from harness import STUBS
+from harness import STUBS, an_eval, manifest
+from harness.manifest_builder import EvalBlock
 from harness.stub_projects import gone, stub_project
 
 PG_SCORER = """
@@ -85,48 +86,25 @@ def test_dry_shows_what_would_skip_and_why(project) -> None:
 
 def test_named_tcp_probe_reason_names_the_address(project) -> None:
     port = _free_port()
-    proj = project(
-        {
-            "manifest.toml": f"""
-            [probes.api]
-            tcp = "127.0.0.1:{port}"
-            timeout = 1
-
-            [[evals]]
-            name = "x"
-            tier = "t2"
-            dir = "e"
-            run = ["python", "-c", "raise SystemExit(1)"]
-            requires = ["api"]
-            """,
-            "e/.keep": "",
-        }
-    )
+    proj = project(manifest(
+        an_eval("x", ["python", "-c", "raise SystemExit(1)"], tier="t2", dir="e", requires=["api"], files={".keep": ""}),
+        probes={"api": {"tcp": f"127.0.0.1:{port}", "timeout": 1}},
+    ).project())
     r = proj.run("t2")
     assert r.code == 4, r.output
     assert f"SKIP        x  tcp api: connection refused (127.0.0.1:{port})" in r.out
 
 
-SERVICE_MANIFEST = """
-[services.api]
-run = ["python", "{stub}", "serve"]
-ready = "tcp:127.0.0.1:{port}"
-ready_timeout = 20
-env = {{ API_URL = "http://127.0.0.1:{port}" }}
-
-[[evals]]
-name = "uses-api"
-tier = "t2"
-dir = "e"
-run = ["python", "score.py"]
-services = ["api"]
-
-[[evals]]
-name = "no-service"
-tier = "t2"
-dir = "e"
-run = ["python", "score.py"]
-"""
+def service_manifest(port: int, *more: EvalBlock, mode: str = "serve", ready_timeout: int = 20, **tables) -> str:
+    """Service "api" (the service stub, in ``mode``) used by eval "uses-api" and not by "no-service"."""
+    return manifest(
+        an_eval("uses-api", tier="t2", dir="e", services=["api"]),
+        an_eval("no-service", tier="t2", dir="e"),
+        *more,
+        services={"api": {"run": ["python", str(STUBS / "service_stub.py"), mode], "ready": f"tcp:127.0.0.1:{port}",
+                          "ready_timeout": ready_timeout, "env": {"API_URL": f"http://127.0.0.1:{port}"}}},
+        **tables,
+    ).text
 
 SERVICE_SCORER = """
 import os, socket, time
@@ -156,7 +134,7 @@ with scorer.check("service env is exported only to its users") as c:
 def _service_project(project, port: int):
     return project(
         {
-            "manifest.toml": SERVICE_MANIFEST.format(stub=STUBS / "service_stub.py", port=port),
+            "manifest.toml": service_manifest(port),
             "e/score.py": SERVICE_SCORER,
         }
     )
@@ -186,12 +164,9 @@ def test_service_that_dies_mid_run_fails_its_evals_with_its_log(project) -> None
     port = _free_port()
     proj = _service_project(project, port)
     trigger = proj.root / "die"
-    manifest = proj.root / "manifest.toml"
     # a second user of the service, run after the first has killed it
-    manifest.write_text(
-        manifest.read_text()
-        + '\n[[evals]]\nname = "uses-api-later"\ntier = "t2"\ndir = "e"\nrun = ["python", "-c", "pass"]\nservices = ["api"]\n'
-    )
+    later = an_eval("uses-api-later", ["python", "-c", "pass"], tier="t2", dir="e", services=["api"])
+    (proj.root / "manifest.toml").write_text(service_manifest(port, later))
     r = proj.run("t2", "-j", "1", env={"PORT": str(port), "DIE_TRIGGER": str(trigger), "DIE_AFTER": str(trigger)})
     assert r.code == 1, r.output
     later = proj.eval_result("uses-api-later", "t2")
@@ -204,8 +179,7 @@ def test_service_that_dies_mid_run_fails_its_evals_with_its_log(project) -> None
 def test_service_that_never_gets_ready_fails_its_evals(project) -> None:
     port = _free_port()
     proj = _service_project(project, port)
-    manifest = proj.root / "manifest.toml"
-    manifest.write_text(manifest.read_text().replace('"serve"]', '"never"]').replace("ready_timeout = 20", "ready_timeout = 1"))
+    (proj.root / "manifest.toml").write_text(service_manifest(port, mode="never", ready_timeout=1))
     r = proj.run("t2", env={"PORT": str(port)})
     assert r.code == 1, r.output
     msg = proj.eval_result("uses-api", "t2")["message"]
@@ -216,8 +190,8 @@ def test_service_that_never_gets_ready_fails_its_evals(project) -> None:
 def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(project) -> None:
     port = _free_port()
     proj = _service_project(project, port)
-    manifest = proj.root / "manifest.toml"  # the test itself connects to the service: not isolated
-    manifest.write_text('[tiers.t2]\nnetwork = "host"\n' + manifest.read_text())
+    # the test itself connects to the service: not isolated
+    (proj.root / "manifest.toml").write_text(service_manifest(port, tiers={"t2": {"network": "host"}}))
     # The scorer hangs until its evalrun is gone, then leaves too: nothing outlives the test.
     (proj.root / "e" / "score.py").write_text(
         "import os, time\nparent = os.getppid()\nwhile os.getppid() == parent:\n    time.sleep(0.05)\n"
@@ -256,25 +230,11 @@ def test_sigkilled_run_leaves_a_record_and_the_next_run_stops_the_leftover(proje
 
 @pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_t2_eval_gets_an_embedded_postgres(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": """
-            [services.db]
-            postgres = "embedded"
-
-            [probes.db-up]
-            postgres = "${DATABASE_URL}"
-
-            [[evals]]
-            name = "pg"
-            tier = "t2"
-            dir = "e"
-            run = ["python", "score.py"]
-            services = ["db"]
-            """,
-            "e/score.py": PG_SCORER,
-        }
-    )
+    proj = project(manifest(
+        an_eval("pg", tier="t2", dir="e", services=["db"], files={"score.py": PG_SCORER}),
+        services={"db": {"postgres": "embedded"}},
+        probes={"db-up": {"postgres": "${DATABASE_URL}"}},
+    ).project())
     r = proj.run("t2")
     assert r.code == 0, r.output
     assert proj.eval_result("pg", "t2")["checks"][0]["assertions"] == 1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Project
+from harness import Project, an_eval, manifest
 from harness.agent_project import ENV, agent_project
 
 def _fail_line(output: str, name: str) -> str:
@@ -65,14 +65,7 @@ def test_consecutive_missing_fixtures_read_as_a_range_per_session(tmp_path):
 
 
 CRASHING_PYTHON = {
-    "manifest.toml": """
-        [tiers.t1]
-        [[evals]]
-        name = "triage"
-        tier = "t1"
-        dir = "evals/triage"
-        run = ["python", "score.py"]
-    """,
+    "manifest.toml": manifest(an_eval("triage"), tiers={"t1": {}}).text,
     "evals/triage/score.py": """
         import rules
 
@@ -99,7 +92,7 @@ def test_a_python_crash_names_the_innermost_frame_in_the_eval_folder(project):
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH (.ci/run installs it)")
 def test_a_node_crash_names_the_innermost_frame_in_the_eval_folder(project):
     run = project({
-        "manifest.toml": CRASHING_PYTHON["manifest.toml"].replace('["python", "score.py"]', '["node", "score.js"]'),
+        "manifest.toml": manifest(an_eval("triage", ["node", "score.js"]), tiers={"t1": {}}).text,
         "evals/triage/score.js": """
             const rules = require("./lib/rules.js");
             rules.urgency({ level: 3 });
@@ -116,14 +109,10 @@ def test_a_node_crash_names_the_innermost_frame_in_the_eval_folder(project):
 
 
 def test_verbose_prints_the_output_tail_of_each_failing_eval_only(project):
+    fine = ("import json, os; print('fine output'); "
+            "json.dump({'checks': [{'name': 'a', 'assertions': 1, 'passed': True}]}, open(os.environ['EVALRUN_REPORT'], 'w'))")
     files = dict(CRASHING_PYTHON)
-    files["manifest.toml"] += """
-        [[evals]]
-        name = "fine"
-        tier = "t1"
-        dir = "evals/fine"
-        run = ["python", "-c", "import json, os; print('fine output'); json.dump({'checks': [{'name': 'a', 'assertions': 1, 'passed': True}]}, open(os.environ['EVALRUN_REPORT'], 'w'))"]
-    """
+    files["manifest.toml"] = manifest(an_eval("triage"), an_eval("fine", ["python", "-c", fine]), tiers={"t1": {}}).text
     files["evals/triage/score.py"] = "import rules\nprint('::error::not a workflow command \\x1b[2J')\nrules.urgency({})\n"
     files["evals/fine/.keep"] = ""
     proj = project(files)
@@ -173,21 +162,10 @@ def _fixture(index: int) -> str:
 
 def slow_project(root: Path) -> Project:
     files = {
-        "manifest.toml": """
-            [tiers.t2]
-            [models]
-            replay_match = "index"
-            [experiments.mini]
-            tags = ["m"]
-            [[evals]]
-            name = "slow"
-            tier = "t2"
-            dir = "evals/slow"
-            run = ["python", "score.py"]
-            model = true
-            timeout = 60
-            tags = ["m"]
-        """,
+        "manifest.toml": manifest(
+            an_eval("slow", tier="t2", model=True, timeout=60, tags=["m"]),
+            tiers={"t2": {}}, models={"replay_match": "index"}, experiments={"mini": {"tags": ["m"]}},
+        ).text,
         "evals/slow/score.py": SLOW_SCORER,
     }
     files.update({f"evals/slow/fixtures/@mini/slow/000{i}.json": _fixture(i) for i in (1, 2)})

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from harness import an_eval, manifest
+
 
 def test_a_key_sharing_eight_characters_with_an_eval_name_neither_renames_the_eval_nor_crashes(project) -> None:
     # Redaction cuts any 8-character piece of a key out of what a scorer wrote; the eval's own name
     # is the manifest's, and the run looks its eval up by it (this was exit 70: KeyError 'judge[redacted ...]live').
     proj = project({
-        "manifest.toml": '[[evals]]\nname = "judge-anchors-live"\ntier = "t1"\ndir = "e"\nrun = ["python", "s.py"]\n',
+        "manifest.toml": manifest(an_eval("judge-anchors-live", ["python", "s.py"], dir="e")).text,
         "e/s.py": "import sys\nfrom evalrun import scorer\n"
                   "with scorer.check('says sk-test-anchors-0f1e2d3c4b5a') as c:\n    c.true(True)\n",
     })

@@ -13,20 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import REPO, default_sigint
+from harness import an_eval, default_sigint, manifest
+from harness.stub_projects import FLAKY, flaky_coin
 from harness.junit_schema import published_junit_schema
 
-STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
 
 
-def flaky_project(project, keys: str = "repeat = 10\nmin_pass_rate = 0.8", tier_keys: str = ""):
-    return project(
-        {
-            "manifest.toml": f'[tiers.t1]\n{tier_keys}\n[[evals]]\nname = "coin"\ntier = "t1"\ndir = "evals/coin"\n'
-            f'run = ["python", "flaky.py"]\n{keys}\n',
-            "evals/coin/flaky.py": STUB,
-        }
-    )
+def flaky_project(project, keys: dict | None = None, tier_keys: dict | None = None):
+    """The flaky coin of the own gate-bites as eval "coin"; ``keys`` its keys (default: repeat 10, floor 0.8)."""
+    keys = {"repeat": 10, "min_pass_rate": 0.8} if keys is None else keys
+    return project(flaky_coin(tier_keys, **keys).project())
 
 
 def fails(*repeats: int) -> dict[str, str]:
@@ -95,7 +91,7 @@ def test_always_passing_is_not_flaky(project) -> None:
 
 
 def test_baseline_learns_rates_and_a_drop_beyond_chance_exits_3(project) -> None:
-    proj = flaky_project(project, "repeat = 10\nmin_pass_rate = 0.3")
+    proj = flaky_project(project, {"repeat": 10, "min_pass_rate": 0.3})
     up = proj.run("baseline", "--update", "t1", "-j", "2")
     assert up.code == 0, up.output
     text = (proj.root / "baselines" / "t1.toml").read_text()
@@ -123,7 +119,7 @@ def test_baseline_learns_rates_and_a_drop_beyond_chance_exits_3(project) -> None
 
 def test_alpha_is_configurable(project) -> None:
     # 10/10 -> 7/10 is p = 0.105: noise at 0.05, decay at alpha 0.2
-    proj = flaky_project(project, "repeat = 10\nmin_pass_rate = 0.5\nalpha = 0.2")
+    proj = flaky_project(project, {"repeat": 10, "min_pass_rate": 0.5, "alpha": 0.2})
     assert proj.run("baseline", "--update", "t1", "-j", "2").code == 0
     r = proj.run("t1", "-j", "2", env=fails(1, 2, 3))
     assert r.code == 3, r.output
@@ -131,7 +127,7 @@ def test_alpha_is_configurable(project) -> None:
 
 
 def test_a_rate_higher_beyond_chance_makes_the_baseline_stale(project) -> None:
-    proj = flaky_project(project, "repeat = 10\nmin_pass_rate = 0.3")
+    proj = flaky_project(project, {"repeat": 10, "min_pass_rate": 0.3})
     assert proj.run("baseline", "--update", "t1", "-j", "2", env=fails(0, 1, 2, 3, 4, 5, 6)).code == 0
     assert "passes = 3, runs = 10" in (proj.root / "baselines" / "t1.toml").read_text()
     r = proj.run("t1", "-j", "2")
@@ -151,7 +147,7 @@ def test_update_refuses_a_run_under_its_floor(project) -> None:
 
 
 def test_repeat_option_overrides_and_dry_shows_the_count(project) -> None:
-    proj = flaky_project(project, "", tier_keys="repeat = 4")
+    proj = flaky_project(project, {}, tier_keys={"repeat": 4})
     dry = proj.run("dry", "t1")
     assert "coin: would run × 4 (floor 1)" in dry.out, dry.output
     r = proj.run("t1", "--repeat", "3", "-j", "2", env=fails(1))
@@ -161,7 +157,7 @@ def test_repeat_option_overrides_and_dry_shows_the_count(project) -> None:
 
 
 def test_early_stop_ends_the_repeats_once_decided(project, tmp_path: Path) -> None:
-    proj = flaky_project(project, 'repeat = 10\nstop = "decided"')
+    proj = flaky_project(project, {"repeat": 10, "stop": "decided"})
     log = tmp_path / "runs.log"
     r = proj.run("t1", "-j", "1", env={**fails(0), "FLAKY_LOG": str(log)})
     assert r.code == 1, r.output
@@ -173,7 +169,7 @@ def test_early_stop_ends_the_repeats_once_decided(project, tmp_path: Path) -> No
 
 
 def test_early_stop_of_a_passing_eval_at_its_floor(project, tmp_path: Path) -> None:
-    proj = flaky_project(project, 'repeat = 10\nmin_pass_rate = 0.8\nstop = "decided"')
+    proj = flaky_project(project, {"repeat": 10, "min_pass_rate": 0.8, "stop": "decided"})
     log = tmp_path / "runs.log"
     r = proj.run("t1", "-j", "1", env={**fails(1), "FLAKY_LOG": str(log)})
     assert r.code == 0, r.output
@@ -182,14 +178,14 @@ def test_early_stop_of_a_passing_eval_at_its_floor(project, tmp_path: Path) -> N
 
 
 def test_without_early_stop_every_run_is_made(project, tmp_path: Path) -> None:
-    proj = flaky_project(project, "repeat = 10")
+    proj = flaky_project(project, {"repeat": 10})
     log = tmp_path / "runs.log"
     assert proj.run("t1", "-j", "1", env={**fails(0), "FLAKY_LOG": str(log)}).code == 1
     assert len(log_lines(log)) == 10
 
 
 def test_a_check_seen_in_only_some_runs_is_reported_as_such(project) -> None:
-    proj = flaky_project(project, "repeat = 5\nmin_pass_rate = 0.5")
+    proj = flaky_project(project, {"repeat": 5, "min_pass_rate": 0.5})
     r = proj.run("t1", "-j", "2", env={"FLAKY_ABSENT": "1,3"})
     assert r.code == 0, r.output
     rate = rate_of(proj, "sometimes there")
@@ -198,7 +194,7 @@ def test_a_check_seen_in_only_some_runs_is_reported_as_such(project) -> None:
 
 
 def test_a_crash_in_one_run_is_never_noise(project) -> None:
-    proj = flaky_project(project, "repeat = 5\nmin_pass_rate = 0.5")
+    proj = flaky_project(project, {"repeat": 5, "min_pass_rate": 0.5})
     r = proj.run("t1", "-j", "2", env={"FLAKY_CRASH": "3"})
     assert r.code == 1, r.output
     result = proj.eval_result("coin")
@@ -207,7 +203,7 @@ def test_a_crash_in_one_run_is_never_noise(project) -> None:
 
 
 def test_eval_keys_override_the_tiers(project) -> None:
-    proj = flaky_project(project, "min_pass_rate = 0.5", tier_keys="repeat = 4\nmin_pass_rate = 1.0")
+    proj = flaky_project(project, {"min_pass_rate": 0.5}, tier_keys={"repeat": 4, "min_pass_rate": 1.0})
     r = proj.run("t1", "-j", "2", env=fails(0, 1))
     assert r.code == 0, r.output
     assert 'check "answer is right" passed 2 of 4 (floor 0.5)' in r.out
@@ -216,13 +212,13 @@ def test_eval_keys_override_the_tiers(project) -> None:
 @pytest.mark.parametrize(
     ("keys", "message"),
     [
-        ("min_pass_rate = 1.5", 'evals[0] ("coin").min_pass_rate: must be <= 1'),
-        ("repeat = 0", 'evals[0] ("coin").repeat: must be >= 1'),
-        ('stop = "never"', 'evals[0] ("coin").stop: must be one of'),
-        ("alpha = 0", 'evals[0] ("coin").alpha: must be > 0'),
+        ({"min_pass_rate": 1.5}, 'evals[0] ("coin").min_pass_rate: must be <= 1'),
+        ({"repeat": 0}, 'evals[0] ("coin").repeat: must be >= 1'),
+        ({"stop": "never"}, 'evals[0] ("coin").stop: must be one of'),
+        ({"alpha": 0}, 'evals[0] ("coin").alpha: must be > 0'),
     ],
 )
-def test_bad_repeat_keys_are_one_line_exit_2(project, keys: str, message: str) -> None:
+def test_bad_repeat_keys_are_one_line_exit_2(project, keys: dict, message: str) -> None:
     proj = flaky_project(project, keys)
     r = proj.run("t1")
     assert r.code == 2, r.output
@@ -247,12 +243,10 @@ def test_a_bad_rate_entry_in_the_baseline_is_exit_2(project, entry: str, message
 
 
 def test_shards_keep_an_evals_repeats_together_and_merge_judges_rates(project) -> None:
-    evals = "".join(
-        f'[[evals]]\nname = "{n}"\ntier = "t1"\ndir = "evals/coin"\nrun = ["python", "flaky.py"]\n'
-        f"repeat = 10\nmin_pass_rate = 0.3\nenv = {{ FLAKY_FAIL = \"{fail}\" }}\n\n"
+    proj = project(manifest(*(
+        an_eval(n, ["python", "flaky.py"], dir="evals/coin", repeat=10, min_pass_rate=0.3, env={"FLAKY_FAIL": fail})
         for n, fail in (("a", ""), ("b", "0,1,2,3,4,5,6"))
-    )
-    proj = project({"manifest.toml": "[tiers.t1]\n\n" + evals, "evals/coin/flaky.py": STUB})
+    ), tiers={"t1": {}}).project({"evals/coin/flaky.py": FLAKY}))
     proj.write({"baselines/t1.toml": "".join(
         f'[{n}]\n"answer is right" = {{ assertions = 2, passes = 10, runs = 10 }}\n' for n in ("a", "b"))})
     shards = []
@@ -286,7 +280,7 @@ def test_flaky_junit_follows_the_published_junit_10_schema(project) -> None:
 
 
 def test_ctrl_c_mid_repeats_keeps_the_finished_runs_rates_marked_partial(project, tmp_path: Path) -> None:
-    proj = flaky_project(project, "repeat = 4")
+    proj = flaky_project(project, {"repeat": 4})
     log = tmp_path / "runs.log"
     # fresh, not forked: Ctrl-C sent mid-run
     proc = subprocess.Popen(
@@ -310,7 +304,7 @@ def test_ctrl_c_mid_repeats_keeps_the_finished_runs_rates_marked_partial(project
 
 
 def test_an_eval_that_starts_repeating_makes_its_plain_baseline_stale(project) -> None:
-    proj = flaky_project(project, "")
+    proj = flaky_project(project, {})
     assert proj.run("baseline", "--update", "t1").code == 0
     assert '"answer is right" = 2' in (proj.root / "baselines" / "t1.toml").read_text()
     r = proj.run("t1", "--repeat", "3", "-j", "2")
@@ -343,11 +337,10 @@ print("ok 4 - slow # SKIP too slow" if k == 1 else "ok 4 - slow")       # one ru
 
 
 def test_a_repeated_evals_skipped_tests_are_kept_each_once_saying_where_runs_disagree(project) -> None:
-    proj = project({
-        "manifest.toml": '[tiers.t1]\n[[evals]]\nname = "skips"\ntier = "t1"\ndir = "evals/skips"\nformat = "tap"\n'
-                         'run = ["python", "t.py"]\nrepeat = 3\nmin_pass_rate = 0.6\n',
-        "evals/skips/t.py": TAP_SKIPS,
-    })
+    proj = project(manifest(
+        an_eval("skips", ["python", "t.py"], format="tap", repeat=3, min_pass_rate=0.6, files={"t.py": TAP_SKIPS}),
+        tiers={"t1": {}},
+    ).project())
     r = proj.run("t1", "-j", "2", "--junit", "j.xml")
     assert r.code == 0, r.output
     expected = [
@@ -374,11 +367,10 @@ def test_a_repeated_evals_skipped_tests_are_kept_each_once_saying_where_runs_dis
 
 
 def test_a_test_skipped_alike_in_every_run_reads_as_in_a_single_run(project) -> None:
-    proj = project({
-        "manifest.toml": '[tiers.t1]\n[[evals]]\nname = "skips"\ntier = "t1"\ndir = "evals/skips"\nformat = "tap"\n'
-                         'run = ["python", "t.py"]\nrepeat = 2\n',
-        "evals/skips/t.py": 'print("1..2")\nprint("ok 1 - adds")\nprint("ok 2 - network # SKIP no network")\n',
-    })
+    tap = 'print("1..2")\nprint("ok 1 - adds")\nprint("ok 2 - network # SKIP no network")\n'
+    proj = project(manifest(
+        an_eval("skips", ["python", "t.py"], format="tap", repeat=2, files={"t.py": tap}), tiers={"t1": {}},
+    ).project())
     repeated = proj.run("t1")
     assert repeated.code == 0, repeated.output
     assert proj.eval_result("skips")["skipped_tests"] == [{"name": "network", "reason": "no network"}]
@@ -423,14 +415,13 @@ sys.exit(0 if ok or sys.argv[1] == "junit" else 100)
 """
 
 
-@pytest.mark.parametrize("fmt", ['format = "junit"\njunit = "report.xml"', 'format = "promptfoo"\npromptfoo = "out.json"'])
-def test_runs_sharing_a_fixed_report_path_are_each_judged_on_their_own_report(project, fmt: str) -> None:
-    kind = fmt.split('"')[1]
-    proj = project({
-        "manifest.toml": '[[evals]]\nname = "coin"\ntier = "t1"\ndir = "evals/coin"\n'
-                         f'run = ["python", "runner.py", "{kind}"]\n{fmt}\nrepeat = 2\nmin_pass_rate = 0.5\n',
-        "evals/coin/runner.py": FIXED_PATH_RUNNER,
-    })
+@pytest.mark.parametrize("fmt", [{"format": "junit", "junit": "report.xml"}, {"format": "promptfoo", "promptfoo": "out.json"}],
+                         ids=["junit", "promptfoo"])
+def test_runs_sharing_a_fixed_report_path_are_each_judged_on_their_own_report(project, fmt: dict) -> None:
+    kind = fmt["format"]
+    proj = project(manifest(an_eval(
+        "coin", ["python", "runner.py", kind], repeat=2, min_pass_rate=0.5, files={"runner.py": FIXED_PATH_RUNNER}, **fmt,
+    )).project())
     r = proj.run("t1", "-j", "2")
     assert r.code == 0, r.output
     [check] = proj.eval_result("coin")["checks"]

@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import tomllib
 
-from harness import REPO
-
-STUB = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
+from harness.stub_projects import flaky_coin
 
 
-def coin(project, keys: str = "min_pass_rate = 0.6"):
-    return project({
-        "manifest.toml": f'[tiers.t1]\n[[evals]]\nname = "coin"\ntier = "t1"\ndir = "evals/coin"\n'
-                         f'run = ["python", "flaky.py"]\n{keys}\n',
-        "evals/coin/flaky.py": STUB,
-    })
+def coin(project, **keys: object):
+    """The flaky coin of the own gate-bites as eval "coin"; ``keys`` its keys (default: floor 0.6)."""
+    return project(flaky_coin(**(keys or {"min_pass_rate": 0.6})).project())
 
 
 def test_baseline_update_takes_repeat_and_a_plain_run_then_repeats_as_recorded(project) -> None:
@@ -39,7 +34,7 @@ def test_baseline_update_refuses_repeat_with_from_results(project) -> None:
 
 
 def test_the_fail_line_of_a_repeated_check_shows_its_outcomes(project) -> None:
-    proj = coin(project, "repeat = 5\nmin_pass_rate = 0.8")
+    proj = coin(project, repeat=5, min_pass_rate=0.8)
     r = proj.run("t1", "-j", "1", env={"FLAKY_FAIL": "1,3", "PYTHONIOENCODING": "utf-8"})
     assert r.code == 1, r.output
     line = next(ln for ln in r.out.splitlines() if ln.startswith("FAIL"))

@@ -17,7 +17,7 @@ import shutil
 import pytest
 
 from harness.fakes_upstream import FakeUpstream
-from harness.sdk_scenarios import ANTHROPIC_KEY, KEYS, OPENAI_KEY, SCENARIOS, SCORER, manifest
+from harness.sdk_scenarios import ANTHROPIC_KEY, KEYS, OPENAI_KEY, SCENARIOS, SCORER, manifest, sdk_eval
 
 
 def observed(proj, scenario: str, tier: str) -> list[dict]:
@@ -208,9 +208,7 @@ def test_a_prompt_edit_fails_replay_loudly_naming_the_fixture_and_the_field(suit
 
 def test_a_malformed_fixture_fails_the_eval_once_without_sdk_retries(project):
     proj = project({
-        "manifest.toml": manifest("http://127.0.0.1:9", scenarios=()) + (
-            '\n[[evals]]\nname = "bad-fixture"\ntier = "t2"\ndir = "evals/sdk"\n'
-            'run = ["python", "score.py", "bad-fixture"]\nmodel = true\n'),
+        "manifest.toml": manifest("http://127.0.0.1:9", (), sdk_eval("bad-fixture")),
         "evals/sdk/score.py": SCORER,
         "evals/sdk/fixtures/bad-fixture/0001.json": json.dumps({
             "evalrun_fixture": 2, "request": {"method": "POST", "path": "/v1/chat/completions",
@@ -228,8 +226,7 @@ def test_a_malformed_fixture_fails_the_eval_once_without_sdk_retries(project):
 
 def test_an_unreachable_upstream_is_not_retried_by_the_sdk(project):
     proj = project({
-        "manifest.toml": manifest("http://127.0.0.1:9", scenarios=()) .replace(
-            '"loner-live"', '"unreachable-live"').replace('"loner"]', '"unreachable"]'),
+        "manifest.toml": manifest("http://127.0.0.1:9", (), loner="unreachable"),
         "evals/sdk/score.py": SCORER,
     })
     run = proj.run("t3", env=KEYS, timeout=120)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
+
+from harness.manifest_builder import an_eval, manifest
 
 HOSTILE = "<script>alert(1)</script>"
 
@@ -30,14 +33,11 @@ with scorer.check({HOSTILE!r}) as c:
 scorer.metric("latency_ms", {{"good": 120, "broken": 480, "vanished": 130}}[state])
 '''
 
-MANIFEST = '''
-[tiers.t1]
-[[evals]]
-name = "calc"
-tier = "t1"
-dir = "evals/calc"
-run = ["python", "score.py"]
-'''
+
+def calc_project(state: str = "good", **tables: Any) -> dict[str, str | bytes]:
+    """The files of a project whose one eval, calc, reads its state file (good, broken or vanished)."""
+    return manifest(an_eval("calc", files={"score.py": SCORER, "state.txt": f"{state}\n"}), tiers={"t1": {}},
+                    **tables).project()
 
 
 def git(root: Path, *args: str) -> str:
@@ -56,7 +56,7 @@ def commit_state(project, state: str) -> str:
 
 def three_runs(project, env: dict[str, str]) -> list[tuple[str, int]]:
     """good, broken, good: one commit and one ``evalrun t1`` each; returns (commit, exit code) per run."""
-    project.write({"manifest.toml": MANIFEST, "evals/calc/score.py": SCORER, "evals/calc/state.txt": "good\n"})
+    project.write(calc_project())
     git(project.root, "init", "-q", "-b", "main")
     assert project.run("baseline", "--update", "t1", env=env).code == 0
     out = []

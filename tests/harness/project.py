@@ -26,6 +26,7 @@ import sys
 import tempfile
 import textwrap
 import threading
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from typing import Any
 from evalrun_forks import Zygote  # evals/lib, on the path by pyproject.toml's [tool.pytest.ini_options] pythonpath
 
 from harness.leaks import SESSION_ROOTS
+from harness.manifest_builder import an_eval, manifest
 
 
 @dataclass
@@ -141,4 +143,9 @@ def json_scorer(checks: list[dict[str, Any]], metrics: dict[str, Any] | None = N
 
 
 def eval_entry(name: str, run: str = '["python", "score.py"]', tier: str = "t1", extra: str = "") -> str:
-    return f'[[evals]]\nname = "{name}"\ntier = "{tier}"\ndir = "evals/{name}"\nrun = {run}\n{extra}\n'
+    """One ``[[evals]]`` block as text: ``run`` is TOML (an array), ``extra`` raw TOML lines appended to it.
+
+    New tests build manifests with :func:`harness.manifest_builder.manifest` and ``an_eval`` instead.
+    """
+    argv = tomllib.loads(f"run = {run}")["run"]
+    return manifest(an_eval(name, argv, tier=tier)).text + f"{extra}\n"

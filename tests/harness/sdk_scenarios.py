@@ -6,6 +6,10 @@ the fake upstream; the keys are made up and must never leave evalrun.
 
 from __future__ import annotations
 
+from typing import Any
+
+from harness.manifest_builder import EvalBlock, an_eval, replayed_pair
+from harness.manifest_builder import manifest as build_manifest
 from harness.paths import SCORERS
 
 OPENAI_KEY = "sk-test-sdks-0123456789abcdefOPENAI"
@@ -19,18 +23,19 @@ SCORER = (SCORERS / "sdk_calls.py").read_text()
 SCENARIOS = ("basics", "headers", "timeout", "concurrent", "gzip")
 
 
-def manifest(upstream: str | dict[str, str], scenarios: tuple[str, ...] = SCENARIOS, extra_models: str = "") -> str:
-    """``upstream``: one for every provider, or one per provider (``{"openai": ..., "anthropic": ...}``)."""
-    if isinstance(upstream, dict):
-        setting = "{ " + ", ".join(f'{p} = "{u}"' for p, u in upstream.items()) + " }"
-    else:
-        setting = f'"{upstream}"'
-    text = f'[tiers.t2]\n[tiers.t3]\n\n[models]\nupstream = {setting}\nstrict_replay = true\n{extra_models}\n'
-    for name in scenarios:
-        run = f'["python", "score.py", "{name}"]'
-        text += f'[[evals]]\nname = "{name}"\ntier = "t2"\ndir = "evals/sdk"\nrun = {run}\nmodel = true\ntimeout = 120\n\n'
-        text += (f'[[evals]]\nname = "{name}-live"\ntier = "t3"\ndir = "evals/sdk"\nrun = {run}\nmodel = true\n'
-                 f'timeout = 120\nfixtures_for = "{name}"\n\n')
+def sdk_eval(scenario: str, tier: str = "t2", name: str | None = None, **keys: Any) -> EvalBlock:
+    """An eval of evals/sdk running ``scenario`` with model calls through evalrun."""
+    return an_eval(name or scenario, ["python", "score.py", scenario], tier=tier, dir="evals/sdk", model=True, **keys)
+
+
+def manifest(upstream: str | dict[str, str], scenarios: tuple[str, ...] = SCENARIOS, *more: EvalBlock,
+             loner: str = "loner") -> str:
+    """``upstream``: one for every provider, or one per provider (``{"openai": ..., "anthropic": ...}``).
+
+    Each scenario is a t2 eval and its ``-live`` t3 twin; ``more`` are evals added after them.
+    """
+    evals = [e for name in scenarios for e in replayed_pair(name, ["python", "score.py", name], dir="evals/sdk", timeout=120)]
     # An eval of another name sharing the folder, recording for itself: its fixtures are not the others'.
-    text += '[[evals]]\nname = "loner-live"\ntier = "t3"\ndir = "evals/sdk"\nrun = ["python", "score.py", "loner"]\nmodel = true\n'
-    return text
+    evals.append(sdk_eval(loner, "t3", f"{loner}-live"))
+    return build_manifest(*evals, *more, tiers={"t2": {}, "t3": {}},
+                          models={"upstream": upstream, "strict_replay": True}).text

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
+from typing import Any
 
 from harness.git import git
-from harness.paths import SCORERS
+from harness.manifest_builder import Manifest, an_eval, manifest
+from harness.paths import REPO, SCORERS
 from harness.project import Project, eval_entry
 
 
@@ -28,6 +31,16 @@ def stub_project(
         if (SCORERS / stub).exists():
             shutil.copy(SCORERS / stub, folder)
     return proj
+
+
+FLAKY = (REPO / "evals" / "gate-bites" / "cases" / "repeats" / "flaky.py").read_text()
+
+
+def flaky_coin(tier_keys: Mapping[str, Any] | None = None, **keys: Any) -> Manifest:
+    """Eval "coin" running the own gate-bites' flaky coin (FLAKY_FAIL=2,5 fails runs 2 and 5) with ``keys``
+    (repeat, min_pass_rate, ...), and ``[tiers.t1]`` with ``tier_keys``."""
+    return manifest(an_eval("coin", ["python", "flaky.py"], files={"flaky.py": FLAKY}, **keys),
+                    tiers={"t1": dict(tier_keys or {})})
 
 
 def gone(pid: int) -> bool:

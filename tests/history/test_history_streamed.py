@@ -26,7 +26,7 @@ from evalrun.history.location import HistoryLocation, parse_history_url
 from evalrun.history.records import StoredEval, GitInfo, eval_records, make_record
 from evalrun.manifest import load_manifest
 
-from harness import HARNESS_PYTHONPATH, REPO
+from harness import HARNESS_PYTHONPATH, REPO, an_eval, manifest
 from harness.history_data import big_results
 
 
@@ -145,11 +145,11 @@ def test_a_run_killed_while_its_history_is_written_leaves_nothing(
 
 
 def test_record_run_streams_every_check_of_every_eval(tmp_path: Path) -> None:
-    (tmp_path / "manifest.toml").write_text('[tiers.t1]\n[[evals]]\nname = "e0"\ntier = "t1"\ndir = "e"\nrun = ["true"]\n')
+    (tmp_path / "manifest.toml").write_text(manifest(an_eval("e0", ["true"], dir="e"), tiers={"t1": {}}).text)
     (tmp_path / "e").mkdir()
-    manifest = load_manifest(tmp_path / "manifest.toml")
+    loaded = load_manifest(tmp_path / "manifest.toml")
     results = big_results(evals=3, checks=40)
-    assert record_run(manifest, results, {}) is None
+    assert record_run(loaded, results, {}) is None
     location = parse_history_url(f"sqlite:{tmp_path / '.evalrun' / 'history.sqlite'}", tmp_path, "test")
     assert row_counts(location) == (1, 3, 120)
     store = open_store(location)

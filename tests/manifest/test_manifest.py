@@ -10,7 +10,7 @@ import pytest
 from evalrun.errors import ExitCode, ManifestError, file_label
 from evalrun.manifest import load_manifest
 
-from harness import TESTS
+from harness import TESTS, an_eval, manifest
 
 ASSETS = TESTS / "assets" / "manifest"
 
@@ -59,10 +59,7 @@ def test_missing_manifest_says_how_to_fix(tmp_path: Path) -> None:
 
 def test_valid_manifest_loads_with_defaults(tmp_path: Path) -> None:
     (tmp_path / "evals" / "x").mkdir(parents=True)
-    (tmp_path / "manifest.toml").write_text(
-        '[tiers.t1]\ndescription = "static"\n[[evals]]\nname = "x"\ntier = "t1"\ndir = "evals/x"\n'
-        'run = ["python", "score.py"]\ntags = ["a"]\n'
-    )
+    (tmp_path / "manifest.toml").write_text(manifest(an_eval("x", tags=["a"]), tiers={"t1": {"description": "static"}}).text)
     m = load_manifest(tmp_path / "manifest.toml")
     spec = m.evals[0]
     assert (spec.name, spec.tier, spec.run, spec.timeout, spec.tags, spec.shell) == (
@@ -83,12 +80,12 @@ def test_symlinked_dir_escaping_the_manifest_folder_is_refused(tmp_path: Path) -
     root = tmp_path / "root"
     (root / "evals").mkdir(parents=True)
     os.symlink(outside, root / "evals" / "link")
-    (root / "manifest.toml").write_text('[[evals]]\nname = "x"\ntier = "t1"\ndir = "evals/link"\nrun = ["true"]\n')
+    (root / "manifest.toml").write_text(manifest(an_eval("x", ["true"], dir="evals/link")).text)
     with pytest.raises(ManifestError, match="lies outside the manifest's folder"):
         load_manifest(root / "manifest.toml")
 
 
-_EVAL = '[[evals]]\nname = "a"\ntier = "t1"\ndir = "."\nrun = ["x"]\n'
+_EVAL = manifest(an_eval("a", ["x"], dir=".")).text  # a misspelt key is appended to it as text
 
 
 @pytest.mark.parametrize(
@@ -118,11 +115,8 @@ def test_an_unknown_key_names_the_known_key_it_is_closest_to(tmp_path: Path, tex
 def test_two_evals_whose_default_sessions_fold_together_are_refused_naming_both(tmp_path: Path, first: str,
                                                                                  second: str) -> None:
     (tmp_path / "evals" / "chat").mkdir(parents=True)
-    entries = "".join(
-        f'[[evals]]\nname = "{n}"\ntier = "t3"\ndir = "evals/chat"\nrun = ["python", "s.py"]\nmodel = true\n\n'
-        for n in (first, second)
-    )
-    (tmp_path / "manifest.toml").write_text("[tiers.t3]\n" + entries, encoding="utf-8")
+    evals = (an_eval(n, ["python", "s.py"], tier="t3", dir="evals/chat", model=True) for n in (first, second))
+    (tmp_path / "manifest.toml").write_text(manifest(*evals, tiers={"t3": {}}).text, encoding="utf-8")
     with pytest.raises(ManifestError) as caught:
         load_manifest(tmp_path / "manifest.toml")
     text = str(caught.value)
@@ -134,41 +128,35 @@ def test_two_evals_whose_default_sessions_fold_together_are_refused_naming_both(
 def test_sessions_that_fold_together_in_different_folders_or_on_purpose_are_fine(tmp_path: Path) -> None:
     for d in ("a", "b", "c"):
         (tmp_path / "evals" / d).mkdir(parents=True)
-    (tmp_path / "manifest.toml").write_text(
-        "[tiers.t3]\n"
-        '[[evals]]\nname = "chat v1"\ntier = "t3"\ndir = "evals/a"\nrun = ["x"]\nmodel = true\n\n'
-        '[[evals]]\nname = "chat-v1"\ntier = "t3"\ndir = "evals/b"\nrun = ["x"]\nmodel = true\n\n'  # own folder
-        '[[evals]]\nname = "chat_v1 live"\ntier = "t3"\ndir = "evals/c"\nrun = ["x"]\nmodel = true\n'
-        'fixtures_for = "chat v1"\n\n'  # shares chat v1's recordings on purpose
-        '[[evals]]\nname = "chat.v1"\ntier = "t3"\ndir = "evals/a"\nrun = ["x"]\nmodel = true\n'
-        'fixtures_for = "chat v1"\n',
-        encoding="utf-8",
-    )
+    (tmp_path / "manifest.toml").write_text(manifest(
+        an_eval("chat v1", ["x"], tier="t3", dir="evals/a", model=True),
+        an_eval("chat-v1", ["x"], tier="t3", dir="evals/b", model=True),  # own folder
+        an_eval("chat_v1 live", ["x"], tier="t3", dir="evals/c", model=True, fixtures_for="chat v1"),  # on purpose
+        an_eval("chat.v1", ["x"], tier="t3", dir="evals/a", model=True, fixtures_for="chat v1"),
+        tiers={"t3": {}},
+    ).text, encoding="utf-8")
     assert len(load_manifest(tmp_path / "manifest.toml").evals) == 4
 
 
 @pytest.mark.parametrize(
-    ("tier", "extra", "fix"),
+    ("tier", "fix"),
     [
-        ("t2", "", "add model = true (or [tiers.t2] model = true), or remove fixtures_for"),
-        ("t1", "", "remove fixtures_for"),
+        ("t2", "add model = true (or [tiers.t2] model = true), or remove fixtures_for"),
+        ("t1", "remove fixtures_for"),
     ],
 )
-def test_fixtures_for_without_model_calls_through_evalrun_is_refused(tmp_path: Path, tier: str, extra: str, fix: str) -> None:
+def test_fixtures_for_without_model_calls_through_evalrun_is_refused(tmp_path: Path, tier: str, fix: str) -> None:
+    def recorded_and_replayed(tier_b: str, **tables) -> str:
+        return manifest(an_eval("a", ["x"], tier="t2", dir="e", model=True),
+                        an_eval("b", ["x"], tier=tier_b, dir="e", fixtures_for="a"), **tables).text
+
     (tmp_path / "e").mkdir()
-    (tmp_path / "manifest.toml").write_text(
-        f'[[evals]]\nname = "a"\ntier = "t2"\ndir = "e"\nrun = ["x"]\nmodel = true\n\n'
-        f'[[evals]]\nname = "b"\ntier = "{tier}"\ndir = "e"\nrun = ["x"]\nfixtures_for = "a"\n{extra}',
-        encoding="utf-8",
-    )
+    (tmp_path / "manifest.toml").write_text(recorded_and_replayed(tier), encoding="utf-8")
     with pytest.raises(ManifestError) as caught:
         load_manifest(tmp_path / "manifest.toml")
     message = str(caught.value)
     assert 'manifest.toml: evals[1] ("b").fixtures_for: ' in message and message.endswith(fix), message
     assert "\n" not in message
     # the tier's own model = true is enough
-    (tmp_path / "manifest.toml").write_text(
-        "[tiers.t2]\nmodel = true\n" + (tmp_path / "manifest.toml").read_text().replace('tier = "t1"', 'tier = "t2"'),
-        encoding="utf-8",
-    )
+    (tmp_path / "manifest.toml").write_text(recorded_and_replayed("t2", tiers={"t2": {"model": True}}), encoding="utf-8")
     assert len(load_manifest(tmp_path / "manifest.toml").evals) == 2

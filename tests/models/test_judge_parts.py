@@ -18,6 +18,7 @@ from evalrun.models.cost import call_cost, price_for, run_cost
 from evalrun.models.replay.budget import BudgetMeter
 from evalrun.reports_out.describe import describe_cost
 from evalrun.scorer import judging
+from harness import an_eval, manifest
 
 SECRET = "sk-test-parts-0123456789abcdef"
 ENV = {"OPENAI_API_KEY": SECRET, "EVALRUN_TIER": "t2"}
@@ -133,9 +134,8 @@ def test_merged_shards_add_their_evals_costs(tmp_path) -> None:
     from evalrun.merge import merge_results
     from evalrun.results import EvalResult, RunResults, Status, write_results
 
-    (tmp_path / "manifest.toml").write_text("".join(
-        f'[[evals]]\nname = "{n}"\ntier = "t3"\ndir = "e"\nrun = ["python", "s.py"]\nmodel = true\n\n' for n in "ab"
-    ))
+    (tmp_path / "manifest.toml").write_text(
+        manifest(*(an_eval(n, ["python", "s.py"], tier="t3", dir="e", model=True) for n in "ab")).text)
     (tmp_path / "e").mkdir()
     paths = []
     for index, name in enumerate("ab", start=1):

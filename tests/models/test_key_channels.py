@@ -21,6 +21,8 @@ from evalrun.manifest import EvalSpec, load_manifest
 from evalrun.models.scorer_env import T1_MODEL_URL, scrub_environment
 from evalrun.plan import PlannedEval
 from evalrun.secrets import PLACEHOLDER
+from harness import an_eval, manifest
+from harness.manifest_builder import EvalBlock
 
 # Never a real key: random per test run, asserted absent from every output.
 FAKE_KEY = "sk-test-" + secrets.token_hex(20)
@@ -41,25 +43,11 @@ with scorer.check("ran") as c:
 
 
 def test_a_t2_service_gets_placeholder_keys_and_no_live_base_url(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": """
-            [services.app]
-            run = ["python", "app.py", "service-env.json"]
-            ready = "file:service-env.json"
-            ready_timeout = 60
-
-            [[evals]]
-            name = "uses-app"
-            tier = "t2"
-            dir = "e"
-            run = ["python", "score.py"]
-            services = ["app"]
-            """,
-            "app.py": DUMP + "import time\nwhile True:\n    time.sleep(1)\n",
-            "e/score.py": SCORER,
-        }
-    )
+    proj = project(manifest(
+        an_eval("uses-app", tier="t2", dir="e", services=["app"], files={"score.py": SCORER}),
+        services={"app": {"run": ["python", "app.py", "service-env.json"], "ready": "file:service-env.json",
+                          "ready_timeout": 60}},
+    ).project({"app.py": DUMP + "import time\nwhile True:\n    time.sleep(1)\n"}))
     r = proj.run("t2", env=KEYS)
     assert r.code in (0, 3), r.output  # passed; no baseline yet
     seen = json.loads((proj.root / "service-env.json").read_text())
@@ -70,23 +58,10 @@ def test_a_t2_service_gets_placeholder_keys_and_no_live_base_url(project) -> Non
 
 @pytest.mark.parametrize("command", [("t1",), ("dry", "t1"), ("dry",)])
 def test_a_t1_command_probe_sees_no_key(project, command: tuple[str, ...]) -> None:
-    proj = project(
-        {
-            "manifest.toml": f"""
-            [probes.dump]
-            command = [{json.dumps(sys.executable)}, "dump.py", "probe-env.json"]
-
-            [[evals]]
-            name = "probed"
-            tier = "t1"
-            dir = "e"
-            run = ["python", "score.py"]
-            requires = ["dump"]
-            """,
-            "dump.py": DUMP,
-            "e/score.py": SCORER,
-        }
-    )
+    proj = project(manifest(
+        an_eval("probed", dir="e", requires=["dump"], files={"score.py": SCORER}),
+        probes={"dump": {"command": [sys.executable, "dump.py", "probe-env.json"]}},
+    ).project({"dump.py": DUMP}))
     r = proj.run(*command, env=KEYS)
     assert r.code in (0, 3), r.output
     seen = json.loads((proj.root / "probe-env.json").read_text())
@@ -95,23 +70,11 @@ def test_a_t1_command_probe_sees_no_key(project, command: tuple[str, ...]) -> No
 
 
 def test_a_t3_service_start_failure_never_prints_the_key(project) -> None:
-    proj = project(
-        {
-            "manifest.toml": """
-            [services.app]
-            run = ["python", "-c", "import os, sys; print('boot with ' + os.environ['OPENAI_API_KEY']); sys.exit(3)"]
-            ready = "file:never-written"
-
-            [[evals]]
-            name = "live"
-            tier = "t3"
-            dir = "e"
-            run = ["python", "score.py"]
-            services = ["app"]
-            """,
-            "e/score.py": SCORER,
-        }
-    )
+    boot = "import os, sys; print('boot with ' + os.environ['OPENAI_API_KEY']); sys.exit(3)"
+    proj = project(manifest(
+        an_eval("live", tier="t3", dir="e", services=["app"], files={"score.py": SCORER}),
+        services={"app": {"run": ["python", "-c", boot], "ready": "file:never-written"}},
+    ).project())
     r = proj.run("t3", env=KEYS)
     assert r.code == 1, r.output
     assert "service app exited (exit 3) before becoming ready" in r.output
@@ -127,22 +90,25 @@ def _manifest(tmp_path: Path, body: str) -> Path:
     return path
 
 
-EVAL = '[[evals]]\nname = "x"\ntier = "{tier}"\ndir = "e"\nrun = ["true"]\n{extra}\n'
+def x_eval(tier: str, **keys) -> EvalBlock:
+    return an_eval("x", ["true"], tier=tier, dir="e", **keys)
+
+
+APP = {"app": {"run": ["true"], "env": {"K": "${ANTHROPIC_API_KEY}"}}}
 
 
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (EVAL.format(tier="t1", extra='env = { OPENAI_API_KEY = "sk-from-manifest" }'),
+        (manifest(x_eval("t1", env={"OPENAI_API_KEY": "sk-from-manifest"})).text,
          'evals[0] ("x").env.OPENAI_API_KEY: OPENAI_API_KEY is a model key variable; t1 gets no model key'),
-        (EVAL.format(tier="t2", extra='env = { TOKEN = "${OPENAI_API_KEY}" }'),
+        (manifest(x_eval("t2", env={"TOKEN": "${OPENAI_API_KEY}"})).text,
          'evals[0] ("x").env.TOKEN: refers to ${OPENAI_API_KEY}, a model key variable; t2 gets no model key'),
-        (EVAL.format(tier="t2", extra='env = { TOKEN = "Bearer $GROQ_API_KEY" }'),
+        (manifest(x_eval("t2", env={"TOKEN": "Bearer $GROQ_API_KEY"})).text,
          "refers to ${GROQ_API_KEY}, a model key variable"),
-        ('[models]\nkey_vars = ["ACME_KEY"]\n' + EVAL.format(tier="t1", extra='env = { ACME_KEY = "x" }'),
+        (manifest(x_eval("t1", env={"ACME_KEY": "x"}), models={"key_vars": ["ACME_KEY"]}).text,
          "env.ACME_KEY: ACME_KEY is a model key variable"),
-        ('[services.app]\nrun = ["true"]\nenv = { K = "${ANTHROPIC_API_KEY}" }\n'
-         + EVAL.format(tier="t2", extra='services = ["app"]'),
+        (manifest(x_eval("t2", services=["app"]), services=APP).text,
          "services.app.env.K: refers to ${ANTHROPIC_API_KEY}, a model key variable; the service is used by x (t2)"),
     ],
 )
@@ -155,10 +121,9 @@ def test_a_manifest_handing_a_key_to_t1_or_t2_is_one_line(tmp_path: Path, body: 
 
 
 def test_t3_may_hand_a_key_to_its_evals_and_services(tmp_path: Path) -> None:
-    body = ('[services.app]\nrun = ["true"]\nenv = { K = "${ANTHROPIC_API_KEY}" }\n'
-            + EVAL.format(tier="t3", extra='services = ["app"]\nenv = { OPENAI_API_KEY = "${OPENAI_API_KEY}" }'))
-    manifest = load_manifest(_manifest(tmp_path, body))
-    assert manifest.evals[0].env == {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}
+    body = manifest(x_eval("t3", services=["app"], env={"OPENAI_API_KEY": "${OPENAI_API_KEY}"}), services=APP).text
+    loaded = load_manifest(_manifest(tmp_path, body))
+    assert loaded.evals[0].env == {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}
 
 
 def test_an_eval_env_cannot_override_the_placeholder(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from evalrun.probes.run import (
     run_probes,
 )
 from evalrun.secrets import redact_passwords as redact
-from harness import finishes, wait_until
+from harness import an_eval, finishes, manifest, wait_until
 from harness.servers import http_server, refused_port, silent_listener, unanswered_port
 
 SENTINEL = "sk-SENTINEL-7c1f9e"
@@ -128,9 +128,7 @@ def test_bad_inline_probe_is_a_manifest_error(project: Path, requirement: str, m
 def test_loading_names_where_a_bad_inline_requirement_is_used(project: Path) -> None:
     (project / "e").mkdir()
     with pytest.raises(ManifestError, match=r'manifest\.toml: evals\[0\] \("x"\)\.requires: .*expected HOST:PORT'):
-        make_manifest(
-            project, '[[evals]]\nname = "x"\ntier = "t2"\ndir = "e"\nrun = ["true"]\nrequires = ["tcp:nohostport"]\n'
-        )
+        make_manifest(project, manifest(an_eval("x", ["true"], tier="t2", dir="e", requires=["tcp:nohostport"])).text)
     make_manifest(project, '[probes.db]\ntcp = "127.0.0.1:5432"\n')  # nothing to complain about
 
 

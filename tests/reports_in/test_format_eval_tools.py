@@ -29,7 +29,7 @@ from evalrun.reports_in.promptfoo import parse_promptfoo
 from evalrun.reports_in.rules import judge
 from evalrun.results import Status
 
-from harness import TESTS
+from harness import TESTS, an_eval, manifest
 
 ASSETS = TESTS / "assets" / "eval_tools"
 
@@ -342,7 +342,10 @@ def test_any_promptfoo_output_gives_checks_or_one_line(tmp_path_factory, rows: A
 
 # --- through the CLI: where evalrun finds the logs, the manifest keys -------------------------------------------
 
-EVAL_TOML = '[[evals]]\nname = "tool"\ntier = "t1"\ndir = "e"\nrun = ["python", "scorer.py"]\n'
+def tool_manifest(run: tuple[str, ...] = ("python", "scorer.py"), **keys: object) -> str:
+    return manifest(an_eval("tool", run, dir="e", **keys)).text
+
+
 INSPECT_SCORER = f"""\
 import os, shutil, sys
 folder = os.environ["INSPECT_LOG_DIR"]
@@ -354,7 +357,7 @@ if os.path.exists("write-log"):
 
 
 def test_inspect_logs_are_read_from_the_fresh_folder_evalrun_gives_each_run(project) -> None:
-    proj = project({"manifest.toml": EVAL_TOML + 'format = "inspect"\n', "e/scorer.py": INSPECT_SCORER,
+    proj = project({"manifest.toml": tool_manifest(format="inspect"), "e/scorer.py": INSPECT_SCORER,
                     "e/write-log": ""})
     r = proj.run("t1")
     assert r.code == 1, r.output
@@ -368,7 +371,7 @@ def test_inspect_logs_are_read_from_the_fresh_folder_evalrun_gives_each_run(proj
 
 
 def test_a_promptfoo_output_left_by_an_earlier_run_is_deleted_before_the_scorer_starts(project) -> None:
-    proj = project({"manifest.toml": EVAL_TOML.replace('"scorer.py"', '"-c", "pass"') + 'format = "promptfoo"\npromptfoo = "out/o.json"\n',
+    proj = project({"manifest.toml": tool_manifest(("python", "-c", "pass"), format="promptfoo", promptfoo="out/o.json"),
                     "e/out/o.json": (ASSETS / "promptfoo-out.json").read_text()})
     r = proj.run("t1")
     assert r.code == 1, r.output
@@ -376,15 +379,15 @@ def test_a_promptfoo_output_left_by_an_earlier_run_is_deleted_before_the_scorer_
 
 
 @pytest.mark.parametrize(
-    ("extra", "says"),
-    [('format = "promptfoo"\n', 'format = "promptfoo" needs promptfoo = "the file promptfoo eval -o writes"'),
-     ('format = "promptfoo"\npromptfoo = "out.xml"\n', "must end in .json"),
-     ('format = "promptfoo"\npromptfoo = "../out.json"\n', "lies outside the eval's folder"),
-     ('format = "json"\npromptfoo = "out.json"\n', 'only read with format = "promptfoo"'),
-     ('format = "inspect"\nenv = { INSPECT_LOG_DIR = "logs" }\n', "with format = \"inspect\" evalrun sets it")],
+    ("keys", "says"),
+    [({"format": "promptfoo"}, 'format = "promptfoo" needs promptfoo = "the file promptfoo eval -o writes"'),
+     ({"format": "promptfoo", "promptfoo": "out.xml"}, "must end in .json"),
+     ({"format": "promptfoo", "promptfoo": "../out.json"}, "lies outside the eval's folder"),
+     ({"format": "json", "promptfoo": "out.json"}, 'only read with format = "promptfoo"'),
+     ({"format": "inspect", "env": {"INSPECT_LOG_DIR": "logs"}}, "with format = \"inspect\" evalrun sets it")],
 )
-def test_tool_format_keys_in_the_manifest_are_checked_in_one_line(project, extra: str, says: str) -> None:
-    proj = project({"manifest.toml": EVAL_TOML + extra, "e/scorer.py": "pass\n"})
+def test_tool_format_keys_in_the_manifest_are_checked_in_one_line(project, keys: dict, says: str) -> None:
+    proj = project({"manifest.toml": tool_manifest(**keys), "e/scorer.py": "pass\n"})
     r = proj.run("t1")
     assert r.code == 2, r.output
     lines = [line for line in r.err.splitlines() if line.strip()]

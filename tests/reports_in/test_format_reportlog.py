@@ -11,6 +11,8 @@ import pytest
 
 from evalrun.errors import ReportError
 from evalrun.reports_in.reportlog import parse_reportlog
+from harness import an_eval, manifest
+from harness.manifest_builder import EvalBlock
 
 pytest.importorskip("pytest_reportlog", reason="pip install -e '.[dev]' installs pytest-reportlog")
 
@@ -107,22 +109,23 @@ def test_missing_log_names_the_path(tmp_path: Path) -> None:
         parse_reportlog(tmp_path / "log.jsonl", label="out/log.jsonl")
 
 
-def _entry(name: str, *extra: str, env: str = "") -> str:
+def _entry(name: str, *extra: str, **env: str) -> EvalBlock:
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_reportlog",
             "--report-log=out/log.jsonl", *extra, "tests"]
-    env_line = f'env = {{ PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1"{env} }}'
-    return (f'[[evals]]\nname = "{name}"\ntier = "t1"\ndir = "e"\nrun = [{", ".join(repr(a).replace(chr(39), chr(34)) for a in argv)}]\n'
-            f'format = "pytest-reportlog"\nreportlog = "out/log.jsonl"\n{env_line}\n')
+    return an_eval(name, argv, dir="e", format="pytest-reportlog", reportlog="out/log.jsonl",
+                   env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **env})
+
+
+def _scenarios(**ok_env: str) -> str:
+    """ok, failing (subtest 2 fails) and skipped (only the skipped tests); ``ok_env`` more env of ok."""
+    return manifest(_entry("ok", **ok_env), _entry("failing", BAD_SUBTEST="2"), _entry("skipped", "-k", "skipped")).text
 
 
 def test_reportlog_scenarios_through_the_cli(project) -> None:
     """Counts equal pytest's own; a failing subtest 1; a removed subtest 3 (asserts less); all skipped 4; a crash 1."""
     proj = project(
         {
-            "manifest.toml": "\n".join([
-                _entry("ok"), _entry("failing", env=', BAD_SUBTEST = "2"'),
-                _entry("skipped", "-k", "skipped"),
-            ]),
+            "manifest.toml": _scenarios(),
             "e/tests/test_sample.py": SAMPLE,
             "e/out/.keep": "",
         }
@@ -138,8 +141,7 @@ def test_reportlog_scenarios_through_the_cli(project) -> None:
     assert proj.eval_result("failing")["message"].startswith(
         'check "tests/test_sample.py::test_subtests" failed: subtest case (i=2): AssertionError: assert 2 != 2')
 
-    manifest = proj.root / "manifest.toml"
-    manifest.write_text(manifest.read_text().replace(_entry("ok"), _entry("ok", env=', SUBTESTS = "2"'), 1))
+    (proj.root / "manifest.toml").write_text(_scenarios(SUBTESTS="2"))
     r = proj.run("t1", "-e", "ok")  # one subtest removed: the check asserts less
     assert r.code == 3, r.output
     assert 'regression: ok: check "tests/test_sample.py::test_subtests" asserts 2 (baseline: 3)' in r.out, r.out

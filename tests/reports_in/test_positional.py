@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from evalrun.reports_in.positional import Positional, find_positional
+from harness import an_eval, manifest
 
 
 @pytest.mark.parametrize(
@@ -60,10 +61,8 @@ def test_run_warns_once_and_check_always_for_pytest_parametrize_over_objects(pro
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=out.xml", "test_x.py"]
     proj = project(
         {
-            "manifest.toml": (
-                '[[evals]]\nname = "py"\ntier = "t1"\ndir = "e"\nrun = [' + ", ".join(f'"{a}"' for a in argv) + "]\n"
-                'format = "junit"\njunit = "out.xml"\nenv = { PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }\n'
-            ),
+            "manifest.toml": manifest(an_eval("py", argv, dir="e", format="junit", junit="out.xml",
+                                              env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})).text,
             "e/test_x.py": PY_CASES,
         }
     )

@@ -29,6 +29,7 @@ from evalrun.run.deliver import write
 from evalrun.run.requests import Outputs
 from evalrun.commands.dry import DryRequest, dry
 from evalrun.commands.history import HistoryRequest, ImportRequest, import_results, show_history
+from harness import an_eval, manifest
 from harness.session import make_context, make_session
 from evalrun.history.records import GitInfo, make_record
 from evalrun.reports_out.github import github_annotations
@@ -210,12 +211,6 @@ def test_evalrun_history_shows_stored_text_inert(results: RunResults) -> None:
                 assert json.loads(shown.getvalue())["checks"][0]["check"] == first.checks[0].name  # the data, exact
 
 
-def _toml(text: str) -> str:
-    """``text`` as a TOML basic string (controls and DEL escaped; TOML forbids them raw)."""
-    body = "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F or c in '"\\' else c for c in text)
-    return f'"{body}"'
-
-
 _eval_name = _name.map(str.strip).filter(lambda s: s and "/" not in s and "\n" not in s)
 
 
@@ -225,17 +220,12 @@ def test_dry_shows_manifest_text_inert(names: list[str], tag: str, skip_reason: 
     with tempfile.TemporaryDirectory(prefix="evalrun-safety-") as scratch:
         root = Path(scratch)
         (root / "evals").mkdir()
-        entries = [
-            f'[[evals]]\nname = {_toml(name)}\ntier = "t1"\ndir = "evals"\nrun = ["python", {_toml(tag)}]\n'
-            f"tags = [{_toml(tag)}]\n"
-            for name in names
-        ]
-        experiment = (
-            f'[experiments.x]\nenv = {{ A = "1" }}\n[experiments.y]\nenv = {{ A = "2" }}\n'
-            f"skip = {{ evals = [{_toml(names[0])}], reason = {_toml(skip_reason)} }}\n"
-        )
-        (root / "manifest.toml").write_text(
-            f'[tiers.t1]\nexperiments = ["x", "y"]\n{experiment}' + "".join(entries), encoding="utf-8")
+        (root / "manifest.toml").write_text(manifest(
+            *(an_eval(name, ["python", tag], dir="evals", tags=[tag]) for name in names),
+            tiers={"t1": {"experiments": ["x", "y"]}},
+            experiments={"x": {"env": {"A": "1"}},
+                         "y": {"env": {"A": "2"}, "skip": {"evals": [names[0]], "reason": skip_reason}}},
+        ).text, encoding="utf-8")
         shown = io.StringIO()
         try:
             dry(DryRequest(root / "manifest.toml", "t1"),

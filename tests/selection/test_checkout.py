@@ -10,7 +10,7 @@ import pytest
 
 from evalrun.selection.checkout import clean_checkout
 from evalrun.errors import UsageError
-from harness import warm_evalrun
+from harness import an_eval, manifest, warm_evalrun
 from harness.git import git, write
 
 # Passes only when data.csv sits beside it: the untracked file of the author's machine.
@@ -20,7 +20,7 @@ rows = open("data.csv").read().split()
 json.dump({"checks": [{"name": "data has rows", "assertions": 1, "passed": len(rows) > 0}]},
           open(os.environ["EVALRUN_REPORT"], "w"))
 """
-MANIFEST = '[[evals]]\nname = "reads-data"\ntier = "t1"\ndir = "evals/reads-data"\nrun = ["python", "score.py"]\n'
+MANIFEST = manifest(an_eval("reads-data")).text
 
 
 @pytest.fixture

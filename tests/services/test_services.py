@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from harness import STUBS, finishes
+from harness import STUBS, an_eval, finishes, manifest
 from harness.simulation import simulated_env, simulated_reap
 
 from evalrun.errors import ManifestError
@@ -153,7 +153,7 @@ def test_parse_services_refuses_two_services_exporting_one_variable_to_an_eval(t
     path = write_manifest(
         tmp_path,
         '[services.db]\npostgres = "embedded"\n[services.db2]\npostgres = "embedded"\n',
-        '[[evals]]\nname = "e"\ntier = "t2"\ndir = "ev"\nrun = ["x"]\nservices = ["db", "db2"]\n',
+        manifest(an_eval("e", ["x"], tier="t2", dir="ev", services=["db", "db2"])).text,
     )
     with pytest.raises(ManifestError, match=r'evals\[0\] \("e"\)\.services: db and db2 both export DATABASE_URL'):
         load_manifest(path)
