@@ -38,3 +38,26 @@ def test_the_command_prints_the_version_and_exits_zero() -> None:
     # Fresh, not forked: nothing importing evalrun prints may reach the empty stderr.
     proc = subprocess.run([sys.executable, "-m", "evalrun", "--version"], capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"evalrun {__version__}\n", "")
+
+
+def test_a_command_named_first_is_the_only_parser_typer_builds(monkeypatch, tmp_path, capsys) -> None:
+    # Typer builds every registered command's parser before it parses: for `evalrun t1` a tenth of evalrun's start.
+    built: list[str] = []
+    original = typer.main.get_command_from_info
+
+    def counting(command_info, **kwargs):  # noqa: ANN001, ANN003, ANN202 - typer's signature
+        built.append(command_info.name or command_info.callback.__name__)
+        return original(command_info, **kwargs)
+
+    monkeypatch.setattr(typer.main, "get_command_from_info", counting)
+    assert main(["check", "--manifest", str(tmp_path / "absent.toml")]) == 2
+    assert built == ["check"]
+    assert "absent.toml" in capsys.readouterr().err  # the command ran, and said what was wrong
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"], ["--version", "t1"], ["baseline", "--update", "t1"], ["merg"], ["-x"]])
+def test_anything_but_a_command_first_gets_the_whole_app(argv: list[str]) -> None:
+    # A group, an option or a misspelt word: typer's own answer (help, "did you mean", the group's commands) needs all.
+    from evalrun.cli import _app_for, app
+
+    assert _app_for(argv) is app
