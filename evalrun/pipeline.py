@@ -211,11 +211,13 @@ def select(
 
     ``environ``: where ``--shard auto`` reads the CI's variables and the history is located (evalrun's own).
     """
-    # Only runs that ask for them pay for git and the shard split.
-    from evalrun.selection.shards import parse_shard, select_shard
-
+    # Only runs that ask for them pay for git and the shard split: their modules are imported where used.
     environ = environ if environ is not None else {}
-    shard = parse_shard(request.shard, environ) if request.shard else None  # a bad --shard is exit 2 before anything
+    shard = None
+    if request.shard:
+        from evalrun.selection.shards import parse_shard
+
+        shard = parse_shard(request.shard, environ)  # a bad --shard is exit 2 before anything
     if request.last_failed and request.shard:
         raise UsageError("--last-failed with --shard: merge expects each shard's share of the whole tier; "
                          "run --last-failed on one machine, without --shard")
@@ -239,6 +241,7 @@ def select(
     timings = _timings(manifest, request, plan, environ, shard is not None, locate)
     if shard is not None:
         from evalrun.reports_out.shards import shard_note
+        from evalrun.selection.shards import select_shard
 
         # Balanced by each eval's recent durations (the history, else the last whole run's results file),
         # which every shard reads alike; the header says which.

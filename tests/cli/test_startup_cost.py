@@ -61,3 +61,39 @@ def test_anything_but_a_command_first_gets_the_whole_app(argv: list[str]) -> Non
     from evalrun.cli import _app_for, app
 
     assert _app_for(argv) is app
+
+
+# Imported only by the runs that use them (each import is local, with the reason beside it): a plain t1 run
+# of one scorer must not load them. Fresh, not forked from the suite's warm zygote, which holds them all.
+NOT_FOR_A_PLAIN_T1_RUN = (
+    "evalrun.probes.run",  # no probe (evalrun.preconditions)
+    "evalrun.selection.shards",  # no --shard (evalrun.pipeline.select)
+    "evalrun.selection.changed",  # no --changed-since
+    "evalrun.reports_out.html", "evalrun.reports_out.junit", "evalrun.reports_out.markdown",  # no --html/--junit/--markdown
+    "pickle",  # the run phase is not forked (evalrun.isolation._run_forked)
+)
+
+
+def test_a_plain_t1_run_imports_only_what_it_uses(tmp_path: Path) -> None:
+    (tmp_path / "evals" / "a").mkdir(parents=True)
+    (tmp_path / "evals" / "a" / "score.py").write_text(
+        "import json, os\n"
+        "with open(os.environ['EVALRUN_REPORT'], 'w') as fh:\n"
+        "    json.dump({'checks': [{'name': 'c', 'assertions': 1, 'passed': True}]}, fh)\n"
+    )
+    (tmp_path / "manifest.toml").write_text(
+        '[[evals]]\nname = "a"\ntier = "t1"\ndir = "evals/a"\nrun = ["python", "score.py"]\n\n'
+        '[tiers.t1]\nnetwork = "host"\n'  # no namespace: the same run as root or not
+    )
+    code = (
+        "import sys\n"
+        "sys.argv = ['evalrun', 't1']\n"
+        "from evalrun.__main__ import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+        f"print('LOADED', sorted(m for m in {NOT_FOR_A_PLAIN_T1_RUN!r} if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=dict(env, CI="1"), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "LOADED []" in proc.stdout.splitlines(), proc.stdout
