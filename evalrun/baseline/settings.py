@@ -34,6 +34,7 @@ manifest (``[baseline] strict = true``) to have them recorded and guarded.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -299,20 +300,28 @@ _PLAIN_BASIC = r'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9A-Fa-f]{4}
 _FLOAT = r"((?:0|[1-9][0-9]*)(?:\.[0-9]+(?:e[+-]?[0-9]+)?|e[+-]?[0-9]+))"
 _SIGNED_FLOAT = "(-?" + _FLOAT[1:]
 _INT = r"(0|[1-9][0-9]{0,17})"
-SETTINGS_ENTRY = re.compile(
-    r"(?:([A-Za-z0-9_-]+)|" + _BASIC + r") = \{ tier = " + _BASIC + r", repeat = " + _INT
-    + r", min_pass_rate = " + _FLOAT + r", alpha = " + _FLOAT + r", stop = " + _BASIC + r", skips = " + _BASIC
-    + r", requires = \[((?:" + _PLAIN_BASIC + r"(?:, " + _PLAIN_BASIC + r")*)?)\], strict = (true|false)"
-    + r'(?:, too_little_data = "(fail)")?(?:, min_kappa = ' + _SIGNED_FLOAT + r")?(?:, min_ac1 = " + _SIGNED_FLOAT
-    + r")?(?:, network = \"(loopback|host)\", require_isolation = (true|false), key_vars = \[((?:" + _PLAIN_BASIC
-    + r"(?:, " + _PLAIN_BASIC + r")*)?)\], replay_match = \"(request|index)\", strict_replay = (true|false))? \}\Z"
-)
+
+
+@functools.cache
+def _settings_entry() -> re.Pattern[str]:
+    """The written form's pattern, compiled when a baseline's settings are first read (about 1.4 ms: a run
+    without a baseline, or whose baseline records no settings, never pays it)."""
+    return re.compile(
+        r"(?:([A-Za-z0-9_-]+)|" + _BASIC + r") = \{ tier = " + _BASIC + r", repeat = " + _INT
+        + r", min_pass_rate = " + _FLOAT + r", alpha = " + _FLOAT + r", stop = " + _BASIC + r", skips = " + _BASIC
+        + r", requires = \[((?:" + _PLAIN_BASIC + r"(?:, " + _PLAIN_BASIC + r")*)?)\], strict = (true|false)"
+        + r'(?:, too_little_data = "(fail)")?(?:, min_kappa = ' + _SIGNED_FLOAT + r")?(?:, min_ac1 = " + _SIGNED_FLOAT
+        + r")?(?:, network = \"(loopback|host)\", require_isolation = (true|false), key_vars = \[((?:" + _PLAIN_BASIC
+        + r"(?:, " + _PLAIN_BASIC + r")*)?)\], replay_match = \"(request|index)\", strict_replay = (true|false))? \}\Z"
+    )
+
+
 _STRING_IN_LIST = re.compile(_BASIC)
 
 
 def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
     """``(eval, the table tomllib would read)`` for a line of the written form, else None."""
-    match = SETTINGS_ENTRY.match(line)
+    match = _settings_entry().match(line)
     if match is None:
         return None
     (bare, quoted, tier, repeat, floor, alpha, stop, skips, requires, strict, little, kappa, ac1,
