@@ -239,6 +239,8 @@ def select(
         if console is not None:
             console.note(last.note)
     timings = _timings(manifest, request, plan, environ, shard is not None, locate)
+    if timings is None:  # nothing they would change (never under --shard): no durations
+        return replace(plan, durations={}), changed
     if shard is not None:
         from evalrun.reports_out.shards import shard_note
         from evalrun.selection.shards import select_shard
@@ -258,12 +260,13 @@ def select(
 
 
 def _timings(manifest: Manifest, request: RunRequest, plan: Plan, environ: Mapping[str, str], sharded: bool,
-             locate: Callable[[], HistoryLocation | None] | None = None) -> Timings:
-    """Each eval's recent duration, read only where it changes something: a split, or more evals than one worker."""
-    from evalrun.selection.timings import Timings, load_timings  # only runs that can use durations pay for them
-
+             locate: Callable[[], HistoryLocation | None] | None = None) -> Timings | None:
+    """Each eval's recent duration, read only where it changes something: a split, or more evals than one worker;
+    None elsewhere (and the module is not even imported)."""
     if not sharded and (request.jobs == 1 or len(plan.evals) < 2):
-        return Timings()
+        return None
+    from evalrun.selection.timings import load_timings  # local: only runs that can use durations pay for them
+
     return load_timings(manifest, request.tier, environ, default_results_path(manifest, request.tier), locate)
 
 

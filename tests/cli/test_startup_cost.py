@@ -69,6 +69,7 @@ NOT_FOR_A_PLAIN_T1_RUN = (
     "evalrun.probes.run",  # no probe (evalrun.preconditions)
     "evalrun.selection.shards",  # no --shard (evalrun.pipeline.select)
     "evalrun.selection.changed",  # no --changed-since
+    "evalrun.selection.timings", "statistics",  # one eval: no durations to read (evalrun.pipeline._timings)
     "evalrun.reports_out.html", "evalrun.reports_out.junit", "evalrun.reports_out.markdown",  # no --html/--junit/--markdown
     "pickle",  # the run phase is not forked (evalrun.isolation._run_forked)
 )
