@@ -72,6 +72,9 @@ NOT_FOR_A_PLAIN_T1_RUN = (
     "evalrun.selection.timings", "statistics",  # one eval: no durations to read (evalrun.pipeline._timings)
     "evalrun.reports_out.html", "evalrun.reports_out.junit", "evalrun.reports_out.markdown",  # no --html/--junit/--markdown
     "pickle",  # the run phase is not forked (evalrun.isolation._run_forked)
+    "evalrun.reports_in.crash_line",  # no scorer crashed (evalrun.reports_in.rules.explain_failure)
+    "evalrun.models.failures",  # no model call failed (evalrun.models.policy)
+    "evalrun.process_table",  # /proc is here: no ps (evalrun.leftovers)
 )
 
 
