@@ -161,7 +161,7 @@ class ModelCalls:
                 # The code under test may have swallowed the proxy's error: the eval fails anyway.
                 update["status"] = Status.FAILED
                 # Grouped, each fix said once; the proxy's text the scorer quotes cut to the file it is about.
-                from evalrun.models.failures import grouped_failures, shortened  # local: only a failed call is
+                from evalrun.models.failures import grouped_failures, shortened  # local: loaded only when a model call failed
 
                 owner = planned.spec.fixtures_for or planned.spec.name
                 grouped = grouped_failures(failures, report.missing_fixtures,

@@ -31,6 +31,8 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "report.schem
 JUDGE_PATTERN = f"^{JUDGE_ID}$"
 
 
+# ``ReportCheck`` and ``Report`` are the published schema (``evalrun schema report``); a run reads reports with the
+# TypedDicts below, so these two build their validators only when first used (``defer_build``), never in a run.
 class ReportCheck(BaseModel):
     """One check as a scorer reports it."""
 
