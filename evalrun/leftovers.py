@@ -34,12 +34,15 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalrun.files import FileReadError, read_bounded
 from evalrun.process import terminate_group
 from evalrun.owners import Liveness, hold_owner_lock, let_go_owner_lock, owner_state, pid_state, sweep_owner_locks
-from evalrun.process_table import SAME_START_S, PsRow, ps_table, same_start
 from evalrun.procfs import group_members, is_alive, proc_stat, start_ticks
+
+if TYPE_CHECKING:
+    from evalrun.process_table import PsRow
 
 DEFAULT_GRACE = 5.0
 PIDFILE_VERSION = 1
@@ -150,6 +153,9 @@ class _ProcessTable:
             return False
         if not spawned_at:
             return None  # a record without a spawn time, read without /proc: nothing to tell reuse by
+        # Local: only a system without /proc reads ps (this one does, once per sweep, and only for a dead run's record).
+        from evalrun.process_table import SAME_START_S, ps_table, same_start
+
         if not self._ps_read:
             self._ps, self._ps_read = ps_table(), True
         if self._ps is None:

@@ -28,6 +28,7 @@ TOML feature, a duplicate key) reads as None and goes to tomllib
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -171,15 +172,21 @@ _ENTRY_LINES = re.compile(r"^(?:([A-Za-z0-9_-]+)|" + _BASIC_UNROLLED + r") = " +
 _EMPTY_LINES = re.compile(r"^$", re.MULTILINE)
 _QUOTED_BLOCK = re.compile(r'\n(?:"' + _CHARS + r'" = (?:0|[1-9][0-9]{0,17})\n)*+\n?')
 
-# Exactly what ``settings_line`` writes.
-SETTINGS_ENTRY = re.compile(
-    _KEY + r" = \{ tier = " + BASIC + r", repeat = " + _COUNT
-    + r", min_pass_rate = " + _FLOAT + r", alpha = " + _FLOAT + r", stop = " + BASIC + r", skips = " + BASIC
-    + r", requires = \[((?:" + _PLAIN_BASIC + r"(?:, " + _PLAIN_BASIC + r")*)?)\], strict = (true|false)"
-    + r'(?:, too_little_data = "(fail)")?(?:, min_kappa = ' + _SIGNED_FLOAT + r")?(?:, min_ac1 = " + _SIGNED_FLOAT
-    + r")?(?:, network = \"(loopback|host)\", require_isolation = (true|false), key_vars = \[((?:" + _PLAIN_BASIC
-    + r"(?:, " + _PLAIN_BASIC + r")*)?)\], replay_match = \"(request|index)\", strict_replay = (true|false))? \}\Z"
-)
+
+@functools.cache
+def _settings_entry() -> re.Pattern[str]:
+    """Exactly what ``settings_line`` writes; compiled when a baseline's settings are first read (about 1.4 ms:
+    a run without a baseline, or whose baseline records no settings, never pays it)."""
+    return re.compile(
+        _KEY + r" = \{ tier = " + BASIC + r", repeat = " + _COUNT
+        + r", min_pass_rate = " + _FLOAT + r", alpha = " + _FLOAT + r", stop = " + BASIC + r", skips = " + BASIC
+        + r", requires = \[((?:" + _PLAIN_BASIC + r"(?:, " + _PLAIN_BASIC + r")*)?)\], strict = (true|false)"
+        + r'(?:, too_little_data = "(fail)")?(?:, min_kappa = ' + _SIGNED_FLOAT + r")?(?:, min_ac1 = " + _SIGNED_FLOAT
+        + r")?(?:, network = \"(loopback|host)\", require_isolation = (true|false), key_vars = \[((?:" + _PLAIN_BASIC
+        + r"(?:, " + _PLAIN_BASIC + r")*)?)\], replay_match = \"(request|index)\", strict_replay = (true|false))? \}\Z"
+    )
+
+
 _STRING_IN_LIST = re.compile(BASIC)
 # Exactly what ``judges_line`` writes.
 _ID = f'"({JUDGE_ID})"'
@@ -192,7 +199,7 @@ _ID_IN_LIST = re.compile(_ID)
 
 def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
     """``(eval, the table tomllib would read)`` for a line of the settings table, else None."""
-    match = SETTINGS_ENTRY.match(line)
+    match = _settings_entry().match(line)
     if match is None:
         return None
     (bare, quoted, tier, repeat, floor, alpha, stop, skips, requires, strict, little, kappa, ac1,

@@ -31,10 +31,12 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "report.schem
 JUDGE_PATTERN = f"^{JUDGE_ID}$"
 
 
+# ``ReportCheck`` and ``Report`` are the published schema (``evalrun schema report``); a run reads reports with the
+# TypedDicts below, so these two build their validators only when first used (``defer_build``), never in a run.
 class ReportCheck(BaseModel):
     """One check as a scorer reports it."""
 
-    model_config = ConfigDict(extra="forbid", title="Check")
+    model_config = ConfigDict(extra="forbid", title="Check", defer_build=True)
 
     name: str = Field(
         min_length=1, max_length=NAME_LIMIT, description="Unique within the report; used in baselines."
@@ -59,7 +61,7 @@ class ReportCheck(BaseModel):
 class Report(BaseModel):
     """The JSON report a scorer writes to $EVALRUN_REPORT."""
 
-    model_config = ConfigDict(extra="forbid", title="evalrun scorer report")
+    model_config = ConfigDict(extra="forbid", title="evalrun scorer report", defer_build=True)
 
     checks: list[ReportCheck]
     metrics: dict[Annotated[str, StringConstraints(max_length=NAME_LIMIT)], float | int | str | bool] = Field(

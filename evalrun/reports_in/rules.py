@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from evalrun.reports_in.crash_line import is_stack_frame, js_error_line
 from evalrun.reports_in.parsed import ParsedReport, Skip
 from evalrun.results import CheckResult, Status
 from evalrun.text import MESSAGE_LIMIT, plural, shorten
@@ -145,6 +144,8 @@ def explain_failure(output: str) -> str:
     """The line(s) that explain a crash: a Python traceback's final exception line,
     else a JavaScript/TypeScript error line (``crash_line``), else the last lines
     that look like an error (never a stack frame), else the last non-empty line."""
+    from evalrun.reports_in.crash_line import is_stack_frame, js_error_line  # local: only a crash is explained
+
     lines = [ln.rstrip() for ln in output.splitlines()]
     if _TRACEBACK_START in lines:
         start = len(lines) - 1 - lines[::-1].index(_TRACEBACK_START)

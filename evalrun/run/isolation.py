@@ -40,7 +40,6 @@ import ctypes
 import errno
 import fcntl
 import os
-import pickle
 import signal
 import socket
 import struct
@@ -230,6 +229,10 @@ def _run_forked(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple[
     The child answers on a pipe (no file to leave behind when evalrun is
     killed): a status frame (``ok`` or why not), then the pickled outcome.
     """
+    # Local, and before the fork: only this fallback pickles, and a run in a namespace entered by a thread of
+    # evalrun's own process (as root) never loads pickle (bench/bench_overhead.py, the fixed start).
+    import pickle
+
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -267,6 +270,8 @@ def _run_forked(body: Callable[[], T], on_entered: Callable[[], None]) -> tuple[
 
 
 def _child(body: Callable[[], Any], on_entered: Callable[[], None], fd: int, parent: int, own_group: bool) -> None:
+    import pickle  # loaded by the parent before the fork (_run_forked)
+
     code = 0
     try:
         _die_with(parent)

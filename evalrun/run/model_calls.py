@@ -17,7 +17,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from evalrun.errors import UsageError
-from evalrun.models.failures import grouped_failures, shortened
 from evalrun.models.scorer_env import endpoint_env
 from evalrun.models.upstreams import Upstream, UpstreamProblem, eval_upstreams, run_upstreams
 from evalrun.manifest import Manifest
@@ -158,6 +157,8 @@ class ModelCalls:
                 # The code under test may have swallowed the proxy's error: the eval fails anyway.
                 update["status"] = Status.FAILED
                 # Grouped, each fix said once; the proxy's text the scorer quotes cut to the file it is about.
+                from evalrun.models.failures import grouped_failures, shortened  # local: loaded only when a model call failed
+
                 owner = planned.spec.fixtures_for or planned.spec.name
                 grouped = grouped_failures(failures, report.missing_fixtures,
                                            record_command(self._recorders(owner)))

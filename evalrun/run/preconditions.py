@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from evalrun.errors import TierGuardError
 from evalrun.manifest import Manifest
 from evalrun.plan import PlannedEval
-from evalrun.probes.run import check_probe, run_probes
+
+if TYPE_CHECKING:
+    from evalrun.probes.run import ProbeResult
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ def tier_guard_problem(manifest: Manifest, tier: str, env: Mapping[str, str],
     required = manifest.tier(tier).require
     if not required:
         return None
+    from evalrun.probes.run import run_probes  # local: a run with no probe never loads the probe runner
+
     results = run_probes([manifest.requirement(r) for r in required], env, manifest.root, secrets)
     unmet = [results[r].reason for r in required if not results[r].ok]
     return f"tier {tier} requires {', '.join(required)}: {'; '.join(unmet)}" if unmet else None
@@ -68,7 +73,11 @@ def probe_evals(
     An experiment's unmet requirement skips every eval of its column, loudly, naming the experiment.
     """
     wanted = {req: manifest.requirement(req) for p in evals for req in _requirements(p)}
-    results = run_probes(wanted.values(), env, manifest.root, secrets) if wanted else {}
+    results: dict[str, ProbeResult] = {}
+    if wanted:
+        from evalrun.probes.run import run_probes  # local: a run with no probe never loads the probe runner
+
+        results = run_probes(wanted.values(), env, manifest.root, secrets)
     decisions: dict[str, Decision] = {}
     for p in evals:
         reasons = [results[req].reason for req in p.spec.requires if not results[req].ok]
@@ -96,6 +105,8 @@ def ready_check(manifest: Manifest) -> Callable[[str, Mapping[str, str]], tuple[
     """Services poll their ``ready`` requirement with evalrun's own probes."""
 
     def check(requirement: str, env: Mapping[str, str]) -> tuple[bool, str]:
+        from evalrun.probes.run import check_probe  # local: only a service with a ready probe polls
+
         result = check_probe(manifest.requirement(requirement), env, manifest.root)
         return result.ok, result.reason
 

@@ -30,11 +30,13 @@ def select(request: RunRequest, session: Session) -> tuple[Plan, ChangedSelectio
     The session's environment is where ``--shard auto`` reads the CI's variables; its history, located once,
     balances the shards.
     """
-    # Only runs that ask for them pay for git and the shard split.
-    from evalrun.selection.shards import parse_shard, select_shard
-
+    # Only runs that ask for them pay for git and the shard split: their modules are imported where used.
     console, environ, manifest = session.console, session.environ, session.manifest
-    shard = parse_shard(request.shard, environ) if request.shard else None  # a bad --shard is exit 2 before anything
+    shard = None
+    if request.shard:
+        from evalrun.selection.shards import parse_shard
+
+        shard = parse_shard(request.shard, environ)  # a bad --shard is exit 2 before anything
     if request.last_failed and request.shard:
         raise UsageError("--last-failed with --shard: merge expects each shard's share of the whole tier; "
                          "run --last-failed on one machine, without --shard")
@@ -56,8 +58,11 @@ def select(request: RunRequest, session: Session) -> tuple[Plan, ChangedSelectio
         plan = last.plan
         console.note(last_failed_note(last))
     timings = _timings(manifest, request, plan, environ, shard is not None, session.locate_history)
+    if timings is None:  # nothing they would change (never under --shard): no durations
+        return replace(plan, durations={}), changed
     if shard is not None:
         from evalrun.reports_out.shards import shard_note
+        from evalrun.selection.shards import select_shard
 
         # Balanced by each eval's recent durations (the history, else the last whole run's results file),
         # which every shard reads alike; the header says which.
@@ -73,12 +78,13 @@ def select(request: RunRequest, session: Session) -> tuple[Plan, ChangedSelectio
 
 
 def _timings(manifest: Manifest, request: RunRequest, plan: Plan, environ: Mapping[str, str], sharded: bool,
-             locate: Callable[[], HistoryLocation | None]) -> Timings:
-    """Each eval's recent duration, read only where it changes something: a split, or more evals than one worker."""
-    from evalrun.selection.timings import Timings, load_timings  # only runs that can use durations pay for them
-
+             locate: Callable[[], HistoryLocation | None]) -> Timings | None:
+    """Each eval's recent duration, read only where it changes something: a split, or more evals than one worker;
+    None elsewhere (and the module is not even imported)."""
     if not sharded and (request.jobs == 1 or len(plan.evals) < 2):
-        return Timings()
+        return None
+    from evalrun.selection.timings import load_timings  # local: only runs that can use durations pay for them
+
     return load_timings(manifest, request.tier, environ, default_results_path(manifest, request.tier), locate)
 
 

@@ -38,3 +38,66 @@ def test_the_command_prints_the_version_and_exits_zero() -> None:
     # Fresh, not forked: nothing importing evalrun prints may reach the empty stderr.
     proc = subprocess.run([sys.executable, "-m", "evalrun", "--version"], capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"evalrun {__version__}\n", "")
+
+
+def test_a_command_named_first_is_the_only_parser_typer_builds(monkeypatch, tmp_path, capsys) -> None:
+    # Typer builds every registered command's parser before it parses: for `evalrun t1` a tenth of evalrun's start.
+    built: list[str] = []
+    original = typer.main.get_command_from_info
+
+    def counting(command_info, **kwargs):  # noqa: ANN001, ANN003, ANN202 - typer's signature
+        built.append(command_info.name or command_info.callback.__name__)
+        return original(command_info, **kwargs)
+
+    monkeypatch.setattr(typer.main, "get_command_from_info", counting)
+    assert main(["check", "--manifest", str(tmp_path / "absent.toml")]) == 2
+    assert built == ["check"]
+    assert "absent.toml" in capsys.readouterr().err  # the command ran, and said what was wrong
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"], ["--version", "t1"], ["baseline", "--update", "t1"], ["merg"], ["-x"]])
+def test_anything_but_a_command_first_gets_the_whole_app(argv: list[str]) -> None:
+    # A group, an option or a misspelt word: typer's own answer (help, "did you mean", the group's commands) needs all.
+    from evalrun.cli import _app_for, app
+
+    assert _app_for(argv) is app
+
+
+# Imported only by the runs that use them (each import is local, with the reason beside it): a plain t1 run
+# of one scorer must not load them. Fresh, not forked from the suite's warm zygote, which holds them all.
+NOT_FOR_A_PLAIN_T1_RUN = (
+    "evalrun.probes.run",  # no probe (evalrun.run.preconditions)
+    "evalrun.selection.shards",  # no --shard (evalrun.run.select.select)
+    "evalrun.selection.changed",  # no --changed-since
+    "evalrun.selection.timings", "statistics",  # one eval: no durations to read (evalrun.run.select._timings)
+    "evalrun.reports_out.html", "evalrun.reports_out.junit", "evalrun.reports_out.markdown",  # no --html/--junit/--markdown
+    "pickle",  # the run phase is not forked (evalrun.run.isolation._run_forked)
+    "evalrun.reports_in.crash_line",  # no scorer crashed (evalrun.reports_in.rules.explain_failure)
+    "evalrun.models.failures",  # no model call failed (evalrun.run.model_calls)
+    "evalrun.process_table",  # /proc is here: no ps (evalrun.leftovers)
+)
+
+
+def test_a_plain_t1_run_imports_only_what_it_uses(tmp_path: Path) -> None:
+    (tmp_path / "evals" / "a").mkdir(parents=True)
+    (tmp_path / "evals" / "a" / "score.py").write_text(
+        "import json, os\n"
+        "with open(os.environ['EVALRUN_REPORT'], 'w') as fh:\n"
+        "    json.dump({'checks': [{'name': 'c', 'assertions': 1, 'passed': True}]}, fh)\n"
+    )
+    (tmp_path / "manifest.toml").write_text(
+        '[[evals]]\nname = "a"\ntier = "t1"\ndir = "evals/a"\nrun = ["python", "score.py"]\n\n'
+        '[tiers.t1]\nnetwork = "host"\n'  # no namespace: the same run as root or not
+    )
+    code = (
+        "import sys\n"
+        "sys.argv = ['evalrun', 't1']\n"
+        "from evalrun.__main__ import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+        f"print('LOADED', sorted(m for m in {NOT_FOR_A_PLAIN_T1_RUN!r} if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=dict(env, CI="1"), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "LOADED []" in proc.stdout.splitlines(), proc.stdout
