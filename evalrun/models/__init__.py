@@ -1,1 +1,2 @@
-"""Model calls: provider keys kept out of t1/t2, the run's model policy, and the record/replay proxy."""
+"""Model calls: provider keys kept out of t1/t2, where each provider's calls go, cost, the record/replay proxy
+(the run's own policy over them is ``evalrun.run.model_calls``)."""
