@@ -3,33 +3,30 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 
-@contextmanager
-def sigterm_ignored() -> Iterator[None]:
+def sigterm_ignored() -> AbstractContextManager[None]:
     """SIGTERM ignored inside (one more signal must not leave a file half-decided); only on the main thread."""
-    try:
-        previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return _sigterm_handled(signal.SIG_IGN)
+
+
+def sigterm_as_interrupt() -> AbstractContextManager[None]:
+    """A CI runner's cancel (SIGTERM) stops the run the way Ctrl-C does: KeyboardInterrupt inside."""
+    return _sigterm_handled(_raise_interrupt)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """A CI runner's cancel (SIGTERM) stops the run the way Ctrl-C does: KeyboardInterrupt inside."""
-
-    def _raise(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
+def _sigterm_handled(handler: Callable[[int, Any], None] | signal.Handlers) -> Iterator[None]:
+    """``handler`` for SIGTERM inside, the previous one after; nothing changes off the main thread."""
     try:
-        previous = signal.signal(signal.SIGTERM, _raise)
+        previous = signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread
         yield
         return
