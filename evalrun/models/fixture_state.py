@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from evalrun.models.upstreams import Upstream
 
 
 @dataclass(frozen=True)
@@ -16,5 +19,5 @@ class FixtureState:
     named: tuple[tuple[str, int], ...]  # (session, calls): other sessions in the folder, played when its calls name them
     elsewhere: tuple[tuple[str, int], ...]  # (folder label, calls): the same session recorded for other columns
     unplayed: int | None  # recordings the last run of the tier did not request (None: no such run)
-    upstream: str  # where live and record calls go
+    upstreams: Mapping[str, Upstream]  # where live and record calls go, per provider (t3; empty in t2)
     recorders: tuple[str, ...]  # t3 evals that record these fixtures (fixtures_for, or the eval itself)

@@ -47,9 +47,6 @@ class Upstream:
     url: str
     source: str
 
-    def shown(self) -> str:
-        return f"{self.url} ({self.source})"
-
 
 def upstream_problem(url: str) -> str | None:
     """Why ``url`` cannot be an upstream (``http://host:port`` or ``http://host:port/v1``), or None."""
@@ -125,10 +122,3 @@ def _first(candidates: list[tuple[str | None, str]]) -> Upstream | None:
     return None
 
 
-def describe(upstreams: Mapping[str, Upstream]) -> str:
-    """``openai: http://... (EVALRUN_UPSTREAM_OPENAI); anthropic: https://api.anthropic.com (the provider's API)``,
-    or ``openai and anthropic: URL (source)`` when they share one."""
-    providers = [p for p in PROVIDERS if p in upstreams]
-    if len({upstreams[p] for p in providers}) == 1:
-        return f"{' and '.join(providers)}: {upstreams[providers[0]].shown()}"
-    return "; ".join(f"{p}: {upstreams[p].shown()}" for p in providers)

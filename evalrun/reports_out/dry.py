@@ -165,7 +165,7 @@ def model_lines(state: FixtureState, name: str) -> list[str]:
         lines = [f"model: replay from {_where(state)}{owner}: {fixtures}"]
     else:
         recorded = _calls(state.recorded) if state.recorded else "nothing recorded yet"
-        lines = [f"model: live to {state.upstream}",
+        lines = [f"model: live to {run_notes.describe_upstreams(state.upstreams)}",
                  f"  with --record: records into {_where(state)}{owner} ({recorded})"]
     if named:
         lines.append(f"  sessions its calls may name (X-Evalrun-Session), in {file_label(state.folder)}/: {named}")

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalrun.models.upstreams import Upstream, describe
+from evalrun.models.upstreams import PROVIDERS, Upstream
 from evalrun.plan import Plan
 from evalrun.reports_out.describe import describe_filters
 
@@ -42,15 +42,28 @@ def model_calls_through(mode: str, proxy_url: str) -> str:
     return f"model calls: {mode} through {proxy_url}"
 
 
+def describe_upstreams(upstreams: Mapping[str, Upstream]) -> str:
+    """``openai: http://... (EVALRUN_UPSTREAM_OPENAI); anthropic: https://api.anthropic.com (the provider's API)``,
+    or ``openai and anthropic: URL (source)`` when they share one."""
+    providers = [p for p in PROVIDERS if p in upstreams]
+    if len({upstreams[p] for p in providers}) == 1:
+        return f"{' and '.join(providers)}: {_shown(upstreams[providers[0]])}"
+    return "; ".join(f"{p}: {_shown(upstreams[p])}" for p in providers)
+
+
+def _shown(upstream: Upstream) -> str:
+    return f"{upstream.url} ({upstream.source})"
+
+
 def upstream_lines(upstreams: Mapping[str, Upstream], own: list[tuple[str, str | None, dict[str, Upstream]]]) -> list[str]:
     """For the run's header: where each provider's calls go and where that was set (record and live modes);
     ``own``: the evals whose ``env`` changes that (``ModelCalls.own_upstreams``)."""
     if not upstreams:
         return []
-    lines = [f"upstream: {describe(upstreams)}"]
+    lines = [f"upstream: {describe_upstreams(upstreams)}"]
     for name, experiment, changed in own:
         cell = f"{name}[{experiment}]" if experiment else name
-        lines.append(f"upstream of {cell}: {describe(changed)}")
+        lines.append(f"upstream of {cell}: {describe_upstreams(changed)}")
     return lines
 
 

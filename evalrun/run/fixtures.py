@@ -18,7 +18,7 @@ from evalrun.manifest import Manifest
 from evalrun.run.model_calls import fixtures_dir, upstreams_for_eval, upstreams_for_run
 from evalrun.models.replay.fixtures import list_fixtures, list_session
 from evalrun.models.fixture_state import FixtureState
-from evalrun.models.upstreams import describe
+from evalrun.models.upstreams import Upstream
 from evalrun.plan import PlannedEval
 
 UNPLAYED_NOTE = "was recorded but not requested"  # the words of a replayed eval's note (models.replay.state)
@@ -56,14 +56,14 @@ def fixture_state(
         named=tuple(sorted(named.items())),
         elsewhere=tuple(elsewhere),
         unplayed=message.count(UNPLAYED_NOTE) if message is not None else None,
-        upstream=_upstream(manifest, planned, environ) if spec.tier == "t3" else "",
+        upstreams=_upstreams(manifest, planned, environ) if spec.tier == "t3" else {},
         recorders=recorders,
     )
 
 
-def _upstream(manifest: Manifest, planned: PlannedEval, environ: Mapping[str, str]) -> str:
+def _upstreams(manifest: Manifest, planned: PlannedEval, environ: Mapping[str, str]) -> dict[str, Upstream]:
     """Where the eval's live and record calls go, per provider, and where each was set."""
-    return describe(upstreams_for_eval(manifest, upstreams_for_run(manifest, environ), planned))
+    return upstreams_for_eval(manifest, upstreams_for_run(manifest, environ), planned)
 
 
 def _sessions(folder: Path) -> dict[str, int]:

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evalrun.reports_out.run_notes import describe_upstreams as describe
 from evalrun.models.upstreams import (
     Upstream,
     UpstreamProblem,
-    describe,
     eval_upstreams,
     run_upstreams,
     upstream_problem,

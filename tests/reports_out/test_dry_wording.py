@@ -15,7 +15,7 @@ from evalrun.reports_out.terminal import Console
 def _Fixtures(**fields: object) -> FixtureState:  # noqa: N802 - a record with the listing's defaults
     return FixtureState(**{"mode": "replay", "folder": Path("evals/a/fixtures"), "session": "a", "owner": "a",
                            "recorded": 0, "named": (), "elsewhere": (), "unplayed": None,
-                           "upstream": "https://api.openai.com", "recorders": (), **fields})
+                           "upstreams": {}, "recorders": (), **fields})
 
 
 def _planned(**fields: object) -> PlannedEval:
