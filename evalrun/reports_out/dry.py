@@ -54,7 +54,21 @@ class DryListing:
 
 def selection_lines(reasons: Sequence[SelectionReason]) -> list[str]:
     """``a: selected: evals/a/score.py changed``: why ``--changed-since`` (or a shard) kept or left out each eval."""
-    return [f"{r.eval}: {'selected' if r.selected else 'left out'}: {r.reason}" for r in reasons]
+    return [f"{r.eval}: {'selected' if r.selected else 'left out'}: {selection_reason(r)}" for r in reasons]
+
+
+def selection_reason(reason: SelectionReason) -> str:
+    """``evals/a/score.py and 2 more changed (paths: lib/**)``, ``manifest.toml changed: everything is selected``."""
+    files = reason.files[0] + (f" and {len(reason.files) - 1} more" if len(reason.files) > 1 else "") \
+        if reason.files else ""
+    return {
+        "manifest": f"{files} changed: everything is selected",
+        "own code": f"{files} changed (evalrun's own code): everything is selected",
+        "folder": f"{files} changed",
+        "paths": f"{files} changed (paths: {reason.pattern})",
+        "baseline broken": f"{files} changed and does not load: selected to surface the error",
+        "baseline": f"{files} changed: its entry for this eval differs from {reason.ref}",
+    }.get(reason.kind, f"not changed since {reason.ref}")
 
 
 def nothing_selected(tier: str | None, plan: Plan) -> str:

@@ -32,11 +32,20 @@ _IGNORED_PARTS = ("__pycache__", WORKSPACE_FOLDER)
 
 @dataclass(frozen=True)
 class SelectionReason:
-    """Why ``--changed-since`` kept or left out one planned eval."""
+    """Why ``--changed-since`` kept or left out one planned eval (``reports_out.dry.selection_reason`` says it).
+
+    ``kind``: ``manifest`` (the manifest changed: everything), ``own code`` (evalrun's own package changed:
+    everything), ``folder`` (a file in the eval's folder), ``paths`` (a file its ``paths`` glob ``pattern``
+    names), ``baseline`` (its entry in the changed baseline ``files[0]`` differs from ``ref``), ``baseline
+    broken`` (that baseline changed and does not load), ``unchanged`` (left out).
+    """
 
     eval: str
     selected: bool
-    reason: str  # "evals/a/score.py changed", "manifest.toml changed: everything is selected", ...
+    kind: str
+    files: tuple[str, ...] = ()  # the changed files that decided it, relative to the manifest's folder
+    ref: str = ""
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,12 +95,9 @@ def select_changed(plan: Plan, manifest: Manifest, ref: str, package_dir: Path |
     baseline_touched = _baseline_changes(manifest, changed, ref, top)
     reasons: list[SelectionReason] = []
     for planned in plan.evals:
-        if everything:
-            reasons.append(SelectionReason(planned.name, True, everything))
-            continue
-        why = _reason_for_eval(manifest, planned.spec.dir, planned.spec.paths, changed)
-        why = why or baseline_touched.get(planned.name)
-        reasons.append(SelectionReason(planned.name, why is not None, why or f"not changed since {ref}"))
+        why = everything or _reason_for_eval(manifest, planned.spec.dir, planned.spec.paths, changed)
+        why = why or baseline_touched.get(planned.name) or SelectionReason("", False, "unchanged")
+        reasons.append(replace(why, eval=planned.name, ref=ref))
     kept = {r.eval for r in reasons if r.selected}
     unchanged = [p.name for p in plan.evals if p.name not in kept]
     narrowed = replace(
@@ -115,50 +121,51 @@ def _resolve_ref(top: Path, ref: str) -> str:
     return proc.stdout.decode().strip()
 
 
-def _reason_for_everything(manifest: Manifest, changed: list[Path], package_dir: Path | None, top: Path) -> str | None:
+def _reason_for_everything(manifest: Manifest, changed: list[Path], package_dir: Path | None,
+                           top: Path) -> SelectionReason | None:
     manifest_file = manifest.path.resolve()
     if manifest_file in changed:
-        return f"{_label(manifest, manifest_file)} changed: everything is selected"
+        return SelectionReason("", True, "manifest", _files(manifest, [manifest_file]))
     if package_dir is not None:
         package = package_dir.resolve()
         if package.is_relative_to(top):
             own = [p for p in changed if p.is_relative_to(package)]
             if own:
-                return f"{_files(manifest, own)} changed (evalrun's own code): everything is selected"
+                return SelectionReason("", True, "own code", _files(manifest, own))
     return None
 
 
-def _reason_for_eval(manifest: Manifest, folder: str, globs: list[str], changed: list[Path]) -> str | None:
+def _reason_for_eval(manifest: Manifest, folder: str, globs: list[str], changed: list[Path]) -> SelectionReason | None:
     eval_dir = (manifest.root / folder).resolve()
     inside = [p for p in changed if p.is_relative_to(eval_dir)]
     if inside:
-        return f"{_files(manifest, inside)} changed"
+        return SelectionReason("", True, "folder", _files(manifest, inside))
     for pattern in globs:
         regex = _glob_regex(pattern)
         hits = [p for p in changed if _matches(regex, _label(manifest, p))]
         if hits:
-            return f"{_files(manifest, hits)} changed (paths: {pattern})"
+            return SelectionReason("", True, "paths", _files(manifest, hits), pattern=pattern)
     return None
 
 
-def _baseline_changes(manifest: Manifest, changed: list[Path], ref: str, top: Path) -> dict[str, str]:
+def _baseline_changes(manifest: Manifest, changed: list[Path], ref: str, top: Path) -> dict[str, SelectionReason]:
     """Evals whose entry in a changed baseline file differs from ``ref``'s: the gate must recheck them."""
-    touched: dict[str, str] = {}
+    touched: dict[str, SelectionReason] = {}
     for tier in manifest.tiers:
         path = baseline_path(manifest, tier).resolve()
         if path not in changed:
             continue
-        label = _label(manifest, path)
+        label = (_label(manifest, path),)
         names = tier_cells(manifest, tier)  # an eval under experiments has one entry per column
         try:
             new = load_baseline(path) or {}
         except BaselineError:
-            touched.update({n: f"{label} changed and does not load: selected to surface the error" for n in names})
+            touched.update({n: SelectionReason("", True, "baseline broken", label) for n in names})
             continue
         old = _baseline_at(ref, path.relative_to(top), top)
         for name in names:
             if old is None or old.get(name) != new.get(name):
-                touched[name] = f"{label} changed: its entry for this eval differs from {ref}"
+                touched[name] = SelectionReason("", True, "baseline", label)
     return touched
 
 
@@ -216,9 +223,8 @@ def _matches(regex: re.Pattern[str], rel: str) -> bool:
     return False
 
 
-def _files(manifest: Manifest, paths: list[Path]) -> str:
-    first = _label(manifest, paths[0])
-    return first if len(paths) == 1 else f"{first} and {len(paths) - 1} more"
+def _files(manifest: Manifest, paths: list[Path]) -> tuple[str, ...]:
+    return tuple(_label(manifest, p) for p in paths)
 
 
 def _label(manifest: Manifest, path: Path) -> str:

@@ -11,6 +11,7 @@ import pytest
 from evalrun.errors import ResultsError, UsageError
 from evalrun.manifest import load_manifest
 from evalrun.plan import make_plan
+from evalrun.reports_out.dry import selection_reason
 from evalrun.results import EvalResult, RunResults, Status, write_results
 from evalrun.selection.changed import _glob_regex, _matches, changed_files, select_changed
 from evalrun.selection.shards import Shard, assign_shards, durations_from, parse_shard, select_shard
@@ -19,7 +20,7 @@ from harness import REPO, an_eval, manifest
 from harness.git import git, write
 
 def reason_for(selection, name: str) -> str | None:
-    return next((r.reason for r in selection.reasons if r.eval == name), None)
+    return next((selection_reason(r) for r in selection.reasons if r.eval == name), None)
 
 
 MANIFEST = manifest(an_eval("a"), an_eval("b"), an_eval("c", paths=["lib/**", "shared/data.csv"]), an_eval("d", tier="t2")).text
@@ -61,7 +62,7 @@ def names(selection) -> list[str]:
 def test_nothing_changed_selects_nothing_and_says_why(repo: Path) -> None:
     sel = selected(repo)
     assert names(sel) == []
-    assert [(r.eval, r.selected, r.reason) for r in sel.reasons] == [
+    assert [(r.eval, r.selected, selection_reason(r)) for r in sel.reasons] == [
         ("a", False, "not changed since base"), ("b", False, "not changed since base"),
         ("c", False, "not changed since base"),
     ]
@@ -132,7 +133,7 @@ def test_manifest_change_selects_everything(repo: Path) -> None:
     (repo / "manifest.toml").write_text(MANIFEST + "\n# a comment\n")
     sel = selected(repo)
     assert names(sel) == ["a", "b", "c"]
-    assert {r.reason for r in sel.reasons} == {"manifest.toml changed: everything is selected"}
+    assert {selection_reason(r) for r in sel.reasons} == {"manifest.toml changed: everything is selected"}
     assert sel.plan.filtered_out == [] and sel.plan.filters["unchanged"] == []
 
 
