@@ -15,15 +15,8 @@ from hypothesis import strategies as st
 
 from evalrun.bites import BiteNotApplied, _numstat_paths, apply_bite
 from evalrun.manifest.schema import Bite
+from harness.stub_projects import GUARD_PATCH
 
-PATCH = """\
-diff --git a/evals/guard/product.txt b/evals/guard/product.txt
---- a/evals/guard/product.txt
-+++ b/evals/guard/product.txt
-@@ -1 +1 @@
--safe
-+leaky
-"""
 
 
 def _copy_inside_a_repository(tmp_path: Path) -> Path:
@@ -33,7 +26,7 @@ def _copy_inside_a_repository(tmp_path: Path) -> Path:
     guard = top / "evals" / "guard"
     (guard / "bites").mkdir(parents=True)
     (guard / "product.txt").write_text("safe\n")
-    (guard / "bites" / "leaky.patch").write_text(PATCH)
+    (guard / "bites" / "leaky.patch").write_text(GUARD_PATCH)
     return top
 
 

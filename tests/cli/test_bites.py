@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from harness import Project, an_eval, manifest
 from harness.manifest_builder import EvalBlock
+from harness.stub_projects import GUARD_PATCH
 
 SCORER = """
 import json, os, sys
@@ -38,16 +39,8 @@ checks = [
 json.dump({"checks": checks}, open(os.environ["EVALRUN_REPORT"], "w"))
 """
 
-PATCH = """\
-diff --git a/evals/guard/product.txt b/evals/guard/product.txt
---- a/evals/guard/product.txt
-+++ b/evals/guard/product.txt
-@@ -1 +1 @@
--safe
-+leaky
-"""
 
-STALE_PATCH = PATCH.replace("-safe", "-something else")
+STALE_PATCH = GUARD_PATCH.replace("-safe", "-something else")
 
 
 def _eval(name: str, *bites: dict[str, Any]) -> EvalBlock:
@@ -87,7 +80,7 @@ def _guarded_repo(proj: Project) -> Project:
         "evals/guard/leaky.txt": "leaky\n",
         "evals/guard/malformed.txt": "{malformed\n",
         "evals/guard/same.txt": "safe\n",
-        "evals/guard/bites/leaky.patch": PATCH,
+        "evals/guard/bites/leaky.patch": GUARD_PATCH,
         "evals/guard/bites/stale.patch": STALE_PATCH,
         ".gitignore": ".evalrun/\n",
     })

@@ -12,11 +12,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from harness.project import eval_entry
+from harness.waiting import wait_until
 from harness.simulation import simulated_env, simulated_evalrun, users_own_tmpdir
 
 # Run 1 (eval "uses-db"): write a row, say so, wait for the test's word, then read it on a new connection
@@ -46,16 +46,6 @@ with scorer.check("quick") as check:
 """
 
 
-def wait_until(predicate, timeout: float = 120.0) -> bool:
-    """Poll with a generous deadline; the verdict is the predicate, never the clock."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
 @pytest.mark.xdist_group("postgres")  # one embedded PostgreSQL at a time on a small machine
 def test_a_second_t2_in_the_project_leaves_the_first_runs_live_postgres_alone_without_proc(project) -> None:
     with users_own_tmpdir() as own_tmp:
@@ -74,7 +64,7 @@ def _two_runs_at_once(project, own_tmp: Path) -> None:
     first = subprocess.Popen([sys.executable, "-m", "evalrun", "t2", "-e", "uses-db"], cwd=proj.root, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        assert wait_until((proj.root / "evals/uses-db/ready").exists, timeout=180), "the first run's scorer never began"
+        wait_until((proj.root / "evals/uses-db/ready").exists, within=180, what="the first run's scorer beginning")
         records = [json.loads(p.read_text()) for p in (proj.root / ".evalrun/services").glob("db.*.json")]
         assert len(records) == 1 and records[0]["owner_lock"], records
         data_dir = Path(records[0]["data_dir"])

@@ -405,20 +405,7 @@ def test_without_a_namespace_a_t1_scorer_opens_no_ip_socket(
     assert "t1 is isolated (seccomp+landlock): a t1 scorer can open no IP socket" in results["evals"][0]["message"]
 
 
-T2_SERVICE = """
-import os, socket
-try:
-    with socket.create_connection(("127.0.0.1", int(os.environ["HOST_PORT"])), timeout=5) as s:
-        outcome = "reached the host: " + s.recv(16).decode().strip()
-except OSError as exc:
-    outcome = f"refused: {exc}"
-open(os.environ["OUTCOME"], "w").write(outcome)
-server = socket.create_server(("127.0.0.1", int(os.environ["SERVICE_PORT"])))
-while True:
-    conn, _ = server.accept()
-    with conn:
-        conn.sendall(b"service\\n")
-"""
+T2_SERVICE = SERVICE.replace('os.environ["PORT"]', 'os.environ["SERVICE_PORT"]')  # the t2 service's own port
 
 
 @needs_root

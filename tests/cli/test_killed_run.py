@@ -6,11 +6,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from harness import an_eval, manifest
+from harness import an_eval, manifest, wait_until
 from harness.simulation import simulated_env, simulated_evalrun
 
 from evalrun.scratch import make_scratch, sweep_scratch
@@ -30,16 +29,6 @@ sleeper = subprocess.Popen(["sleep", "3600"])
 os.replace(here / "sleeper.tmp", here / "sleeper.pid")
 time.sleep(3600)
 """
-
-
-def wait_until(predicate, timeout: float = 60.0) -> bool:
-    """Poll with a generous deadline; the verdict is the predicate, never the clock."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def alive(pid: int) -> bool:
@@ -78,7 +67,7 @@ def test_a_sigkilled_run_leaves_no_scorer_group_and_no_scratch_after_the_next_ru
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pid_file = proj.root / "e" / "sleeper.pid"
     try:
-        assert wait_until(pid_file.exists), "the scorer never started its sleeper"
+        wait_until(pid_file.exists, within=60, what="the scorer starting its sleeper")
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
@@ -94,9 +83,10 @@ def test_a_sigkilled_run_leaves_no_scorer_group_and_no_scratch_after_the_next_ru
             second = simulated_evalrun(platform, proj.root, "t1", env=env)
         assert second.code in (0, 3), second.output
         assert f"stopped leftover scorer of eval hangs (pgid {pgid}) from an earlier run" in second.output
-        assert wait_until(lambda: not group_alive(pgid)), "the killed run's scorer group is still running"
+        wait_until(lambda: not group_alive(pgid), within=60, what="the killed run's scorer group ending")
         assert not alive(sleeper)
-        assert wait_until(lambda: not [p for p in tmp.iterdir() if p.name.startswith("evalrun-")]), list(tmp.iterdir())
+        wait_until(lambda: not [p for p in tmp.iterdir() if p.name.startswith("evalrun-")], within=60,
+                   what="the killed run's scratch folders being swept")
     finally:
         try:
             os.killpg(pgid, signal.SIGKILL)

@@ -11,6 +11,16 @@ from harness.manifest_builder import Manifest, an_eval, manifest
 from harness.paths import REPO, SCORERS
 from harness.project import Project, eval_entry
 
+# The bite the guard projects lay on their product (tests/cli/test_bites.py, tests/test_bites_apply.py): "safe" leaks.
+GUARD_PATCH = """\
+diff --git a/evals/guard/product.txt b/evals/guard/product.txt
+--- a/evals/guard/product.txt
++++ b/evals/guard/product.txt
+@@ -1 +1 @@
+-safe
++leaky
+"""
+
 
 def stub_project(
     project, evals: dict[str, str | tuple[str, str]], extra: dict[str, str] | None = None, tiers: str = ""

@@ -25,6 +25,7 @@ from evalrun.run.requests import RunRequest
 from evalrun.reports_out.terminal import Console
 from evalrun.secrets import PLACEHOLDER, RunSecrets, known_secrets
 from evalrun.workspace import Workspace
+from harness import an_eval, manifest
 from harness.session import make_session
 
 KEY = "sk-run-context-key-0123456789"
@@ -33,21 +34,13 @@ TOKEN = "ghp_runcontexttoken12345"
 
 # A t2 eval that uses models starts the model proxy; network = "host" keeps the run in this process
 # (no isolation child), so each call made anywhere is seen here. The scorer makes no model call.
-MANIFEST = """
-[tiers.t1]
-description = "static"
-[tiers.t2]
-description = "replay"
-network = "host"
-model = true
-[models]
-key_vars = ["ACME_LLM_CRED"]
-[[evals]]
-name = "a"
-tier = "t2"
-dir = "evals/a"
-run = ["python", "score.py"]
-"""
+def _manifest(key_var: str = "ACME_LLM_CRED") -> str:
+    return manifest(an_eval("a", tier="t2"), tiers={"t1": {"description": "static"},
+                    "t2": {"description": "replay", "network": "host", "model": True}},
+                    models={"key_vars": [key_var]}).text
+
+
+MANIFEST = _manifest()
 SCORER = """
 import json, os
 seen = {name: os.environ.get(name, "") for name in ("OPENAI_API_KEY", "ACME_LLM_CRED", "SOME_TOKEN")}
@@ -150,17 +143,8 @@ def test_the_probe_environment_is_the_scrubbed_one_with_the_manifest_s_pythonpat
 # -- what leaves by the side channels: each is handed the secrets its command worked out once -------------------
 
 CRED = "acme-cred-value-5550123"  # under a manifest key variable whose name says nothing secret
-CHANNELS_MANIFEST = """
-[tiers.t1]
-description = "static"
-[models]
-key_vars = ["ACME_LLM_CRED"]
-[[evals]]
-name = "a"
-tier = "t1"
-dir = "evals/a"
-run = ["python", "score.py"]
-"""
+CHANNELS_MANIFEST = manifest(an_eval("a"), tiers={"t1": {"description": "static"}},
+                             models={"key_vars": ["ACME_LLM_CRED"]}).text
 # The scorer writes the value itself: a run without the variable set has nothing to hide, so it is kept as written.
 QUOTING = (
     "import json, os\n"
@@ -208,30 +192,13 @@ def test_report_html_from_the_results_file_scrubs_the_manifest_s_key_values(quot
 
 # -- one invocation, one of each: counted through the CLI's entry point, in this process --------------------------
 
-COUNTED_MANIFEST = """
-[tiers.t1]
-description = "static"
-network = "host"
-[models]
-key_vars = ["ACME_LLM_CRED"]
-[history]
-enabled = true
-[[evals]]
-name = "a"
-tier = "t1"
-dir = "evals/a"
-run = ["python", "score.py"]
-requires = ["env:COUNTED_PROBE_VAR"]
-[[evals.bites]]
-name = "broken"
-env = { BREAK_IT = "1" }
-fails = ["works"]
-[[evals]]
-name = "b"
-tier = "t1"
-dir = "evals/a"
-run = ["python", "score.py"]
-"""
+COUNTED_MANIFEST = manifest(
+    an_eval("a", requires=["env:COUNTED_PROBE_VAR"],
+            bites=[{"name": "broken", "env": {"BREAK_IT": "1"}, "fails": ["works"]}]),
+    an_eval("b", dir="evals/a"),
+    tiers={"t1": {"description": "static", "network": "host"}}, models={"key_vars": ["ACME_LLM_CRED"]},
+    history={"enabled": True},
+).text
 COUNTED_SCORER = (
     "import json, os\n"
     "json.dump({'checks': [{'name': 'works', 'assertions': 1, 'passed': not os.environ.get('BREAK_IT')}]},"
@@ -371,7 +338,7 @@ def test_a_clean_copy_s_manifest_that_names_another_key_variable_adds_its_value(
     session = make_session(suite / "manifest.toml", environ)
     assert session.secrets_for(["ACME_LLM_CRED"]) is session.secrets  # the same manifest: the same set
     (suite / "copy" / "evals" / "a").mkdir(parents=True)
-    (suite / "copy" / "manifest.toml").write_text(MANIFEST.replace('["ACME_LLM_CRED"]', '["OTHER_CRED"]'), encoding="utf-8")
+    (suite / "copy" / "manifest.toml").write_text(_manifest("OTHER_CRED"), encoding="utf-8")
     context = RunContext.build(session, "t2", load_manifest(suite / "copy" / "manifest.toml"))
     assert "other-cred-value-31337" in context.secrets.keys and EXTRA_KEY in context.secrets.keys
     assert "other-cred-value-31337" not in session.secrets.values
