@@ -25,6 +25,9 @@ def unsupported_platform() -> str | None:
 
 
 def main() -> None:
+    from evalrun import collector
+
+    collector.pause()  # until the invocation's session is built (evalrun.collector)
     refused = unsupported_platform()
     if refused is not None:
         print(refused, file=sys.stderr)

@@ -135,9 +135,11 @@ _SESSION = None  # this invocation's evalrun.session.Session, made where its com
 def _session(manifest_path: Optional[Path] = None):  # noqa: ANN202 - imported lazily to keep --version fast
     """The invocation's one ``Session``: the only read of ``os.environ`` a command's state comes from."""
     global _SESSION
+    from evalrun import collector
     from evalrun.session import Session
 
     _SESSION = Session(os.environ, manifest_path)
+    collector.resume()  # the start is over: the command's modules are in (evalrun.collector)
     return _SESSION
 
 

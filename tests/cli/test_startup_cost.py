@@ -75,6 +75,7 @@ NOT_FOR_A_PLAIN_T1_RUN = (
     "evalrun.reports_in.crash_line",  # no scorer crashed (evalrun.reports_in.rules.explain_failure)
     "evalrun.models.failures",  # no model call failed (evalrun.run.model_calls)
     "evalrun.process_table",  # /proc is here: no ps (evalrun.leftovers)
+    "evalrun.stats",  # nothing repeats, no judge has anchors (evalrun.repeats, evalrun.baseline.rates, evalrun.calibration)
 )
 
 
@@ -90,14 +91,46 @@ def test_a_plain_t1_run_imports_only_what_it_uses(tmp_path: Path) -> None:
         '[tiers.t1]\nnetwork = "host"\n'  # no namespace: the same run as root or not
     )
     code = (
-        "import sys\n"
+        "import gc, sys\n"
+        "import evalrun.collector as collector\n"
+        "start = gc.get_stats()[0]['collections']\n"
+        "seen = []\n"
+        "resume = collector.resume\n"
+        "def resumed():\n"
+        "    seen.append((gc.isenabled(), gc.get_stats()[0]['collections'] - start))\n"
+        "    resume()\n"
+        "collector.resume = resumed\n"
         "sys.argv = ['evalrun', 't1']\n"
         "from evalrun.__main__ import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
         f"print('LOADED', sorted(m for m in {NOT_FOR_A_PLAIN_T1_RUN!r} if m in sys.modules))\n"
+        "print('COLLECTOR', seen, gc.isenabled(), gc.get_freeze_count() > 0)\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=dict(env, CI="1"), capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "LOADED []" in proc.stdout.splitlines(), proc.stdout
+    # The collector was off from the entry point to the session (no collection while evalrun started), then on
+    # again for the run, with what the start made frozen out of its way (evalrun.collector).
+    assert "COLLECTOR [(False, 0)] True True" in proc.stdout.splitlines(), proc.stdout
+
+
+def test_the_collector_is_resumed_only_where_evalrun_paused_it() -> None:
+    # A caller with the collector on (the tests' own main() calls) is left as it was: nothing frozen.
+    import gc
+
+    from evalrun import collector
+
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    collector.resume()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    # A caller whose collector was already off keeps it off: pause took nothing it could give back.
+    gc.disable()
+    try:
+        collector.pause()
+        collector.resume()
+        assert not gc.isenabled() and gc.get_freeze_count() == frozen
+    finally:
+        gc.enable()
