@@ -21,7 +21,6 @@ from __future__ import annotations
 from evalrun.manifest import Manifest
 from evalrun.plan import split_cell_name
 from evalrun.results import EvalResult, JudgeCalibration, RunResults, Status
-from evalrun.stats import cohen_kappa, corrected_rate, gwet_ac1
 
 TABLE = ("both_pass", "only_people", "only_judge", "both_fail")
 DISAGREEMENT = 0.3  # |kappa - AC1| above it: the anchors are too unbalanced for kappa to mean much
@@ -65,6 +64,8 @@ def measure(
     name: str, table: dict[str, int], judge: object, min_kappa: float | None, min_ac1: float | None
 ) -> JudgeCalibration:
     """The agreement of one judge with people, from its 2x2 table, against its floors."""
+    from evalrun.stats import cohen_kappa, gwet_ac1  # judges with anchors only
+
     a, b, c, d = (table[key] for key in TABLE)
     kappa, ac1 = cohen_kappa(a, b, c, d), gwet_ac1(a, b, c, d)
     below = []
@@ -91,6 +92,8 @@ def _with_corrected(cal: JudgeCalibration, evals: list[EvalResult]) -> JudgeCali
         c for r in evals if r.status in (Status.PASSED, Status.FAILED)
         for c in r.checks if c.judge is not None and (not model or c.judge.split("#", 1)[0] == model)
     ]
+    from evalrun.stats import corrected_rate  # judges with anchors only
+
     passes = sum(1 for c in checks if c.passed)
     corrected = corrected_rate(
         passes, len(checks), (cal.both_pass, cal.both_pass + cal.only_people), (cal.both_fail, cal.both_fail + cal.only_judge)

@@ -28,7 +28,6 @@ from typing import Any
 from evalrun.manifest import EvalSpec, Manifest
 from evalrun.plan import PlannedEval
 from evalrun.results import CheckRate, CheckResult, EvalResult, RepeatSummary, RepeatRun, SkippedTest, Status
-from evalrun.stats import pass_at_k, pass_hat_k, wilson_interval
 from evalrun.text import MESSAGE_LIMIT, plural, seen_words, shorten, truncate
 
 DEFAULT_FLOOR = 1.0
@@ -312,6 +311,8 @@ def fold_skipped_tests(runs: Sequence[EvalResult]) -> list[SkippedTest]:
 def _rate_checks(reported: Sequence[tuple[int, EvalResult]], settings: RepeatSettings, judged_over: int) -> list[CheckResult]:
     """Each check's rate over the reported runs; ``judged_over`` runs decide the floor (the planned
     count after an early stop, where the stop already proved the verdict)."""
+    from evalrun.stats import pass_at_k, pass_hat_k, wilson_interval  # repeated evals only
+
     runs = len(reported)
     required = settings.required(judged_over)
     remaining = judged_over - runs

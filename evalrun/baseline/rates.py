@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalrun.results import BaselineChange, EvalResult
-from evalrun.stats import detectable_passes, fisher_greater, fisher_less, sign_test_worse
 from evalrun.text import plural, quote
 
 
@@ -82,6 +81,8 @@ def diff_rates(
     """
     if result.repeats is None or result.repeats.partial:
         return  # partial rates are never compared as complete (their eval is not compared at all)
+    from evalrun.stats import detectable_passes, fisher_greater, fisher_less, sign_test_worse  # repeated evals only
+
     alpha = result.repeats.alpha
     fails = result.repeats.too_little_data == "fail"
     current = {c.name: c for c in result.checks if c.rate is not None}
