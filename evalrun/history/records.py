@@ -8,6 +8,7 @@ scorer controls is redacted, then cut to a bound, before it is stored.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -112,14 +113,19 @@ class GitInfo:
     dirty: bool | None = None
 
 
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1, or SHA-256 in a repository made with it
+
+
 def read_git(folder: Path) -> GitInfo:
     """HEAD's commit, branch and whether tracked files changed; empty outside a repository or without git."""
     if shutil.which("git") is None:
         return GitInfo()
-    commit = _git(folder, ["rev-parse", "--verify", "-q", "HEAD"])
-    if commit is None:
+    # One git for both: HEAD's commit, then its branch ("HEAD" when detached); exit 128 before the first commit.
+    head = _git(folder, ["rev-parse", "HEAD", "--abbrev-ref", "HEAD"])
+    commit, _, branch = (head or "").partition("\n")
+    if not _COMMIT.fullmatch(commit):
         return GitInfo()
-    branch = _git(folder, ["rev-parse", "--abbrev-ref", "HEAD"])
+    branch = branch.strip() or None
     # diff --quiet prints nothing (a bounded read) and exits 1 when tracked files changed.
     dirty = _git_status(folder, ["diff", "--quiet", "HEAD", "--"])
     return GitInfo(commit, None if branch in (None, "HEAD") else branch, None if dirty is None else dirty == 1)
