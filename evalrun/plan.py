@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from evalrun.errors import UsageError
 from evalrun.manifest import TIERS, EvalSpec, Experiment, Manifest
 
 
-@dataclass(frozen=True)
-class PlannedEval:
+class PlannedEval(NamedTuple):
     spec: EvalSpec
     dir: Path  # absolute
     repeat: int = 0  # which run of a repeated eval this is (EVALRUN_REPEAT); see evalrun.repeats

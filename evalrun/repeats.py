@@ -21,9 +21,8 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalrun.manifest import EvalSpec, Manifest
 from evalrun.plan import PlannedEval
@@ -40,8 +39,7 @@ _SKIP_REASONS_SHOWN = 3  # distinct reasons named for one skipped test; the rest
 _SKIP_REASON_CHARS = 200  # as a single run's skip reason
 
 
-@dataclass(frozen=True)
-class RepeatSettings:
+class RepeatSettings(NamedTuple):
     """How often an eval runs and how its pass rates are judged."""
 
     count: int = 1
@@ -99,7 +97,7 @@ def repeat_as_recorded(
         most = max(runs, default=0)
         if chosen.repeats or most <= 1:
             continue
-        out[name] = replace(chosen, count=most)
+        out[name] = chosen._replace(count=most)
         notes[name] = most
     return out, notes
 
@@ -107,7 +105,7 @@ def repeat_as_recorded(
 def expand(planned: Sequence[PlannedEval], settings: Mapping[str, RepeatSettings]) -> list[PlannedEval]:
     """Every run of every planned eval, in rounds: all run 0s, then all run 1s, ..."""
     rounds = max((settings[p.name].count for p in planned), default=0)
-    return [replace(p, repeat=k) for k in range(rounds) for p in planned if k < settings[p.name].count]
+    return [p._replace(repeat=k) for k in range(rounds) for p in planned if k < settings[p.name].count]
 
 
 # --------------------------------------------------------------------------- while the runs go
@@ -456,8 +454,7 @@ def _call_logs(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- what the summaries list
 
 
-@dataclass(frozen=True)
-class FlakyCheck:
+class FlakyCheck(NamedTuple):
     """A repeated eval's check that met its floor without passing every run (worded by ``evalrun.reports_out``)."""
 
     eval: str

@@ -9,7 +9,6 @@ mutation run (``bench/mutate.py``, see CONTRIBUTING.md) found alive.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -65,7 +64,7 @@ def test_defaults() -> None:
     assert RepeatSettings(count=2).repeats is True
     assert K_VALUES == (1, 3, 5, 10)
     assert EARLY_STOP_MESSAGE == 'not run: the verdict was already decided (stop = "decided")'
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):  # a record: read-only
         s.count = 3  # type: ignore[misc]
 
 
@@ -100,7 +99,7 @@ def test_an_eval_run_once_repeats_as_often_as_its_baseline_recorded() -> None:
     recorded = {"a": {"x": _Rate(5), "y": _Rate(7), "z": 3}, "b": {"x": _Rate(1)}, "c": {"x": _Rate(9)},
                 "d": {"x": _Rate(2)}}
     out, notes = repeat_as_recorded(settings, recorded, None)
-    assert out == {"a": dataclasses.replace(once, count=7), "b": once, "c": thrice, "d": dataclasses.replace(once, count=2),
+    assert out == {"a": once._replace(count=7), "b": once, "c": thrice, "d": once._replace(count=2),
                    "e": once}
     assert notes == {"a": 7, "d": 2}
     assert describe_repeated_as_recorded("a", 7) == (
@@ -159,26 +158,26 @@ def test_the_tracker_stops_a_decided_eval_only_when_it_opted_in(tmp_path: Path) 
     tracker = RepeatTracker([PLANNED, other, once], settings, "t3", on_eval_done=done.append)
     assert tracker.repeats("coin") is True and tracker.repeats("once") is False
     first = run(False)
-    assert tracker.record(dataclasses.replace(PLANNED, repeat=0), first) is first
+    assert tracker.record(PLANNED._replace(repeat=0), first) is first
     assert tracker.stopped(PLANNED) is True  # floor 1.0 and a failure: no later run can save it
-    tracker.record(dataclasses.replace(other, repeat=0), run(False))
+    tracker.record(other._replace(repeat=0), run(False))
     assert tracker.stopped(other) is False  # the same, but no stop = "decided"
     alone = run(True)
     assert tracker.record(once, alone) is alone and done == []  # a single run is shown by the caller, not here
     assert tracker.stopped(once) is False
-    tracker.record(dataclasses.replace(other, repeat=2), run(True))
+    tracker.record(other._replace(repeat=2), run(True))
     assert done == []
-    tracker.record(dataclasses.replace(other, repeat=1), run(True))
+    tracker.record(other._replace(repeat=1), run(True))
     assert [(r.name, r.status, r.checks[0].rate.passes) for r in done] == [("other", Status.FAILED, 2)]
     assert [d.repeat for d in done[0].repeats.runs_detail] == [0, 1, 2]
 
 
 def test_the_tracker_does_not_stop_on_the_last_run_and_runs_without_a_callback(tmp_path: Path) -> None:
     tracker = RepeatTracker([PLANNED], {"coin": RepeatSettings(count=2, stop="decided")}, "t3")
-    tracker.record(dataclasses.replace(PLANNED, repeat=0), run(True))
+    tracker.record(PLANNED._replace(repeat=0), run(True))
     assert tracker.stopped(PLANNED) is False
     last = run(False)
-    assert tracker.record(dataclasses.replace(PLANNED, repeat=1), last) is last
+    assert tracker.record(PLANNED._replace(repeat=1), last) is last
     assert tracker.stopped(PLANNED) is False  # complete: nothing left to stop
 
 
@@ -382,7 +381,7 @@ def test_aggregate_all_in_plan_order_with_missing_runs_interrupted(tmp_path: Pat
     never = PlannedEval(spec=SPEC.model_copy(update={"name": "never"}), dir=tmp_path)
     settings = {"coin": RepeatSettings(count=3, floor=0.5), "once": RepeatSettings(), "never": RepeatSettings()}
     alone = run(True)
-    runs = [dataclasses.replace(PLANNED, repeat=0), once, dataclasses.replace(PLANNED, repeat=1)]
+    runs = [PLANNED._replace(repeat=0), once, PLANNED._replace(repeat=1)]
     out = aggregate_all([never, PLANNED, once], runs, [run(True), alone, run(False)], settings, "t3")
     assert len(out) == 2 and out[1] is alone  # in plan order; "never" did not run: nothing to show
     coin = out[0]

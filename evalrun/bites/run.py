@@ -164,7 +164,7 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, session: Session,
                 return judge_bite(run, None, str(exc))
             bitten = spec.model_copy(update={"env": {**spec.env, **bite.env}})
             cell = next(p for p in make_plan(inner, tier, [run.planned.name], []).evals if p.name == run.planned.name)
-            planned = replace(cell, spec=bitten)
+            planned = cell._replace(spec=bitten)
             plan = Plan(evals=[planned])
             quiet = Console(stream=io.StringIO(), env={})
             context = RunContext.build(session, tier, inner)  # each bite is a run of its own, in its own copy

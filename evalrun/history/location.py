@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from typing import NamedTuple
 
 from evalrun.errors import ManifestError, UsageError, file_label
 from evalrun.manifest import Manifest
@@ -26,12 +26,11 @@ _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _HIDDEN = "***"
 
 
-@dataclass(frozen=True)
-class HistoryLocation:
+class HistoryLocation(NamedTuple):
     kind: str  # "sqlite" or "postgres"
     target: str  # a file path, or the full PostgreSQL URL (secret: never print it)
     shown: str  # for messages: the path, or the URL with its password replaced
-    secrets: tuple[str, ...] = field(default=())  # text to scrub from errors (the password)
+    secrets: tuple[str, ...] = ()  # text to scrub from errors (the password)
     timeout: float = DEFAULT_TIMEOUT  # seconds: the whole history step (open, write or read, close) within it
 
     @property
@@ -63,7 +62,7 @@ def locate_history(manifest: Manifest, environ: Mapping[str, str]) -> HistoryLoc
     if url is None:
         path = workspace_of(manifest.root).history
         return HistoryLocation("sqlite", str(path), str(path), timeout=timeout)
-    return replace(parse_history_url(url, manifest.root, origin), timeout=timeout)
+    return parse_history_url(url, manifest.root, origin)._replace(timeout=timeout)
 
 
 def history_timeout(environ: Mapping[str, str]) -> float:

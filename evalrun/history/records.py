@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalrun.secrets import scrub
 from evalrun.results import RunResults, Status
@@ -106,8 +106,7 @@ class StoredRun:
         return self.git_commit[:10] + ("+" if self.git_dirty else "")
 
 
-@dataclass(frozen=True)
-class GitInfo:
+class GitInfo(NamedTuple):
     commit: str | None = None
     branch: str | None = None
     dirty: bool | None = None

@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from evalrun.history.records import StoredCheck, StoredEval, StoredRun
 
 
-@dataclass(frozen=True)
-class Dialect:
+class Dialect(NamedTuple):
     pk: str  # an auto-numbered primary key column type
     ref: str  # the type of a column referring to it
     real: str

@@ -12,17 +12,16 @@ the warning and the fix for each tool are worded in ``reports_out.positional``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 _PARAMS = re.compile(r"^(?P<stem>[^\[]*)\[(?P<ids>[^\]]*)\]$")
 _AUTO_ID = re.compile(r"^(?P<arg>[A-Za-z_]\w*?)(?P<index>\d+)$")  # pytest's id for an object: argname + index
 _NUMBERED = re.compile(r"(?:^|> |\.)(?P<word>test|testcase) (?P<index>\d+)(?P<rest>: .*)?$")
 
 
-@dataclass(frozen=True)
-class Positional:
+class Positional(NamedTuple):
     tool: str  # "pytest" (parametrize ids), "promptfoo" ("test N: description"), "numbered" (test N, testcase N)
     example: str  # the first such name
     count: int  # how many of the names are positional

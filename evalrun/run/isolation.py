@@ -47,8 +47,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from evalrun.errors import UsageError
 
@@ -63,8 +62,7 @@ CLONE_NEWNET = 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 
 
-@dataclass(frozen=True)
-class NetworkPolicy:
+class NetworkPolicy(NamedTuple):
     """What the manifest asks of a tier's network."""
 
     tier: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from evalrun.errors import TierGuardError
 from evalrun.manifest import Manifest
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from evalrun.probes.run import ProbeResult
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """Why one planned eval will not run, if it will not."""
 
     skip: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,8 +33,7 @@ class RunRequest:
     last_failed: bool = False  # --last-failed: only what failed, errored or regressed in the tier's last run
 
 
-@dataclass(frozen=True)
-class CollectOptions:
+class CollectOptions(NamedTuple):
     """What collecting a plan takes of the request: how many at once, how often, what is recorded, what a skip is."""
 
     jobs: int = 0  # 0: one per CPU
@@ -46,8 +46,7 @@ class CollectOptions:
         return cls(jobs=request.jobs, repeat=request.repeat, record=request.record, no_skips=request.no_skips)
 
 
-@dataclass(frozen=True)
-class Outputs:
+class Outputs(NamedTuple):
     """Where a run writes: the results file, and the reports asked for."""
 
     results: Path

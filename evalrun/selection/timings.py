@@ -97,7 +97,7 @@ def _from_history(manifest: Manifest, tier: str, environ: Mapping[str, str],
     from evalrun.history.backends import use_store
     from evalrun.history.store import HistoryError
 
-    bounded = replace(location, timeout=min(location.timeout, READ_TIMEOUT))
+    bounded = location._replace(timeout=min(location.timeout, READ_TIMEOUT))
     try:
         rows = use_store(bounded, lambda store: store.durations(tier, WINDOW))
     except HistoryError as exc:

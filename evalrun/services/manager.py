@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalrun.process import resolve_program, spawn
 from evalrun.secrets import scrub
@@ -41,8 +41,7 @@ _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 ReadyCheck = Callable[[str, Mapping[str, str]], tuple[bool, str]]
 
 
-@dataclass(frozen=True)
-class ServiceState:
+class ServiceState(NamedTuple):
     """What ``start`` made of a service: ready with its env, or a failure line."""
 
     name: str
@@ -56,8 +55,7 @@ class ServiceState:
     ready_seconds: float = 0.0
 
 
-@dataclass(frozen=True)
-class StoppedService:
+class StoppedService(NamedTuple):
     """A service stopped at the end of the run: ``killed_after``, the grace in seconds it ignored the stop
     request for (None: it stopped when asked); ``removed_cluster``: its temporary data folder was removed."""
 

@@ -61,14 +61,13 @@ def test_a_slow_psycopg_import_does_not_count_against_the_history_timeout(projec
 
 LOAD_NEVER_ENDS = textwrap.dedent("""
     import sys
-    from dataclasses import replace
     from pathlib import Path
     import slow_psycopg  # sleeps for SLOW_IMPORT_S: longer than this test waits
     from evalrun.history import backends
     from evalrun.history.location import parse_history_url
     from evalrun.history.store import HistoryError
     backends.LOAD_TIMEOUT = 0.3
-    location = replace(parse_history_url(sys.argv[1], Path("."), "test"), timeout=10.0)  # the store's own bound
+    location = parse_history_url(sys.argv[1], Path("."), "test")._replace(timeout=10.0)  # the store's own bound
     try:
         backends.use_store(location, lambda store: store.runs())
     except HistoryError as exc:
