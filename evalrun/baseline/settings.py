@@ -35,8 +35,7 @@ manifest (``[baseline] strict = true``) to have them recorded and guarded.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalrun.manifest import TIERS, Manifest
 from evalrun.plan import cell_name
@@ -47,8 +46,7 @@ DEFAULT_FLOOR = 1.0
 DEFAULT_ALPHA = 0.05
 
 
-@dataclass(frozen=True)
-class GateSettings:
+class GateSettings(NamedTuple):
     """One eval's gate settings, as the manifest makes them (tier defaults filled in)."""
 
     tier: str

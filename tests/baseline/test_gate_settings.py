@@ -9,7 +9,6 @@ loosened setting, until ``baseline --update`` records it; tightening passes.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,6 +37,8 @@ gate = st.builds(
     too_little_data=st.sampled_from(["note", "fail"]),
     min_kappa=st.one_of(st.none(), st.floats(-1, 1, allow_nan=False)),
     min_ac1=st.one_of(st.none(), st.floats(-1, 1, allow_nan=False)),
+    # the guards, drawn whole below (builds would fill a NamedTuple's defaulted fields with anything of their type)
+    **dict.fromkeys(("network", "require_isolation", "key_vars", "replay_match", "strict_replay"), st.none()),
 )
 guards = st.one_of(
     st.just({}),  # a line an older evalrun wrote: the guards not recorded yet
@@ -49,7 +50,7 @@ guards = st.one_of(
         "strict_replay": st.booleans(),
     }),
 )
-gate = st.tuples(gate, guards).map(lambda pair: replace(pair[0], **pair[1]))
+gate = st.tuples(gate, guards).map(lambda pair: pair[0]._replace(**pair[1]))
 counts = st.dictionaries(names, st.dictionaries(names, st.integers(0, 10**12), max_size=3), max_size=4)
 
 
@@ -317,11 +318,11 @@ def test_each_guard_loosened_alone_is_one_regression_line_and_tightened_alone_a_
                                  "(a recorded call not requested no longer fails)"),
     }
     for key, (value, line) in loosened.items():
-        looser = replace(strict, **{key: value})
+        looser = strict._replace(**{key: value})
         assert _diff(strict, looser) == ([line], []), key
         regressions, stale = _diff(looser, strict)  # the way back tightens: a note, no regression
         assert regressions == [] and len(stale) == 1 and stale[0].startswith("a: the gate was tightened: "), key
-    regressions, stale = _diff(strict, replace(strict, key_vars=("MY_KEY", "NEW_KEY", "OTHER_KEY")))
+    regressions, stale = _diff(strict, strict._replace(key_vars=("MY_KEY", "NEW_KEY", "OTHER_KEY")))
     assert regressions == [] and stale == ['a: the gate was tightened: [models] key_vars holds "NEW_KEY" now']
 
 
