@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from evalrun.atomic import write_atomic, writes_in_place
 from evalrun.errors import OutputError
@@ -36,8 +36,7 @@ GITIGNORE = "# written by evalrun: nothing in this folder belongs in git\n*\n"
 PROJECT_GITIGNORE_LINE = f"{FOLDER}/"  # the line ``evalrun init`` adds to the project's own .gitignore
 
 
-@dataclass(frozen=True)
-class Workspace:
+class Workspace(NamedTuple):
     """The ``.evalrun/`` folder of the project whose manifest sits in ``root``: every path in it."""
 
     root: Path  # the manifest's folder

@@ -15,10 +15,9 @@ history and the HTML page; no step derives any of it again from the environment.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from evalrun.manifest import Manifest
 from evalrun.models.scorer_env import scrub_environment, with_pythonpath
@@ -30,8 +29,7 @@ if TYPE_CHECKING:
     from evalrun.reports_out.terminal import Console
 
 
-@dataclass(frozen=True)
-class RunContext:
+class RunContext(NamedTuple):
     session: Session
     manifest: Manifest  # the manifest that runs (a clean checkout's own, under --clean-checkout)
     tier: str
