@@ -19,7 +19,6 @@ exactly as a single run is; ``evalrun bites`` collects each bite the same way.
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from evalrun.baseline import Baseline, baseline_path, compare_tier, load_baseline, update_command
 from evalrun.calibration import calibrate
@@ -105,6 +104,6 @@ def _run_in_clean_checkout(request: RunRequest, session: Session) -> int:
             filters={**plan.filters, "clean_checkout": ["worktree" if request.worktree else "HEAD"]},
             durations=plan.durations,
         )
-        inner_request = replace(request, manifest_path=exported, clean_checkout=False, worktree=False)
+        inner_request = request._replace(manifest_path=exported, clean_checkout=False, worktree=False)
         context = RunContext.build(session, request.tier, inner)  # the export's manifest, services and logs
         return _run_plan(context, narrowed, inner_request, outputs)

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class RunRequest:
+class RunRequest(NamedTuple):
     """What a run command asks for: the tier, the filters, and where outputs go."""
 
     manifest_path: Path
     tier: str
-    evals: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
+    evals: Sequence[str] = ()
+    tags: Sequence[str] = ()
     jobs: int = 0
     json_path: Path | None = None
     strict_baseline: bool = False
@@ -28,7 +27,7 @@ class RunRequest:
     record: bool = False  # t3: write the model answers as replay fixtures
     html_path: Path | None = None  # also the HTML report: this run and the history's last runs
     repeat: int | None = None  # --repeat N: every planned eval runs N times (evalrun.repeats)
-    experiments: list[str] = field(default_factory=list)  # --experiment NAME: only these columns
+    experiments: Sequence[str] = ()  # --experiment NAME: only these columns
     verbose: bool = False  # -v: the output tail of every failing eval after the summary
     last_failed: bool = False  # --last-failed: only what failed, errored or regressed in the tier's last run
 
