@@ -47,7 +47,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalrun.errors import UsageError
@@ -414,6 +414,6 @@ def explain_connections(results: list[EvalResult], hint: Callable[[EvalResult], 
     for result in results:
         note = hint(result) if connection_failed(result, refused) else None
         if note:
-            result = result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
+            result = replace(result, message=f"{result.message}; {note}" if result.message else note)
         out.append(result)
     return out

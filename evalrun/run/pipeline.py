@@ -80,7 +80,7 @@ def judge(results: RunResults, context: RunContext, baseline: Baseline | None, *
         update_command=update_command(results.tier, context.shown.path),
     )
     code = decide_exit_code(results.evals, comparison, results.interrupted)
-    return results.model_copy(update={"baseline": comparison, "exit_code": int(code)})
+    return replace(results, baseline=comparison, exit_code=int(code))
 
 
 def _run_in_clean_checkout(request: RunRequest, session: Session) -> int:
