@@ -228,3 +228,17 @@ def test_a_bad_results_file_is_named_in_the_words_it_always_was(tmp_path: Path, 
     with pytest.raises(ResultsError) as exc:
         load_results(path)
     assert str(exc.value) == f"{path}: {where}: {words}; rerun the tier to rewrite it"
+
+
+def test_the_records_compare_and_print_as_dataclasses_do() -> None:
+    # Their __eq__ and __repr__ are written once (evalrun.results._Record), not generated per class.
+    nan = float("nan")
+    one = EvalResult(name="a", tier="t1", dir="d", status=Status.PASSED, duration_s=nan)
+    assert one == replace(one) and one == EvalResult(name="a", tier="t1", dir="d", status="passed", duration_s=nan)
+    assert one != replace(one, message="m") and one != replace(one, duration_s=0.0) and one != "a"
+    assert SkippedTest(name="a") != RepeatRun(repeat=0, status=Status.PASSED)  # another record: never equal
+    assert repr(SkippedTest(name="a", reason="b'")) == "SkippedTest(name='a', reason=\"b'\")"
+    assert repr(one).startswith("EvalResult(name='a', tier='t1', dir='d', status=<Status.PASSED: 'passed'>, experiment=None")
+    with pytest.raises(TypeError):
+        hash(one)  # mutable, so unhashable, as the models were; a check is frozen and hashable
+    assert hash(CheckResult("c", 1, True)) == hash(CheckResult("c", 1, True))
