@@ -18,6 +18,8 @@ without a key, and ``merge`` or ``baseline diff`` recompute it from results.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from evalrun.manifest import Manifest
 from evalrun.plan import split_cell_name
 from evalrun.results import EvalResult, JudgeCalibration, RunResults, Status
@@ -47,17 +49,17 @@ def calibrate(results: RunResults, manifest: Manifest) -> RunResults:
         if too_big:  # no anchors file holds that many: the table is not one, and the judge is not measured
             why = (f"anchors.{too_big[0]}: {str(table[too_big[0]])[:12]}... is not a count of anchors "
                    f"(at most {MAX_COUNT:,}); the judge could not be measured")
-            evals.append(result.model_copy(update={"status": Status.FAILED, "message": why}))
+            evals.append(replace(result, status=Status.FAILED, message=why))
             continue
         cal = measure(result.name, table, result.metrics.get("anchors.judge"), spec_floors.min_kappa, spec_floors.min_ac1)
         if cal.below and result.status is Status.PASSED:
             why = "the judge agrees with people less than its floor: " + "; ".join(cal.below)
-            result = result.model_copy(update={"status": Status.FAILED, "message": why})
+            result = replace(result, status=Status.FAILED, message=why)
         judges.append(cal)
         evals.append(result)
     judged = [r for r in evals if _eval_name(r) not in floors]
     judges = [_with_corrected(cal, judged) for cal in judges]
-    return results.model_copy(update={"evals": evals, "judges": judges})
+    return replace(results, evals=evals, judges=judges)
 
 
 def measure(
@@ -98,10 +100,8 @@ def _with_corrected(cal: JudgeCalibration, evals: list[EvalResult]) -> JudgeCali
     corrected = corrected_rate(
         passes, len(checks), (cal.both_pass, cal.both_pass + cal.only_people), (cal.both_fail, cal.both_fail + cal.only_judge)
     )
-    return cal.model_copy(update={
-        "judged_checks": len(checks), "judged_passes": passes,
-        "corrected": None if corrected is None else tuple(_round(x) for x in corrected),
-    })
+    return replace(cal, judged_checks=len(checks), judged_passes=passes,
+                   corrected=None if corrected is None else tuple(_round(x) for x in corrected))
 
 
 def _table(result: EvalResult) -> dict[str, int] | None:

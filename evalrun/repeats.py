@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -231,7 +232,7 @@ def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: S
     checks = _rate_checks(reported, settings, n if stopped_early else len(reported))
     flaky = [c.name for c in checks if c.rate is not None and c.rate.flaky]
     below = [c.name for c in checks if not c.passed]
-    summary = summary.model_copy(update={"flaky": flaky, "below_floor": below})
+    summary = replace(summary, flaky=flaky, below_floor=below)
     first = reported[0][1] if reported else (made[0][1] if made else runs[0])
     base.update(metrics=first.metrics, exit_code=first.exit_code)
 
@@ -247,7 +248,7 @@ def aggregate(planned: PlannedEval, tier: str, settings: RepeatSettings, runs: S
         )
     if unfinished:  # the rates of the runs that finished, never compared as complete
         k, r = unfinished[0]
-        partial = summary.model_copy(update={"partial": True})
+        partial = replace(summary, partial=True)
         message = f"{r.message} (after {len(reported)} of {n} runs; rates are partial)"
         return EvalResult(status=r.status, message=message, checks=checks, repeats=partial, **base)
     if skipped and not reported:

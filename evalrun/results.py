@@ -1,8 +1,9 @@
 """The results of one invocation: per-eval records, versioned, written atomically.
 
 This module owns the data that flows out of ``execute`` and into the baseline
-comparison, the verdict and every reporter. It is plain data (pydantic), so a
-results file written by one run can be read back by ``baseline --from-results``,
+comparison, the verdict and every reporter. It is plain data (stdlib dataclasses:
+a run builds them and writes them, and builds no validator), so a results file
+written by one run can be read back, validated, by ``baseline --from-results``,
 ``baseline diff`` and ``merge``.
 """
 
@@ -12,13 +13,16 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from enum import Enum
+from functools import lru_cache
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.dataclasses import dataclass
+# What the floor of every evalrun run imports anyway (the manifest's models): no validator is built here.
+from pydantic import ConfigDict, Field, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_extensions' TypedDict on 3.11
 
 from evalrun.atomic import write_atomic, writes_in_place
@@ -56,11 +60,47 @@ class Status(str, Enum):
         return self in (Status.SKIPPED, Status.INTERRUPTED, Status.BUDGET)
 
 
-# A slotted dataclass, not a BaseModel: a run of 500 evals x 2,000 checks holds a
-# million of these, and a model instance costs ten times the memory to build.
-@dataclass(slots=True, frozen=True, config=ConfigDict(extra="forbid"))
+# Plain dataclasses, not pydantic models: a run only builds these records and writes them (``results_json_pieces``,
+# schema-free through pydantic_core), so a run never pays for building validators. Reading a results file validates
+# it with a ``TypeAdapter`` built on the first read (``_adapter``): ``__pydantic_config__`` and the
+# ``Annotated`` constraints below are what it checks. Every record but CheckResult is keyword-only, as the pydantic
+# models were; a field typed ``float`` holds a float (``__post_init__``: an int given is made one, as pydantic did, so
+# that ``1`` is written ``1.0`` as it always was).
+_FORBID = ConfigDict(extra="forbid")
+
+
+def _float(value: Any) -> Any:
+    return float(value) if type(value) is int else value
+
+
+def _floats(values: Any) -> Any:
+    return None if values is None else tuple(_float(v) for v in values)
+
+
+class _Record:
+    """Equality and repr of the records below, as a dataclass makes them, written once: a dataclass compiles its own
+    per class when the module is imported (about 0.15 ms a class on Python 3.11, in every run)."""
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]  # mutable: as unhashable as the models were
+    __dataclass_fields__: dict[str, Any]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = self.__dataclass_fields__
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__dataclass_fields__)})"
+
+
+# A slotted dataclass: a run of 500 evals x 2,000 checks holds a million of these.
+@dataclass(slots=True, frozen=True)
 class CheckResult:
     """One check of a scorer's report, after the runner's rules were applied."""
+
+    __pydantic_config__ = _FORBID
 
     name: str
     assertions: int
@@ -71,26 +111,33 @@ class CheckResult:
     judge: str | None = None  # "model#rubric-hash" when a model judged it (evalrun.scorer.judging.identity)
 
 
-class CheckRate(BaseModel):
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class CheckRate(_Record):
     """A check's pass rate over an eval's repeats (``evalrun.repeats``; statistics from ``evalrun.stats``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     runs: int  # the eval's runs that produced a report; a run where the check is absent counts as not passed
     passes: int
     seen: int  # runs whose report held this check; < runs: it vanished in some runs
     skipped: int = 0  # of the runs without it, those whose report skipped its test by name (counted as not passed)
-    pass_at_k: dict[str, float] = Field(default_factory=dict)  # k -> unbiased pass@k
-    pass_hat_k: dict[str, float] = Field(default_factory=dict)  # k -> unbiased pass^k
+    pass_at_k: dict[str, float] = field(default_factory=dict)  # k -> unbiased pass@k
+    pass_hat_k: dict[str, float] = field(default_factory=dict)  # k -> unbiased pass^k
     wilson_95: tuple[float, float] = (0.0, 1.0)  # 95% Wilson score interval of passes/runs
     flaky: bool = False  # at or above the floor, but not passed in every run
-    failed_runs: list[int] = Field(default_factory=list)  # EVALRUN_REPEAT of the runs it did not pass
+    failed_runs: list[int] = field(default_factory=list)  # EVALRUN_REPEAT of the runs it did not pass
+
+    def __post_init__(self) -> None:
+        self.pass_at_k = {k: _float(v) for k, v in self.pass_at_k.items()}
+        self.pass_hat_k = {k: _float(v) for k, v in self.pass_hat_k.items()}
+        self.wilson_95 = _floats(self.wilson_95)
 
 
-class RepeatRun(BaseModel):
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class RepeatRun(_Record):
     """One repeat of an eval: its index (``EVALRUN_REPEAT``) and what became of it."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     repeat: int
     status: Status
@@ -98,11 +145,17 @@ class RepeatRun(BaseModel):
     exit_code: int | None = None
     message: str | None = None
 
+    def __post_init__(self) -> None:
+        if type(self.status) is not Status:  # "passed" given: the member, as pydantic made it
+            self.status = Status(self.status)
+        self.duration_s = _float(self.duration_s)
 
-class RepeatSummary(BaseModel):
+
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class RepeatSummary(_Record):
     """How an eval's repeats went: how many were planned and made, the floor, and what was flaky."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     planned: int
     runs: int  # runs made that produced a report (the denominator of every rate)
@@ -112,24 +165,29 @@ class RepeatSummary(BaseModel):
     stop: str | None = None  # "decided": early stop was on
     stopped_early: bool = False  # rates come from fewer runs than planned: the verdict was decided
     partial: bool = False  # interrupted or stopped by the budget: rates of the finished runs only
-    flaky: list[str] = Field(default_factory=list)
-    below_floor: list[str] = Field(default_factory=list)
-    runs_detail: list[RepeatRun] = Field(default_factory=list)
+    flaky: list[str] = field(default_factory=list)
+    below_floor: list[str] = field(default_factory=list)
+    runs_detail: list[RepeatRun] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.floor, self.alpha = _float(self.floor), _float(self.alpha)
 
 
-class SkippedTest(BaseModel):
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class SkippedTest(_Record):
     """A test the scorer's report lists but did not run (TAP ``# SKIP``, JUnit ``<skipped>``, a todo): not a check."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     name: str
     reason: str = ""
 
 
-class EvalResult(BaseModel):
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class EvalResult(_Record):
     """The record of one planned eval."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     name: str  # ``eval[experiment]`` for a run under an experiment (evalrun.plan)
     tier: str
@@ -137,15 +195,20 @@ class EvalResult(BaseModel):
     status: Status
     experiment: str | None = None  # the column it ran under, if any
     message: str | None = None  # the explaining message: why it failed, skipped, ...
-    checks: list[CheckResult] = Field(default_factory=list)
-    metrics: dict[str, Any] = Field(default_factory=dict)
+    checks: list[CheckResult] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
     exit_code: int | None = None
     output_tail: str = ""
     models: dict[str, Any] | None = None  # provider, models that answered, calls, tokens
     partial: bool = False  # timed out or interrupted: ``checks`` are those it finished before it was stopped
     repeats: RepeatSummary | None = None  # only for an eval that repeats (repeat > 1)
-    skipped_tests: list[SkippedTest] = Field(default_factory=list)  # its report's skips (TAP, JUnit), in its order
+    skipped_tests: list[SkippedTest] = field(default_factory=list)  # its report's skips (TAP, JUnit), in its order
+
+    def __post_init__(self) -> None:
+        if type(self.status) is not Status:  # "passed" given: the member, as pydantic made it
+            self.status = Status(self.status)
+        self.duration_s = _float(self.duration_s)
 
     def check_counts(self) -> dict[str, int]:
         return {c.name: c.assertions for c in self.checks}
@@ -160,31 +223,38 @@ def redact_result(result: EvalResult, secrets: set[str]) -> EvalResult:
     if not secrets:
         return result
     if all(s.isascii() for s in secrets):
-        dumped = result.model_dump_json()  # cheap test first: most results hold no secret at all
+        try:  # cheap test first: most results hold no secret at all
+            dumped = to_json(result, inf_nan_mode="null").decode()
+        except PydanticSerializationError:
+            dumped = to_json(_lossy_keys(result), inf_nan_mode="null").decode()
         if not any(s[i : i + FRAGMENT] in dumped for s in secrets for i in range(max(1, len(s) - FRAGMENT + 1))):
             return result
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            return scrub(value, secrets)
+            return value if isinstance(value, Enum) else scrub(value, secrets)  # a Status is no text of a scorer's
         if isinstance(value, dict):
             return {clean(k): clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
+        if isinstance(value, (list, tuple)):  # a list field given a tuple holds it as given
+            return type(value)(clean(v) for v in value)
+        if type(value) in _RECORDS:  # a record inside: the same record, its text scrubbed
+            return type(value)(**{name: clean(getattr(value, name)) for name in value.__dataclass_fields__})
         return value
 
-    data = clean(result.model_dump())
+    cleaned = clean(result)
     # What the manifest named it stays as named: the run finds its eval by these, and committed
     # manifest text is no secret (a key that shares 8 characters with an eval's name must not
     # turn "judge-anchors-live" into a name no eval has).
-    data.update(name=result.name, tier=result.tier, dir=result.dir, experiment=result.experiment)
-    return EvalResult.model_validate(data)
+    cleaned.name, cleaned.tier, cleaned.dir = result.name, result.tier, result.dir
+    cleaned.experiment = result.experiment
+    return cleaned
 
 
-class BaselineChange(BaseModel):
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class BaselineChange(_Record):
     """One line of a baseline comparison."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     eval: str
     check: str | None = None  # None: the change concerns the whole eval
@@ -200,6 +270,13 @@ class BaselineChange(BaseModel):
     detectable: float | None = None
     fails: bool = False  # too-little-data under too_little_data = "fail": the run exits 4
 
+    def __post_init__(self) -> None:
+        if self.baseline_rate is not None:
+            self.baseline_rate = tuple(self.baseline_rate)
+        if self.current_rate is not None:
+            self.current_rate = tuple(self.current_rate)
+        self.p_value, self.detectable = _float(self.p_value), _float(self.detectable)
+
 
 # Who judged a check: the model asked and a hash of its prompt and rubric (evalrun.scorer.judging.identity).
 JUDGE_ID = r"[A-Za-z0-9._:/@+-]{1,100}#[0-9a-f]{12}"
@@ -208,24 +285,26 @@ JUDGE_ID = r"[A-Za-z0-9._:/@+-]{1,100}#[0-9a-f]{12}"
 NETWORK_MECHANISMS = ("namespace", "seccomp+landlock", "seccomp")
 
 
-class NetworkIsolation(BaseModel):
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class NetworkIsolation(_Record):
     """Whether the run phase of a t1/t2 run was kept off the network, and how (``evalrun.run.isolation``).
 
     ``mechanism``: ``namespace`` (a loopback-only network namespace), ``seccomp+landlock`` or ``seccomp``
     (the fallback for the scorers, ``evalrun.sandbox``); None when not isolated, and then ``reason`` says why.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     isolated: bool
     mechanism: Literal["namespace", "seccomp+landlock", "seccomp"] | None = None
-    reason: str | None = Field(default=None, max_length=2000)
+    reason: Annotated[str | None, Field(max_length=2000)] = None
 
 
-class JudgeCalibration(BaseModel):
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class JudgeCalibration(_Record):
     """How a judge agreed with people on its anchor set, and the run's judged checks corrected for it (evalrun.calibration)."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     eval: str  # the anchors eval
     judge: str | None = None  # "model#rubric-hash" of the anchors' judge
@@ -241,32 +320,41 @@ class JudgeCalibration(BaseModel):
     disagree: bool = False  # kappa and AC1 differ by more than 0.3: the anchors are unbalanced
     min_kappa: float | None = None
     min_ac1: float | None = None
-    below: list[str] = Field(default_factory=list)  # the floors the judge missed, e.g. "kappa 0.41 < min_kappa 0.6"
+    below: list[str] = field(default_factory=list)  # the floors the judge missed, e.g. "kappa 0.41 < min_kappa 0.6"
     judged_checks: int = 0  # the run's checks judged by this judge's model (anchors aside)
     judged_passes: int = 0
     corrected: tuple[float, float, float] | None = None  # their pass rate corrected for the judge's errors: estimate, 95% low, high
 
+    def __post_init__(self) -> None:
+        self.true_positive_rate = _float(self.true_positive_rate)
+        self.true_negative_rate = _float(self.true_negative_rate)
+        self.kappa, self.ac1 = _float(self.kappa), _float(self.ac1)
+        self.min_kappa, self.min_ac1 = _float(self.min_kappa), _float(self.min_ac1)
+        self.corrected = _floats(self.corrected)
 
-class BaselineComparison(BaseModel):
+
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class BaselineComparison(_Record):
     """What the baseline comparison found, recorded in the results file."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     path: str
     exists: bool
-    regressions: list[BaselineChange] = Field(default_factory=list)
-    stale: list[BaselineChange] = Field(default_factory=list)
+    regressions: list[BaselineChange] = field(default_factory=list)
+    stale: list[BaselineChange] = field(default_factory=list)
     # repeated checks whose rate moved too little to tell, given the runs (evalrun.baseline_rates)
-    undecided: list[BaselineChange] = Field(default_factory=list)
-    not_compared: list[str] = Field(default_factory=list)
+    undecided: list[BaselineChange] = field(default_factory=list)
+    not_compared: list[str] = field(default_factory=list)
     strict: bool = False
     update_command: str = ""
 
 
-class RunResults(BaseModel):
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class RunResults(_Record):
     """A results file: one invocation of one tier (or one merge of shards)."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = _FORBID
 
     version: int = RESULTS_VERSION
     # "bites": written by ``evalrun bites`` (one record per bite, never compared with a baseline); "run" (not
@@ -278,18 +366,22 @@ class RunResults(BaseModel):
     started_at: str
     # The run's id in the history, made when the run is (``new_run_id``): two runs are two ids, whatever their
     # results; none in a file of an older evalrun (the history derives one from the content, ``history.records``).
-    run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
+    run_id: Annotated[str | None, Field(pattern=RUN_ID_PATTERN)] = None
     finished_at: str | None = None
     interrupted: bool = False
-    selection: dict[str, Any] = Field(default_factory=dict)  # filters: evals, tags, shard, ...
-    evals: list[EvalResult] = Field(default_factory=list)
+    selection: dict[str, Any] = field(default_factory=dict)  # filters: evals, tags, shard, ...
+    evals: list[EvalResult] = field(default_factory=list)
     baseline: BaselineComparison | None = None
     exit_code: int | None = None
     cost: dict[str, Any] | None = None  # the run's model cost: usd, unpriced_calls, unpriced_models (evalrun.models.cost)
-    judges: list[JudgeCalibration] = Field(default_factory=list)  # judges measured on their anchors (evalrun.calibration)
+    judges: list[JudgeCalibration] = field(default_factory=list)  # judges measured on their anchors (evalrun.calibration)
     # t1 and t2: whether the run phase was isolated from the network, and how; None for t3, a merge of shards that
     # disagree, and the files of an evalrun before results version 4.
     network: NetworkIsolation | None = None
+
+
+_RECORDS = frozenset({CheckResult, CheckRate, RepeatRun, RepeatSummary, SkippedTest, EvalResult, BaselineChange,
+                      NetworkIsolation, JudgeCalibration, BaselineComparison, RunResults})
 
 
 def run_stamp(started_at: str) -> str:
@@ -341,14 +433,50 @@ def results_json_pieces(results: RunResults) -> Iterator[str]:
     # for byte what it wrote (its history id is a hash of these bytes, evalrun.history.records.run_id_for).
     exclude = {"evals"} | (set() if results.run_id else {"run_id"}) | ({"kind"} if results.kind == "run" else set())
     exclude |= {"network"} if results.network is None else set()
-    head = json.loads(results.model_dump_json(exclude=exclude))
+    try:
+        head = json.loads(to_json(results, exclude=exclude, inf_nan_mode="null"))
+    except PydanticSerializationError:  # a lone surrogate in a key: as the models wrote it, or their same error
+        head = json.loads(to_json(_lossy_keys(results), exclude=exclude, inf_nan_mode="null"))
     yield "{\n"
     for key, value in head.items():
         yield f"  {json.dumps(key)}: {_indented(json.dumps(value, indent=2, ensure_ascii=False))},\n"
     yield '  "evals": ['
     for index, result in enumerate(results.evals):
-        yield ("," if index else "") + "\n    " + _indented(result.model_dump_json(indent=2), 2)
+        yield ("," if index else "") + "\n    " + _indented(_eval_json(result), 2)
     yield "\n  ]\n}\n" if results.evals else "]\n}\n"
+
+
+def _eval_json(result: EvalResult) -> str:
+    # Inferred from the dataclasses, enums and floats themselves, byte for byte what the pydantic models wrote
+    # (NaN and infinities as null, text as UTF-8).
+    try:
+        return to_json(result, indent=2, inf_nan_mode="null").decode()
+    except PydanticSerializationError:
+        return to_json(_lossy_keys(result), indent=2, inf_nan_mode="null").decode()
+
+
+# The records' dict fields whose keys the pydantic models wrote lossily (a lone surrogate as U+FFFD, one a byte of
+# its UTF-8 form) where inference refuses them: a model name or a metric's name with one must not lose the file.
+_KEYED = {RunResults: ("selection", "cost"), EvalResult: ("metrics", "models"), CheckRate: ("pass_at_k", "pass_hat_k")}
+
+
+def _lossy_keys(record: Any) -> Any:
+    """``record`` with the keys of its dict fields (and of its evals', checks' and rates') as the models wrote them."""
+    if type(record) is RunResults:
+        return replace(_with_lossy_keys(record), evals=[_lossy_keys(r) for r in record.evals])
+    if type(record) is EvalResult:
+        checks = [c if c.rate is None else replace(c, rate=_with_lossy_keys(c.rate)) for c in record.checks]
+        return replace(_with_lossy_keys(record), checks=checks)
+    return record
+
+
+def _with_lossy_keys(record: Any) -> Any:
+    def lossy(key: Any) -> Any:
+        return key.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if isinstance(key, str) else key
+
+    changed = {name: {lossy(k): v for k, v in value.items()}
+               for name in _KEYED[type(record)] if isinstance(value := getattr(record, name), dict)}
+    return replace(record, **changed)
 
 
 def _indented(text: str, levels: int = 1) -> str:
@@ -381,11 +509,43 @@ def load_run_results(path: Path, use: str) -> RunResults:
 def _load_results(path: Path) -> RunResults:
     data = _read_results_data(path)
     try:
-        return RunResults.model_validate(data)
+        return validate_results(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise ResultsError(f"{path}: {where}: {err['msg']}; rerun the tier to rewrite it") from None
+        raise ResultsError(f"{path}: {where}: {_words(err)}; rerun the tier to rewrite it") from None
+
+
+def _words(err: Any) -> str:
+    """What is wrong, in the words evalrun has always used: those of pydantic's models for every record but a check.
+
+    The records are dataclasses now, for which pydantic words two errors its own way.
+    """
+    loc = err["loc"]
+    in_a_check = len(loc) == 5 and loc[0] == "evals" and loc[2] == "checks"  # evals.0.checks.1.key
+    if err["type"] == "unexpected_keyword_argument" and not in_a_check:
+        return "Extra inputs are not permitted"
+    if err["type"] == "dataclass_type" and err["ctx"]["class_name"] != CheckResult.__name__:
+        return f"Input should be a valid dictionary or instance of {err['ctx']['class_name']}"
+    return str(err["msg"])
+
+
+def validate_results(data: Any) -> RunResults:
+    """A results file's JSON (a dict) as its record, validated; ``ValidationError`` names what is wrong."""
+    return _adapter(RunResults).validate_python(data)
+
+
+def validate_network(data: Any) -> NetworkIsolation:
+    """A stored ``network`` (the history's column) as the record; ``ValidationError`` (a ValueError) if it is none."""
+    return _adapter(NetworkIsolation).validate_python(data)
+
+
+@lru_cache(maxsize=None)
+def _adapter(record: type) -> Any:
+    """The validator of ``record``, built when a file is first read: never by a run that only writes its records."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(record)
 
 
 def _read_results_data(path: Path) -> dict[str, Any]:
@@ -482,11 +642,11 @@ def _counted(data: dict[str, Any]) -> tuple[RunResults, CheckCounts]:
         counted[index] = dict(zip(map(_NAME, checks), map(_ASSERTIONS, checks)))  # {name: assertions}, in C
         slim.append({**raw, "checks": []})
         raw["checks"] = None  # the raw check dicts go now, not when the whole file is read
-    results = RunResults.model_validate({**data, "evals": slim})
+    results = validate_results({**data, "evals": slim})
     if len({result.name for result in results.evals}) != len(results.evals):
         raise TypeError("an eval name twice: counts by name would be ambiguous; read the records")
     return results, {results.evals[index].name: counts for index, counts in counted.items()}
 
 
 def results_schema() -> dict[str, Any]:
-    return RunResults.model_json_schema()
+    return _adapter(RunResults).json_schema()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,7 @@ def test_two_shards_merge_to_the_exact_union_and_judge_like_one_run(suite: Path)
     whole = warm_evalrun(suite, "t1", env=env, timeout=120)
     assert whole.returncode == merged.exit_code, whole.stdout + whole.stderr
     assert json.loads((suite / ".evalrun/results/t1.json").read_text())["baseline"]["regressions"] == [
-        c.model_dump() for c in merged.baseline.regressions
+        asdict(c) for c in merged.baseline.regressions
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -116,7 +117,7 @@ def test_early_stop_never_changes_a_verdict(floor: float) -> None:
 
 
 def skipping(*tests: tuple[str, str], passed: bool = True) -> EvalResult:
-    return run(passed).model_copy(update={"skipped_tests": [SkippedTest(name=n, reason=w) for n, w in tests]})
+    return replace(run(passed), skipped_tests=[SkippedTest(name=n, reason=w) for n, w in tests])
 
 
 def test_skipped_tests_fold_each_once_with_how_often_each_reason_was_given() -> None:

@@ -133,3 +133,27 @@ def test_an_error_line_holds_no_secret(monkeypatch, capsys) -> None:
     code, err = _main_raising(monkeypatch, capsys, UsageError(f"--history-url {_DSN}: token {_KEY} refused"))
     assert code == 2
     assert err == "evalrun: error: --history-url postgresql://evalrun:***@127.0.0.1:5432/db: token [redacted by evalrun] refused\n"
+
+
+def test_a_key_that_spells_part_of_a_field_name_or_a_status_is_redacted_from_the_text_only() -> None:
+    # OPENAI_API_KEY=test (a dummy key for a fake or replayed run) is in every result's "skipped_tests", and "failed"
+    # is a status: scrubbing the record's field names or its status made it no record (evalrun crashed, exit 70).
+    from evalrun.results import CheckRate, CheckResult, EvalResult, SkippedTest, Status, redact_result
+
+    rate = CheckRate(runs=2, passes=1, seen=2, pass_at_k={"1": 0.5})
+    result = EvalResult(name="login-test", tier="t1", dir="evals/test", status=Status.FAILED, exit_code=1,
+                        message="login with test failed", metrics={"test users": "3 test users"},
+                        checks=[CheckResult("test login", 1, False, "failed: test", rate=rate)],
+                        skipped_tests=[SkippedTest(name="test slow", reason="a test")])
+    def texts(r: EvalResult) -> list[str]:
+        return [r.message, *r.metrics, *r.metrics.values(), r.checks[0].name, r.checks[0].message,
+                r.skipped_tests[0].name, r.skipped_tests[0].reason]
+
+    for secrets in ({"test"}, {"failed"}, {"test", "failed"}):
+        clean = redact_result(result, secrets)
+        assert (clean.name, clean.dir, clean.status) == ("login-test", "evals/test", Status.FAILED)
+        expected = texts(result)
+        for secret in secrets:
+            expected = [text.replace(secret, REDACTED) for text in expected]
+        assert texts(clean) == expected
+        assert clean.checks[0].rate == rate and clean.exit_code == 1

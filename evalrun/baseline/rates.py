@@ -21,6 +21,7 @@ sample: against a baselined 10/10 the binomial test calls a single failure in
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from evalrun.results import BaselineChange, EvalResult
@@ -127,9 +128,7 @@ def diff_rates(
                 name, check, "too-little-data", before, now.assertions, (bp, bn), (cp, cn), lower,
                 f"{name}: check {quote(check)} {rates}: too little data to tell ({_power(caught, cn)})",
             )
-            undecided.append(change.model_copy(update={
-                "detectable": None if caught is None else caught / cn, "fails": fails,
-            }))
+            undecided.append(replace(change, detectable=None if caught is None else caught / cn, fails=fails))
     p_paired = sign_test_worse(len(worse), len(better))
     if len(worse) > 1 and p_paired < alpha:
         regressions.append(BaselineChange(

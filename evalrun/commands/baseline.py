@@ -8,7 +8,7 @@ the last results with the baseline without running any scorer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import gc
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -99,7 +99,7 @@ def update_baselines(request: UpdateRequest, session: Session) -> int:
             filtered = bool(any(results.selection.get(k) for k in chosen) or evals or tags or experiments)
             if evals or tags or experiments:
                 keep = {p.name for p in plan.evals}
-                results = results.model_copy(update={"evals": [e for e in results.evals if e.name in keep]})
+                results = replace(results, evals=[e for e in results.evals if e.name in keep])
         else:
             context = RunContext.build(session, tier)
             results = collect(context, plan, CollectOptions(jobs=jobs, repeat=repeat), console, early)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evalrun.baseline import baseline_path, load_baseline
@@ -70,7 +70,7 @@ def _merge_bites(merged: RunResults, session: Session, shards: int, json_path: P
         junit=junit,
         markdown=markdown,
     )
-    judged = merged.model_copy(update={"exit_code": int(bites_exit_code(merged.evals, merged.interrupted))})
+    judged = replace(merged, exit_code=int(bites_exit_code(merged.evals, merged.interrupted)))
     console.line(merged_header(judged.tier, len(judged.evals), shards))
     for result in judged.evals:
         show_bite(console, result)

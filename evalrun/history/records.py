@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -206,7 +206,7 @@ def make_record(
 def _network(results: RunResults, clean: Callable[[str | None, int], str | None]) -> dict[str, Any] | None:
     if results.network is None:
         return None
-    network = results.network.model_dump()
+    network = asdict(results.network)
     network["reason"] = clean(network["reason"], MESSAGE_CHARS) if network["reason"] else None
     return network
 

@@ -18,7 +18,7 @@ from evalrun.baseline import update_command
 from evalrun.errors import ExitCode
 from evalrun.models.cost import unpriced_note
 from evalrun.results import (
-    BaselineChange, CheckResult, EvalResult, JudgeCalibration, NetworkIsolation, RunResults, Status,
+    BaselineChange, CheckResult, EvalResult, JudgeCalibration, NetworkIsolation, RunResults, Status, validate_network,
 )
 from evalrun.text import plural, seen_words
 
@@ -305,7 +305,7 @@ def stored_network_line(network: Mapping[str, Any] | None) -> str | None:
     if not network:
         return None
     try:
-        return network_line(NetworkIsolation.model_validate(dict(network)))
+        return network_line(validate_network(dict(network)))
     except ValueError:
         return None
 

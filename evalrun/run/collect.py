@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -63,7 +64,7 @@ def collect(
             return _collect(context, plan, options, console, baseline)
         network = not_isolated(policy.why_not)
         console.warn(header(network))
-        return _explained(_collect(context, plan, options, console, baseline).model_copy(update={"network": network}),
+        return _explained(replace(_collect(context, plan, options, console, baseline), network=network),
                           context.manifest)
     network = isolated("namespace")
     entered, results, why = run_isolated(
@@ -79,12 +80,12 @@ def collect(
                 raise refuse(policy, reason)
             network = not_isolated(reason)
             console.warn(header(network))
-            return _explained(_collect(context, plan, options, console, baseline).model_copy(update={"network": network}),
+            return _explained(replace(_collect(context, plan, options, console, baseline), network=network),
                               context.manifest)
         network = isolated(mechanism)
         console.note(header(network))
         results = _collect(context, plan, options, console, baseline, sandboxed=True)
-    return _explained(results.model_copy(update={"network": network}), context.manifest)
+    return _explained(replace(results, network=network), context.manifest)
 
 
 def _explained(results: RunResults, manifest: Manifest) -> RunResults:
@@ -112,8 +113,8 @@ def _explained(results: RunResults, manifest: Manifest) -> RunResults:
                                         no_model_at=urlsplit(T1_MODEL_URL).netloc)
 
     # Under the fallback a refusal is the network's too (seccomp and Landlock say "permission denied").
-    return results.model_copy(update={"evals": explain_connections(results.evals, hint,
-                                                                   refused=mechanism not in (None, "namespace"))})
+    return replace(results, evals=explain_connections(results.evals, hint,
+                                                      refused=mechanism not in (None, "namespace")))
 
 
 def _collect(

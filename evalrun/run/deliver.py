@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from evalrun.atomic import writes_in_place
@@ -53,7 +54,7 @@ def keep_and_record(results: RunResults, results_path: Path, context: RunContext
             write_results(results, results_path)
             record(results, context, source=source)
     except KeyboardInterrupt:
-        stopped = results.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
+        stopped = replace(results, interrupted=True, exit_code=int(ExitCode.INTERRUPTED))
         with sigterm_ignored(), contextlib.suppress(OSError):
             write_results(stopped, results_path)
         context.console.warn(marked_interrupted(results_path))
@@ -64,7 +65,7 @@ def interrupted_after_scorers(judged: RunResults, outputs: Outputs, context: Run
     """Interrupted once every scorer was done (writing, the history, reports): the results file says 130 too."""
     console = context.console
     console.stop_progress()
-    stopped = judged.model_copy(update={"interrupted": True, "exit_code": int(ExitCode.INTERRUPTED)})
+    stopped = replace(judged, interrupted=True, exit_code=int(ExitCode.INTERRUPTED))
     with sigterm_ignored():  # one more signal must not leave the file half-decided
         try:
             write_results(stopped, outputs.results)

@@ -47,6 +47,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from evalrun.errors import UsageError
@@ -412,6 +413,6 @@ def explain_connections(results: list[EvalResult], hint: Callable[[EvalResult], 
     for result in results:
         note = hint(result) if connection_failed(result, refused) else None
         if note:
-            result = result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
+            result = replace(result, message=f"{result.message}; {note}" if result.message else note)
         out.append(result)
     return out

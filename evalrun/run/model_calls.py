@@ -12,6 +12,7 @@ which provider and models answered (the judge's apart), calls, tokens and cost
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -183,7 +184,7 @@ class ModelCalls:
                 note = f"note: usd budget cannot count {unpriced_note(report.cost or {})}"
                 current = update.get("message", result.message)
                 update["message"] = f"{current}; {note}" if current else note
-        return result.model_copy(update=update) if update else result
+        return replace(result, **update) if update else result
 
 
 def upstreams_for_run(manifest: Manifest, environ: Mapping[str, str]) -> dict[str, Upstream]:

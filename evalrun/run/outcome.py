@@ -11,6 +11,7 @@ fails that eval alone, never the run.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -183,4 +184,4 @@ def note_escaped(result: EvalResult, outcome: ProcessOutcome) -> EvalResult:
     if not outcome.escaped:
         return result
     note = f"it left {', '.join(outcome.escaped)} running outside its process group, holding its output; evalrun stopped it"
-    return result.model_copy(update={"message": f"{result.message}; {note}" if result.message else note})
+    return replace(result, message=f"{result.message}; {note}" if result.message else note)

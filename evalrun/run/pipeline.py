@@ -19,6 +19,7 @@ exactly as a single run is; ``evalrun bites`` collects each bite the same way.
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 from evalrun.baseline import Baseline, baseline_path, compare_tier, load_baseline, update_command
 from evalrun.calibration import calibrate
@@ -79,7 +80,7 @@ def judge(results: RunResults, context: RunContext, baseline: Baseline | None, *
         update_command=update_command(results.tier, context.shown.path),
     )
     code = decide_exit_code(results.evals, comparison, results.interrupted)
-    return results.model_copy(update={"baseline": comparison, "exit_code": int(code)})
+    return replace(results, baseline=comparison, exit_code=int(code))
 
 
 def _run_in_clean_checkout(request: RunRequest, session: Session) -> int:

@@ -4,6 +4,7 @@ one and two checks in the paired test, the limits of a rate entry, and every mes
 from __future__ import annotations
 
 import pickle
+from dataclasses import asdict
 
 import pytest
 
@@ -46,7 +47,7 @@ def test_decayed_exactly() -> None:
     regressions, stale, undecided = _diff({"c": _rated(10, 10)}, _result(c=(5, 10)))
     assert stale == [] and undecided == []
     [change] = regressions
-    assert change.model_dump() == {
+    assert asdict(change) == {
         "eval": "e", "check": "c", "kind": "decayed", "baseline": 2, "current": 2,
         "message": 'e: check "c" passes 5 of 10 (50%), baseline 10 of 10 (100%): lower beyond chance '
                    "(one-sided Fisher exact p = 0.0163 < alpha 0.05)",
@@ -58,7 +59,7 @@ def test_improved_exactly() -> None:
     regressions, stale, undecided = _diff({"c": _rated(5, 10, assertions=3)}, _result(c=(10, 10)))
     assert regressions == [] and undecided == []
     [change] = stale
-    assert change.model_dump() == {
+    assert asdict(change) == {
         "eval": "e", "check": "c", "kind": "improved", "baseline": 3, "current": 2,
         "message": 'e: check "c" passes 10 of 10 (100%), baseline 5 of 10 (50%): higher beyond chance '
                    "(one-sided Fisher exact p = 0.0163 < alpha 0.05)",
@@ -91,7 +92,7 @@ def test_a_drop_not_beyond_chance_is_too_little_data_with_what_could_be_caught()
     regressions, stale, undecided = _diff({"c": _rated(10, 10)}, _result(c=(9, 10)))
     assert regressions == [] and stale == []
     [change] = undecided
-    assert change.model_dump() == {
+    assert asdict(change) == {
         "eval": "e", "check": "c", "kind": "too-little-data", "baseline": 2, "current": 2,
         "message": 'e: check "c" passes 9 of 10 (90%), baseline 10 of 10 (100%): too little data to tell '
                    "(with 10 runs, a drop to 0.60 or below would be caught)",
@@ -136,7 +137,7 @@ def test_a_baselined_count_without_a_rate_makes_the_rate_new() -> None:
     regressions, stale, undecided = _diff({"c": 3}, _result(c=(4, 5)))
     assert regressions == [] and undecided == []
     [change] = stale
-    assert change.model_dump() == {
+    assert asdict(change) == {
         "eval": "e", "check": "c", "kind": "new-rate", "baseline": 3, "current": 2,
         "message": 'e: check "c" has a pass rate now (4 of 5); the baseline has none',
         "baseline_rate": None, "current_rate": (4, 5), "p_value": None, "detectable": None, "fails": False,
@@ -155,7 +156,7 @@ def _drops(n: int, alpha: float, **more: tuple[int, int]):
 def test_paired_decay_exactly() -> None:
     assert sign_test_worse(3, 0) == 0.125
     [change] = _drops(3, 0.2)
-    assert change.model_dump() == {
+    assert asdict(change) == {
         "eval": "e", "check": None, "kind": "decayed-paired", "baseline": None, "current": None,
         "message": "e: 3 checks pass less often than in the baseline and 0 more often, paired by check name: "
                    "lower beyond chance (exact sign test p = 0.1250 < alpha 0.2)",

@@ -79,7 +79,7 @@ NOT_FOR_A_PLAIN_T1_RUN = (
 )
 
 
-def test_a_plain_t1_run_imports_only_what_it_uses(tmp_path: Path) -> None:
+def test_a_plain_t1_run_imports_only_what_it_uses_and_builds_no_results_validator(tmp_path: Path) -> None:
     (tmp_path / "evals" / "a").mkdir(parents=True)
     (tmp_path / "evals" / "a" / "score.py").write_text(
         "import json, os\n"
@@ -93,24 +93,35 @@ def test_a_plain_t1_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     code = (
         "import gc, sys\n"
         "import evalrun.collector as collector\n"
-        "start = gc.get_stats()[0]['collections']\n"
-        "seen = []\n"
-        "resume = collector.resume\n"
+        "seen, pause, resume = [], collector.pause, collector.resume\n"
+        "def paused():\n"
+        "    pause()\n"
+        "    seen.append(gc.get_stats()[0]['collections'])\n"
         "def resumed():\n"
-        "    seen.append((gc.isenabled(), gc.get_stats()[0]['collections'] - start))\n"
+        "    seen.append((gc.isenabled(), gc.get_stats()[0]['collections'] - seen.pop()))\n"
         "    resume()\n"
-        "collector.resume = resumed\n"
+        "collector.pause, collector.resume = paused, resumed\n"
+        # Every TypeAdapter the run builds, by the type it validates.
+        "import pydantic.type_adapter as ta\n"
+        "built, init = [], ta.TypeAdapter.__init__\n"
+        "ta.TypeAdapter.__init__ = lambda self, tp, *a, **k: (built.append(repr(tp)), init(self, tp, *a, **k))[1]\n"
         "sys.argv = ['evalrun', 't1']\n"
         "from evalrun.__main__ import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
         f"print('LOADED', sorted(m for m in {NOT_FOR_A_PLAIN_T1_RUN!r} if m in sys.modules))\n"
         "print('COLLECTOR', seen, gc.isenabled(), gc.get_freeze_count() > 0)\n"
+        # The run builds its records and writes them: no validator of a results record, neither a model's (built
+        # with its class) nor an adapter's (evalrun.results validates only a file it reads).
+        "import evalrun.results as R\n"
+        "print('VALIDATORS', sorted(n for n, c in vars(R).items() if isinstance(c, type) and c.__module__ == R.__name__"
+        " and hasattr(c, '__pydantic_validator__')), sorted(t for t in built if 'evalrun.results' in t))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALRUN_", "GITHUB_"))}
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=dict(env, CI="1"), capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "LOADED []" in proc.stdout.splitlines(), proc.stdout
+    assert "VALIDATORS [] []" in proc.stdout.splitlines(), proc.stdout
     # The collector was off from the entry point to the session (no collection while evalrun started), then on
     # again for the run, with what the start made frozen out of its way (evalrun.collector).
     assert "COLLECTOR [(False, 0)] True True" in proc.stdout.splitlines(), proc.stdout

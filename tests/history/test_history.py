@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,8 @@ def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> HistoryLoc
 
 
 def test_a_run_goes_in_and_comes_back_whole(store_location: HistoryLocation) -> None:
-    run = results(1, passed=False, evidence="row 17").model_copy(update={"network": NetworkIsolation(
-        isolated=False, reason="uid 1001 cannot create a network namespace; and no fallback: sk-SECRET1234 here")})
+    run = replace(results(1, passed=False, evidence="row 17"), network=NetworkIsolation(
+        isolated=False, reason="uid 1001 cannot create a network namespace; and no fallback: sk-SECRET1234 here"))
     record = make_record(run, GitInfo("a" * 40, "main", True), "run", secrets=["sk-SECRET1234"])
     store = open_store(store_location)
     try:
@@ -127,9 +128,7 @@ def test_an_old_schema_is_migrated_on_open_and_keeps_its_runs(store_location: Hi
         from evalrun.history.sqlite import SqliteStore as Store
     old = Store(store_location, target_version=1)  # what the first released evalrun created
     run = results(1)
-    run = run.model_copy(update={"evals": [
-        run.evals[0].model_copy(update={"name": "alpha[mini]", "experiment": "mini"}), *run.evals[1:]
-    ]})
+    run = replace(run, evals=[replace(run.evals[0], name="alpha[mini]", experiment="mini"), *run.evals[1:]])
     record = make_record(run, GitInfo("b" * 40, "main", False), "run")
     old.close()
     store = open_store(store_location)  # migrates 1 -> current

@@ -4,6 +4,7 @@ change; a fixed regression reads as one; filtered runs stay out of the trends; t
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from harness.history_data import results
 
@@ -16,7 +17,7 @@ from evalrun.results import CheckRate, EvalResult, Status
 def run_at(n: int, passed: bool, commit: str | None, dirty: bool = False, **selection):
     r = results(n, passed=passed)
     if selection:
-        r = r.model_copy(update={"selection": selection})
+        r = replace(r, selection=selection)
     return make_record(r, GitInfo(commit * 20 if commit else None, "main", dirty if commit else None), "run")
 
 
@@ -46,7 +47,7 @@ def test_a_check_mixed_within_one_repeated_run_is_flaky():
     rated = [c if c.name != "one" else type(c)(name=c.name, assertions=c.assertions, passed=True,
                                                  rate=CheckRate(runs=5, passes=4, seen=5, flaky=True))
              for c in alpha.checks]
-    r.evals[0] = alpha.model_copy(update={"checks": rated})
+    r.evals[0] = replace(alpha, checks=rated)
     record = make_record(r, GitInfo("c9" * 20, "main", False), "run")
     assert (record.evals[0].checks[0].runs, record.evals[0].checks[0].passes) == (5, 4)
     assert one([record]).flaky is True
@@ -83,7 +84,7 @@ def test_a_repeated_eval_below_its_floor_shows_its_runs_not_exit_0():
     alpha = r.evals[0]
     rated = [type(c)(name=c.name, assertions=c.assertions, passed=c.name != "one",
                      rate=CheckRate(runs=5, passes=2 if c.name == "one" else 5, seen=5)) for c in alpha.checks]
-    r.evals[0] = alpha.model_copy(update={"checks": rated, "status": Status.FAILED, "exit_code": 0})
+    r.evals[0] = replace(alpha, checks=rated, status=Status.FAILED, exit_code=0)
     html = render_report([make_record(r, GitInfo(), "run")])
     header = re.search(r"<h3>alpha .*?</h3>", html, re.S).group(0)
     assert "exit 0" not in header and "5 runs" in header, header

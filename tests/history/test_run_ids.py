@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ import pytest
 from evalrun.history.backends import open_store
 from evalrun.history.location import HistoryLocation, parse_history_url
 from evalrun.history.records import GitInfo, make_record, run_id_for
-from evalrun.results import RunResults
+from evalrun.results import RunResults, validate_results
 
 from harness import eval_entry, json_scorer
 from harness.history_data import big_results, results
@@ -76,14 +77,14 @@ def test_two_files_that_differ_only_in_run_id_are_two_runs_and_each_imports_once
 
 def test_a_results_file_without_run_id_imports_under_its_content_id(project) -> None:
     """An older evalrun's file: ``started_at`` to the second, the tier, and the first 8 hex of its content's sha256."""
-    from evalrun.results import RunResults, results_json_pieces
+    from evalrun.results import results_json_pieces
 
     p = make(project)
     assert p.run("t1", "--json", "a.json").code == 0
     (p.root / "h.sqlite").unlink()
     data = json.loads((p.root / "a.json").read_text())
     del data["run_id"]
-    old = RunResults.model_validate(data)
+    old = validate_results(data)
     (p.root / "old.json").write_text("".join(results_json_pieces(old)))  # written as that evalrun wrote it
     assert "run_id" not in (p.root / "old.json").read_text()
     content = hashlib.sha256((p.root / "old.json").read_bytes()).hexdigest()[:8]
@@ -123,8 +124,8 @@ def test_merging_the_same_shards_twice_is_one_merged_run(project) -> None:
 
 
 def test_the_same_results_in_the_same_second_under_two_run_ids_are_two_runs(store_location: HistoryLocation) -> None:
-    one = results(1).model_copy(update={"run_id": "20261201T030001-t1-00000001"})
-    two = results(1).model_copy(update={"run_id": "20261201T030001-t1-00000002"})
+    one = replace(results(1), run_id="20261201T030001-t1-00000001")
+    two = replace(results(1), run_id="20261201T030001-t1-00000002")
     store = open_store(store_location)
     try:
         assert store.append(make_record(one, GitInfo(), "run")) is True
@@ -140,7 +141,7 @@ def test_results_without_run_id_keep_the_id_the_previous_evalrun_gave_them() -> 
     """Pinned: what evalrun computed before results carried a run id. A file recorded then and imported now is
     the same run; if this fails, a field added to the results file changed how an old file is written back."""
     def old(made: RunResults) -> RunResults:  # that evalrun wrote results version 2
-        return made.model_copy(update={"version": 2})
+        return replace(made, version=2)
 
     assert run_id_for(old(results(1))) == "20261201T030001-t1-a70846c5"
     assert run_id_for(old(results(7, passed=False, tier="t2"))) == "20261201T030007-t2-5ca9df47"

@@ -18,6 +18,7 @@ import json
 import re
 import tempfile
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -294,7 +295,7 @@ def test_the_terminal_shows_markup_and_emoji_codes_in_scorer_text_as_written() -
     result = EvalResult(name="e", tier="t1", dir="evals/e", status=Status.FAILED,
                         message='check "[bold red]PASS[/] :white_check_mark:" failed\x1b[2J')
     console.eval_finished(result)
-    console.summary([result.model_copy(update={"name": "[blink]e[/] :tada:"})])
+    console.summary([replace(result, name="[blink]e[/] :tada:")])
     shown = re.sub(r"\x1b\[[0-9;]*m", "", screen.getvalue())
     assert '"[bold red]PASS[/] :white_check_mark:" failed\\x1b[2J' in shown
     assert "[blink]e[/] :tada:" in shown

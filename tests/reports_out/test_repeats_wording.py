@@ -54,7 +54,7 @@ def test_summary_lines_leave_out_single_runs_and_say_nothing_without_repeats() -
 def test_describe_repeats_of_an_early_stop_and_a_partial_run() -> None:
     early = aggregate(PLANNED, "t3", RepeatSettings(count=4, stop="decided"), [run(False), EARLY, EARLY, EARLY])
     assert describe_repeats(early) == '1 of 4 runs, floor 1, stopped early (stop = "decided"): rates from 1 run'
-    partial = early.model_copy(update={"repeats": early.repeats.model_copy(update={"stopped_early": False, "partial": True})})
+    partial = dataclasses.replace(early, repeats=dataclasses.replace(early.repeats, stopped_early=False, partial=True))
     assert describe_repeats(partial) == "1 of 4 runs, floor 1, partial: not every run finished"
 
 
@@ -64,7 +64,7 @@ def test_rate_line_of_a_check_absent_from_a_run_and_of_no_runs() -> None:
     result = aggregate(PLANNED, "t3", RepeatSettings(count=3, floor=0.5), [run(True, True), absent, run(True, True)])
     c0 = next(c for c in result.checks if c.name == "c0")
     assert rate_line(c0) == '"c0": 2/3 passed (67%, 95% CI 21%-94%), pass@3 1.00, pass^3 0.00, seen in 2 of 3 runs'
-    empty = dataclasses.replace(c0, rate=c0.rate.model_copy(update={"runs": 0, "passes": 0, "seen": 0, "pass_at_k": {}}))
+    empty = dataclasses.replace(c0, rate=dataclasses.replace(c0.rate, runs=0, passes=0, seen=0, pass_at_k={}))
     assert rate_line(empty).startswith('"c0": 0/0 passed (-, 95% CI')
 
 

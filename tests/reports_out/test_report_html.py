@@ -35,7 +35,7 @@ def test_the_latest_run_says_whether_it_was_isolated_from_the_network() -> None:
     from evalrun.results import NetworkIsolation
 
     def shown(network: NetworkIsolation | None) -> str:
-        run = results(1).model_copy(update={"network": network})
+        run = dataclasses.replace(results(1), network=network)
         return render_report([make_record(run, GitInfo(), "run")])
 
     namespace = shown(NetworkIsolation(isolated=True, mechanism="namespace"))
@@ -115,7 +115,7 @@ def test_a_failed_run_whose_checks_all_passed_does_not_headline_100_percent_alon
 
     run = results(1)
     crashed = EvalResult(name="gamma", tier="t1", dir="evals/gamma", status=Status.ERROR, message="scorer crashed")
-    run = run.model_copy(update={"evals": [*run.evals, crashed], "exit_code": 1})
+    run = dataclasses.replace(run, evals=[*run.evals, crashed], exit_code=1)
     html = render_report([make_record(run, GitInfo(), "run")])
     assert '<div id="verdict" class="bad">failed (exit 1)</div>' in html
     caption = re.search(r'checks passed \(% of checks run\) <span class="latest">(.*?)</span>', html).group(1)
@@ -130,7 +130,7 @@ def test_the_models_line_agrees_with_the_calls_listed_below_it() -> None:
     refused = EvalResult(name="gamma", tier="t2", dir="evals/gamma", status=Status.FAILED, message="no fixture",
                          models={"mode": "replay", "provider": None, "models": [], "calls": 0,
                                  "call_log": [{"method": "POST", "path": "/v1/chat/completions", "status": 404}]})
-    html = render_report([make_record(run.model_copy(update={"evals": [*run.evals, refused]}), GitInfo(), "run")])
+    html = render_report([make_record(dataclasses.replace(run, evals=[*run.evals, refused]), GitInfo(), "run")])
     section = html[html.index("<h3>gamma"):]
     assert "unknown provider" not in section and ", 0 calls," not in section
     assert "models: no provider answered, 0 calls answered of 1 made, 0 tokens (replay)" in section

@@ -4,6 +4,7 @@ a failed run with a check fixed earlier (60 %), an eval that errored before any 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from harness.browser import browse
@@ -21,7 +22,7 @@ def test_a_failed_runs_page_does_not_contradict_itself_in_chromium(tmp_path: Pat
     refused = EvalResult(name="delta", tier="t1", dir="evals/delta", status=Status.FAILED, message="no fixture",
                          models={"mode": "replay", "provider": None, "models": [], "calls": 0,
                                  "call_log": [{"method": "POST", "path": "/v1/chat/completions", "status": 404}]})
-    latest = latest.model_copy(update={"evals": [*latest.evals, crashed, refused], "exit_code": 1})
+    latest = replace(latest, evals=[*latest.evals, crashed, refused], exit_code=1)
     runs.append(make_record(latest, GitInfo("05" * 20, "main", False), "run"))
     page = tmp_path / "report.html"
     page.write_text(render_report(runs), encoding="utf-8")

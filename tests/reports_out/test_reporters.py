@@ -16,6 +16,7 @@ from evalrun.reports_out.junit import render_junit, write_junit
 from evalrun.reports_out.markdown import render_markdown, write_markdown
 from evalrun.results import (
     BaselineChange, BaselineComparison, CheckResult, EvalResult, NetworkIsolation, RunResults, SkippedTest, Status,
+    validate_results,
 )
 
 from harness.junit_schema import published_junit_schema
@@ -75,7 +76,7 @@ def _results(**overrides: object) -> RunResults:
         finished_at="2025-01-01T00:01:00Z", evals=evals, baseline=baseline, exit_code=1,
     )
     data.update(overrides)
-    return RunResults.model_validate(data)
+    return validate_results(data)
 
 
 # --- JUnit ------------------------------------------------------------------
