@@ -237,6 +237,26 @@ def test_child_exits_while_grandchild_holds_the_pipes(
     assert [e[: len(f"pid {grandchild} (")] for e in outcome.escaped] == escaped
 
 
+def test_the_platform_selector_supervises_as_epoll_does(
+    tmp_path: Path, kill_strays: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Linux waits with epoll itself; macOS with its selector (kqueue): the same outcomes either way.
+    import evalrun.process
+
+    monkeypatch.setattr(evalrun.process, "_USE_EPOLL", False)
+    outcome = run_process(request("exit_with.py", "3"))
+    assert (outcome.exit_code, outcome.stdout_tail, outcome.stderr_tail) == (3, b"to stdout\n", b"to stderr\n")
+    stopped = finishes(lambda: run_process(request("exit_cleanly_on_term.py", timeout=0.5, grace=3600.0)))
+    assert stopped.timed_out and stopped.stdout_tail == b"ready\ngot TERM, cleaning up\n"
+    pid_file = tmp_path / "grandchild.pid"
+    held = finishes(lambda: run_process(request("exit_leaving_grandchild.py", str(pid_file), "setsid", timeout=3600,
+                                                grace=0.3)))
+    grandchild = read_pid(pid_file)
+    kill_strays.append(grandchild)
+    assert held.exit_code == 0 and held.stdout_tail == b"child done\n" and wait_gone(grandchild)
+    assert [e[: len(f"pid {grandchild} (")] for e in held.escaped] == [f"pid {grandchild} ("]
+
+
 def test_terminate_group_term_then_kill(tmp_path: Path, kill_strays: list[int]) -> None:
     pid_file = tmp_path / "grandchild.pid"
     proc = subprocess.Popen(
