@@ -17,6 +17,7 @@ comparison can say what it did not compare.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from evalrun.errors import UsageError
@@ -31,9 +32,11 @@ class PlannedEval:
     experiment: str | None = None  # the column it runs under (EVALRUN_EXPERIMENT), if any
     column: Experiment | None = None
 
-    @property
+    @cached_property
     def name(self) -> str:
-        """The cell's name: ``eval[experiment]``, or the eval's own name without experiments."""
+        """The cell's name: ``eval[experiment]``, or the eval's own name without experiments.
+
+        Worked out once per planned run (the run asks for it a score of times per eval)."""
         return cell_name(self.spec.name, self.experiment)
 
     def env(self) -> dict[str, str]:

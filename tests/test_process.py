@@ -145,7 +145,7 @@ def test_relative_program_resolves_against_cwd_not_ours(tmp_path: Path) -> None:
     assert (outcome.exit_code, outcome.stdout_tail) == (0, b"scored \n")
 
 
-def test_oserror_from_starting_is_an_outcome(tmp_path: Path) -> None:
+def test_oserror_from_starting_is_an_outcome(tmp_path: Path, start_path: str) -> None:
     # Executable but no shebang and not a binary: execve fails with ENOEXEC.
     (tmp_path / "garbage").write_bytes(b"\x00\x01\x02 not a program")
     (tmp_path / "garbage").chmod(0o755)
@@ -351,7 +351,70 @@ def test_shell_runs_through_bin_sh(tmp_path: Path) -> None:
     assert missing.exit_code == 127 and missing.start_error is None
 
 
-def test_cwd_and_env_are_honoured(tmp_path: Path) -> None:
+@pytest.fixture(params=["posix_spawn", "popen"])
+def start_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test both ways a child can start: os.posix_spawn (Linux), Popen (elsewhere, or where refused)."""
+    import evalrun.process
+
+    if request.param == "popen":
+        monkeypatch.setattr(evalrun.process, "_posix_spawn_works", False)
+    elif not evalrun.process._posix_spawn_works:
+        pytest.skip("os.posix_spawn is not used here")
+    return str(request.param)
+
+
+def in_thread(call):  # type: ignore[no-untyped-def]
+    """``call()`` in a thread of its own, as the run's workers start scorers."""
+    box = []
+    worker = threading.Thread(target=lambda: box.append(call()))
+    worker.start()
+    worker.join()
+    return box[0]
+
+
+def test_a_child_gets_its_three_descriptors_and_no_other(tmp_path: Path, start_path: str) -> None:
+    # As Popen's close_fds: a descriptor of ours that is inheritable (one evalrun was started with) stays ours.
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    try:
+        code = "import os; print(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))"
+        for run in (lambda c: c(), in_thread):
+            outcome = run(lambda: run_process(ProcessRequest(argv=("python", "-c", code), cwd=tmp_path, env=ENV,
+                                                             timeout=20)))
+            assert outcome.stdout_tail == b"[0, 1, 2, 3]\n"  # 3: the listing's own descriptor
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_child_starts_with_the_signals_evalrun_ignores_back_to_default(tmp_path: Path, start_path: str) -> None:
+    # Python ignores SIGPIPE and SIGXFSZ; a child of evalrun must not inherit that (Popen's restore_signals).
+    outcome = run_process(ProcessRequest(argv=("cat", "/proc/self/status"), cwd=tmp_path, env=ENV, timeout=20))
+    ignored = int(next(line for line in outcome.stdout_tail.decode().splitlines() if line.startswith("SigIgn:"))
+                  .split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))
+
+
+def test_a_child_runs_in_its_folder_and_no_other_thread_moves(tmp_path: Path, start_path: str) -> None:
+    here = os.getcwd()
+    env = {"PATH": ENV["PATH"], "EVALRUN_EVAL": "rls-isolation"}
+
+    def start() -> tuple[ProcessOutcome, str, str]:
+        outcome = run_process(request("print_cwd_env.py", cwd=tmp_path, env=env))
+        back = os.getcwd()  # where the starting thread is once the child runs
+        if start_path == "posix_spawn":  # it changed folders in a working directory of its own: others stay
+            os.chdir(tmp_path)
+        return outcome, back, os.getcwd()
+
+    outcome, back, moved = in_thread(start)
+    assert Path(json.loads(outcome.stdout_tail)["cwd"]).resolve() == tmp_path.resolve()
+    assert back == here and os.getcwd() == here
+    assert moved == (str(tmp_path) if start_path == "posix_spawn" else here)
+    missing = in_thread(lambda: run_process(ProcessRequest(argv=("./nope",), cwd=tmp_path, env=ENV, timeout=5)))
+    assert missing.start_error == "program not found: ./nope"
+
+
+def test_cwd_and_env_are_honoured(tmp_path: Path, start_path: str) -> None:
     env = {"PATH": ENV["PATH"], "EVALRUN_EVAL": "rls-isolation"}
     outcome = run_process(request("print_cwd_env.py", cwd=tmp_path, env=env))
     seen = json.loads(outcome.stdout_tail)
