@@ -411,6 +411,8 @@ def _posix_spawn(
     except NotImplementedError:  # no POSIX_SPAWN_SETSID in this C library
         _posix_spawn_works = False
         return None
+    except ValueError:  # a variable name posix_spawn refuses and Popen passes on (an empty one): Popen does it
+        return None
     finally:
         try:
             os.chdir(home)

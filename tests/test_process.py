@@ -414,6 +414,13 @@ def test_a_child_runs_in_its_folder_and_no_other_thread_moves(tmp_path: Path, st
     assert missing.start_error == "program not found: ./nope"
 
 
+def test_a_variable_with_an_empty_name_does_not_stop_the_start(tmp_path: Path) -> None:
+    # posix_spawn refuses it where Popen passes it on: the child starts either way, as it did.
+    outcome = run_process(ProcessRequest(argv=("sh", "-c", "echo started"), cwd=tmp_path, env={**ENV, "": "x"},
+                                         timeout=20))
+    assert (outcome.exit_code, outcome.stdout_tail, outcome.start_error) == (0, b"started\n", None)
+
+
 def test_cwd_and_env_are_honoured(tmp_path: Path, start_path: str) -> None:
     env = {"PATH": ENV["PATH"], "EVALRUN_EVAL": "rls-isolation"}
     outcome = run_process(request("print_cwd_env.py", cwd=tmp_path, env=env))
