@@ -127,7 +127,7 @@ def _work(
         index, item = entry
         try:
             outcome = work(item)
-        except BaseException as exc:  # handed to the calling thread, which re-raises it
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread, which re-raises it
             shared.failed(exc)
             continue
         shared.result(index, outcome)
