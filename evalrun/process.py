@@ -342,12 +342,18 @@ _libc: Any = None
 _CLONE_FS = 0x200
 
 
+_close_range_args: tuple[Any, ...] = ()
+
+
 def _close_range_cloexec() -> int:
     """close_range(3, ~0, CLOSE_RANGE_CLOEXEC): every descriptor above 2 close-on-exec; 0, or -1 (the errno)."""
-    import ctypes
+    global _close_range_args
+    if not _close_range_args:
+        import ctypes
 
-    # 436 on every Linux architecture: close_range came after the syscall tables were unified.
-    return int(_libc.syscall(ctypes.c_long(436), ctypes.c_uint(3), ctypes.c_uint(0xFFFFFFFF), ctypes.c_uint(4)))
+        # 436 on every Linux architecture: close_range came after the syscall tables were unified.
+        _close_range_args = (ctypes.c_long(436), ctypes.c_uint(3), ctypes.c_uint(0xFFFFFFFF), ctypes.c_uint(4))
+    return int(_libc.syscall(*_close_range_args))
 
 
 class _Spawned:
