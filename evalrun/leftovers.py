@@ -179,7 +179,7 @@ def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data
     cut there is nothing left to stop. The temporary file names its owner, so a
     kill mid-write leaves nothing the next run keeps.
     """
-    owner, owner_start = os.getpid(), _own_start_ticks()
+    owner, owner_start = _own_start()
     lock = _owner_lock(pidfile)
     fields = {
         "version": PIDFILE_VERSION,
@@ -196,7 +196,8 @@ def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data
         "data_dir": str(data_dir) if data_dir else None,
     }
     data = (json.dumps(fields) + "\n").encode("utf-8")
-    tmp = pidfile.with_name(f".{pidfile.name}.owner-{owner}-{owner_start}.{next(_tmp_numbers)}.tmp")
+    folder, base = os.path.split(pidfile)
+    tmp = os.path.join(folder, f".{base}.owner-{owner}-{owner_start}.{next(_tmp_numbers)}.tmp")
     # The mode is 0666 less the umask, as open() gives: the kernel applies the umask.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
     try:
@@ -220,15 +221,16 @@ def remove_pidfile(pidfile: Path) -> None:
 
 
 _tmp_numbers = itertools.count()
-_own_start: tuple[int, int] | None = None  # (pid, start ticks): a forked child has another pid
+_own: tuple[int, int] | None = None  # (pid, start ticks): a forked child has another pid
 
 
-def _own_start_ticks() -> int:
-    global _own_start
+def _own_start() -> tuple[int, int]:
+    """This process's pid and start ticks, read once per process."""
+    global _own
     me = os.getpid()
-    if _own_start is None or _own_start[0] != me:
-        _own_start = (me, start_ticks(me) or 0)
-    return _own_start[1]
+    if _own is None or _own[0] != me:
+        _own = (me, start_ticks(me) or 0)
+    return _own
 
 
 def _owner_lock(pidfile: Path) -> str | None:

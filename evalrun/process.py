@@ -18,6 +18,7 @@ Known limit: a process that leaves the group on purpose (``setsid``,
 from __future__ import annotations
 
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -199,20 +200,35 @@ def run_process(
             return _not_started(request, f"cannot write stdout to {request.stdout_path}: {exc.strerror}")
 
     started = time.monotonic()
+    # The pipes are made here and handed over as descriptors: the same pipes Popen would make, without its
+    # file objects, which the supervisor never uses (it reads the descriptors).
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
     try:
-        proc = spawn(argv, request.cwd, request.env, executable=executable, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                     sandbox=request.sandbox)
+        proc: subprocess.Popen[bytes] | _Spawned | None = None
+        if request.sandbox is None:
+            proc = _posix_spawn(argv, executable, request.cwd, request.env, out_write, err_write)
+        if proc is None:
+            proc = spawn(argv, request.cwd, request.env, executable=executable, stdout=out_write, stderr=err_write,
+                         sandbox=request.sandbox)
     except OSError as exc:
+        os.close(out_read)
+        os.close(err_read)
         if sink is not None:
             sink.close()
         return _not_started(request, f"could not start {request.argv[0]}: {exc.strerror or exc}")
+    finally:
+        os.close(out_write)  # the child has its own copies: EOF comes when the last holder closes them
+        os.close(err_write)
     if on_spawn is not None:
         try:
             on_spawn(proc.pid)
         except BaseException:
+            os.close(out_read)
+            os.close(err_read)
             terminate_group(proc.pid, request.grace, leader=proc)
             raise
-    return _supervise(proc, request, cancel, sink, started)
+    return _supervise(proc, out_read, err_read, request, cancel, sink, started)
 
 
 def spawn(
@@ -245,8 +261,8 @@ def spawn(
         argv,
         executable=executable,
         cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
+        env=env if type(env) is dict else dict(env),  # Popen only reads it
+        stdin=_devnull(),
         stdout=stdout,
         stderr=stderr,
         start_new_session=True,
@@ -259,7 +275,7 @@ def terminate_group(
     pgid: int,
     grace: float,
     *,
-    leader: subprocess.Popen[bytes] | None = None,
+    leader: subprocess.Popen[bytes] | _Spawned | None = None,
     leader_signal: signal.Signals | None = None,
 ) -> bool:
     """Stop every process of group ``pgid``: TERM, wait up to ``grace`` s, KILL.
@@ -284,6 +300,150 @@ def terminate_group(
         return False
     _wait_group_gone(pgid, time.monotonic() + KILL_WAIT_S, leader)
     return True
+
+
+_devnull_fd: int | None = None
+_devnull_lock = threading.Lock()
+
+
+def _devnull() -> int:
+    """One descriptor of /dev/null (read-write, as ``subprocess.DEVNULL``'s), opened once: every child's stdin.
+
+    Close-on-exec, so no child keeps it beyond its own copy as fd 0; Popen leaves a descriptor it is given open.
+    """
+    global _devnull_fd
+    if _devnull_fd is None:
+        with _devnull_lock:
+            if _devnull_fd is None:
+                _devnull_fd = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    return _devnull_fd
+
+
+# --- posix_spawn ----------------------------------------------------------
+#
+# Popen spends most of a scorer's start in Python: it encodes the whole environment variable by variable
+# (two calls a variable: a scorer's start made about 700 Python calls, more than the rest of running and
+# judging it), then wraps the pipes in file objects. os.posix_spawn takes the environment as it is, in C,
+# and starts the child the way Popen does on Linux (vfork, then exec). It cannot change the child's
+# working directory, so the calling thread gets a working directory of its own (unshare(CLONE_FS): its cwd
+# and umask stop being shared with the other threads) and changes into the eval's folder around the call.
+# The child is what Popen makes: its own session (setsid) and process group, /dev/null and the two pipes
+# as fds 0-2, SIGPIPE and SIGXFSZ back to their defaults (Popen's restore_signals), and no other
+# descriptor (Popen's close_fds): evalrun's own are close-on-exec already (PEP 446), and before each
+# start one close_range(CLOSE_RANGE_CLOEXEC) call makes any other (one evalrun was started with, one
+# made inheritable on purpose) close-on-exec too; no child evalrun starts ever inherits them anyway.
+# Where any of that is missing (not Linux, unshare or close_range refused by a seccomp profile or too
+# old a kernel, a C library without POSIX_SPAWN_SETSID) Popen starts the child, as before.
+
+_RESTORED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name))
+_spawn_here = threading.local()  # .home: the thread's working directory once it has one of its own
+_posix_spawn_works = sys.platform.startswith("linux") and hasattr(os, "posix_spawn")
+_libc: Any = None
+_CLONE_FS = 0x200
+
+
+_close_range_args: tuple[Any, ...] = ()
+
+
+def _close_range_cloexec() -> int:
+    """close_range(3, ~0, CLOSE_RANGE_CLOEXEC): every descriptor above 2 close-on-exec; 0, or -1 (the errno)."""
+    global _close_range_args
+    if not _close_range_args:
+        import ctypes
+
+        # 436 on every Linux architecture: close_range came after the syscall tables were unified.
+        _close_range_args = (ctypes.c_long(436), ctypes.c_uint(3), ctypes.c_uint(0xFFFFFFFF), ctypes.c_uint(4))
+    return int(_libc.syscall(*_close_range_args))
+
+
+class _Spawned:
+    """A child started by ``os.posix_spawn``: what supervision asks of a Popen (``pid``, ``returncode``,
+    ``poll``, ``wait``), with Popen's answers (a child reaped elsewhere reads as exit 0)."""
+
+    __slots__ = ("pid", "returncode")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._reap(os.WNOHANG)
+        return self.returncode
+
+    def wait(self) -> int:
+        while self.returncode is None:
+            self._reap(0)
+        return self.returncode
+
+    def _reap(self, flags: int) -> None:
+        try:
+            pid, status = os.waitpid(self.pid, flags)
+        except ChildProcessError:
+            self.returncode = 0
+            return
+        if pid == self.pid:
+            self.returncode = -os.WSTOPSIG(status) if os.WIFSTOPPED(status) else os.waitstatus_to_exitcode(status)
+
+
+def _posix_spawn(
+    argv: list[str], executable: str, cwd: Path, env: Mapping[str, str], stdout: int, stderr: int
+) -> _Spawned | None:
+    """Start ``argv`` as ``spawn`` does, by ``os.posix_spawn``; None where this thread cannot (Popen then does).
+
+    Raises OSError when the program cannot start, as Popen does."""
+    global _posix_spawn_works
+    if not _posix_spawn_works:
+        return None
+    home = getattr(_spawn_here, "home", None)
+    if home is None:
+        home = _own_working_directory()
+        if home is None:
+            return None
+    if argv[0] in PYTHON_NAMES:
+        argv = [sys.executable, *argv[1:]]
+        executable = sys.executable
+    devnull = _devnull()
+    if _close_range_cloexec() != 0:
+        _posix_spawn_works = False  # ENOSYS (Linux < 5.11) or EPERM: Popen closes what it must itself
+        return None
+    os.chdir(cwd)
+    try:
+        pid = os.posix_spawn(
+            executable, argv, env, setsid=True, setsigdef=_RESTORED_SIGNALS,
+            file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, stdout, 1),
+                          (os.POSIX_SPAWN_DUP2, stderr, 2)],
+        )
+    except NotImplementedError:  # no POSIX_SPAWN_SETSID in this C library
+        _posix_spawn_works = False
+        return None
+    except ValueError:  # a variable name posix_spawn refuses and Popen passes on (an empty one): Popen does it
+        return None
+    finally:
+        try:
+            os.chdir(home)
+        except OSError:
+            pass  # gone: this thread only ever uses absolute paths, and the next spawn changes it again
+    return _Spawned(pid)
+
+
+def _own_working_directory() -> str | None:
+    """Give the calling thread a working directory (and umask) of its own; its path, or None if refused."""
+    global _posix_spawn_works, _libc
+    try:
+        if _libc is None:
+            import ctypes  # local: only a process that starts scorers pays for it
+
+            _libc = ctypes.CDLL(None, use_errno=True)
+        if _libc.unshare(_CLONE_FS) != 0:
+            _posix_spawn_works = False  # a seccomp profile refusing unshare refuses it to every thread
+            return None
+        home = os.getcwd()
+    except (OSError, AttributeError):
+        _posix_spawn_works = False
+        return None
+    _spawn_here.home = home
+    return home
 
 
 # --- supervision ----------------------------------------------------------
@@ -317,29 +477,78 @@ _RUNNING, _TERMINATING, _KILLED = "running", "terminating", "killed"
 _CANCEL_WAKE = object()  # the selector key's data for a CancelEvent
 
 
+class _Poller:
+    """Waits for any of a few descriptors to be readable: ``epoll`` itself where there is one (Linux), else the
+    platform's selector (``kqueue`` on macOS). Each eval makes one; ``epoll`` spares it the selector's objects."""
+
+    __slots__ = ("_data", "_epoll", "_selector")
+
+    def __init__(self) -> None:
+        self._data: dict[int, object] = {}
+        self._epoll = select.epoll() if _USE_EPOLL else None
+        self._selector = None if self._epoll is not None else selectors.DefaultSelector()
+
+    def register(self, fd: int, data: object) -> None:
+        if self._epoll is not None:
+            self._epoll.register(fd, select.EPOLLIN)
+            self._data[fd] = data
+        else:
+            assert self._selector is not None
+            self._selector.register(fd, selectors.EVENT_READ, data)
+
+    def unregister(self, fd: int) -> None:
+        if self._epoll is not None:
+            self._epoll.unregister(fd)
+            del self._data[fd]
+        else:
+            assert self._selector is not None
+            self._selector.unregister(fd)
+
+    def wait(self, timeout: float) -> list[tuple[int, object]]:
+        """(descriptor, data) of each readable one (a closed write end counts), within ``timeout`` seconds."""
+        if self._epoll is not None:
+            data = self._data
+            return [(fd, data[fd]) for fd, _ in self._epoll.poll(timeout, len(data) or 1)]
+        assert self._selector is not None
+        return [(key.fd, key.data) for key, _ in self._selector.select(timeout)]
+
+    def close(self) -> None:
+        if self._epoll is not None:
+            self._epoll.close()
+        else:
+            assert self._selector is not None
+            self._selector.close()
+
+
+_USE_EPOLL = hasattr(select, "epoll")
+
+
 def _supervise(
-    proc: subprocess.Popen[bytes],
+    proc: subprocess.Popen[bytes] | _Spawned,
+    out_fd: int,
+    err_fd: int,
     request: ProcessRequest,
     cancel: threading.Event | None,
     sink: BinaryIO | None,
     started: float,
 ) -> ProcessOutcome:
+    """Drain ``out_fd`` and ``err_fd`` (the read ends of the child's stdout and stderr, closed here) until the
+    child's group is gone, stopping it at the deadline or on cancel."""
     pgid = proc.pid  # start_new_session: the leader's pid is the group id
-    assert proc.stdout is not None and proc.stderr is not None
     out, err = _Tail(request.tail_bytes), _Tail(request.tail_bytes)
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout.fileno(), selectors.EVENT_READ, out)
-    sel.register(proc.stderr.fileno(), selectors.EVENT_READ, err)
+    sel = _Poller()
+    sel.register(out_fd, out)
+    sel.register(err_fd, err)
     pipes_open = 2
     # A pidfd wakes the selector the moment the child exits, even when a
     # grandchild keeps the pipes open, so exit is noticed without polling.
     pidfd = _open_pidfd(proc.pid)
     if pidfd is not None:
-        sel.register(pidfd, selectors.EVENT_READ, None)
+        sel.register(pidfd, None)
     # A CancelEvent wakes the selector when it is set; a plain Event is polled.
     poll_cancel = cancel is not None and not isinstance(cancel, CancelEvent)
     if isinstance(cancel, CancelEvent):
-        sel.register(cancel.fileno(), selectors.EVENT_READ, _CANCEL_WAKE)
+        sel.register(cancel.fileno(), _CANCEL_WAKE)
 
     deadline = started + request.timeout
     stage = _RUNNING
@@ -371,7 +580,7 @@ def _supervise(
                         break
                     stop = True  # a grandchild outlived the child: end it
                     if pipes_open:  # and one that left the group (setsid, a daemon) may hold the output
-                        escaped = _escaped_writers(proc, pgid)
+                        escaped = _escaped_writers((out_fd, err_fd), pgid)
                 if stop:
                     _signal_group(pgid, signal.SIGTERM)
                     _signal_each(escaped, signal.SIGTERM)
@@ -395,21 +604,22 @@ def _supervise(
             if pidfd is None and not leader_done:
                 wake.append(now + (0.005 if pipes_open == 0 else CANCEL_POLL_S))
 
-            for key, _ in sel.select(max(0.0, min(wake) - now)):
-                if key.data is _CANCEL_WAKE:
-                    sel.unregister(key.fd)  # it stays readable: noticed once, at the top of the loop
+            for fd, tail in sel.wait(max(0.0, min(wake) - now)):
+                if tail is _CANCEL_WAKE:
+                    sel.unregister(fd)  # it stays readable: noticed once, at the top of the loop
                     continue
-                if key.data is None:
-                    sel.unregister(key.fd)
+                if tail is None:
+                    sel.unregister(fd)
                     proc.wait()  # the pidfd is readable: the child is a zombie, this is instant
                     continue
-                chunk = os.read(key.fd, CHUNK_BYTES)
+                chunk = os.read(fd, CHUNK_BYTES)
                 if not chunk:
-                    sel.unregister(key.fd)
+                    sel.unregister(fd)
                     pipes_open -= 1
                     continue
-                key.data.add(chunk)
-                if key.data is out and sink is not None and sink_error is None:
+                assert isinstance(tail, _Tail)
+                tail.add(chunk)
+                if tail is out and sink is not None and sink_error is None:
                     if request.stdout_limit is not None:  # past the limit nothing is saved: disk is bounded too
                         chunk = chunk[: max(0, request.stdout_limit - saved)]
                     try:
@@ -426,8 +636,8 @@ def _supervise(
         sel.close()
         if pidfd is not None:
             os.close(pidfd)
-        proc.stdout.close()
-        proc.stderr.close()
+        os.close(out_fd)
+        os.close(err_fd)
         if sink is not None:
             try:
                 sink.close()
@@ -521,15 +731,14 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     return True
 
 
-def _escaped_writers(proc: subprocess.Popen[bytes], pgid: int) -> list[tuple[int, str]]:
-    """Processes outside the child's group that hold its stdout or stderr pipe open.
+def _escaped_writers(pipes: tuple[int, int], pgid: int) -> list[tuple[int, str]]:
+    """Processes outside the child's group that hold its stdout or stderr pipe (``pipes``: our read ends) open.
 
     Only the child's descendants can hold those pipes (evalrun gives them to
     no one else), so one that left the group with ``setsid`` is still the
     scorer's, and is stopped with it rather than waited on.
     """
-    assert proc.stdout is not None and proc.stderr is not None
-    inodes = {os.fstat(proc.stdout.fileno()).st_ino, os.fstat(proc.stderr.fileno()).st_ino}
+    inodes = {os.fstat(fd).st_ino for fd in pipes}
     return [(stat.pid, name) for stat, name in pipe_writers(inodes, os.getpid()) if stat.pgid != pgid]
 
 
@@ -574,7 +783,7 @@ def _group_alive(pgid: int, *, reap: bool = False) -> bool:
     return True if members is None else bool(members)  # no /proc: alive; the caller's deadline bounds the wait
 
 
-def _wait_group_gone(pgid: int, until: float, leader: subprocess.Popen[bytes] | None) -> bool:
+def _wait_group_gone(pgid: int, until: float, leader: subprocess.Popen[bytes] | _Spawned | None) -> bool:
     delay = 0.001
     while True:
         reap = leader is not None and leader.poll() is not None

@@ -151,7 +151,12 @@ class Scratch:
         """
         self._restore_root()
         for leftover in (self.report, self.stdout):
-            self._discard(leftover)
+            try:
+                os.unlink(leftover)  # a file or a link, or nothing: the usual case, one call
+            except FileNotFoundError:
+                pass
+            except OSError:  # a folder (EISDIR; EPERM on macOS), or what the scorer made of it
+                self._discard(leftover)
         try:
             # lstat: a symlink put in the workdir's place is never handed to the next scorer.
             clean = stat.S_ISDIR(os.lstat(self.work).st_mode) and not os.listdir(self.work) and self._used > 0

@@ -145,7 +145,7 @@ def test_relative_program_resolves_against_cwd_not_ours(tmp_path: Path) -> None:
     assert (outcome.exit_code, outcome.stdout_tail) == (0, b"scored \n")
 
 
-def test_oserror_from_starting_is_an_outcome(tmp_path: Path) -> None:
+def test_oserror_from_starting_is_an_outcome(tmp_path: Path, start_path: str) -> None:
     # Executable but no shebang and not a binary: execve fails with ENOEXEC.
     (tmp_path / "garbage").write_bytes(b"\x00\x01\x02 not a program")
     (tmp_path / "garbage").chmod(0o755)
@@ -235,6 +235,26 @@ def test_child_exits_while_grandchild_holds_the_pipes(
     # One that left the group still held the scorer's pipes: found by them, stopped, and named.
     escaped = [f"pid {grandchild} ("] if grandchild_mode.startswith("setsid") else []
     assert [e[: len(f"pid {grandchild} (")] for e in outcome.escaped] == escaped
+
+
+def test_the_platform_selector_supervises_as_epoll_does(
+    tmp_path: Path, kill_strays: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Linux waits with epoll itself; macOS with its selector (kqueue): the same outcomes either way.
+    import evalrun.process
+
+    monkeypatch.setattr(evalrun.process, "_USE_EPOLL", False)
+    outcome = run_process(request("exit_with.py", "3"))
+    assert (outcome.exit_code, outcome.stdout_tail, outcome.stderr_tail) == (3, b"to stdout\n", b"to stderr\n")
+    stopped = finishes(lambda: run_process(request("exit_cleanly_on_term.py", timeout=0.5, grace=3600.0)))
+    assert stopped.timed_out and stopped.stdout_tail == b"ready\ngot TERM, cleaning up\n"
+    pid_file = tmp_path / "grandchild.pid"
+    held = finishes(lambda: run_process(request("exit_leaving_grandchild.py", str(pid_file), "setsid", timeout=3600,
+                                                grace=0.3)))
+    grandchild = read_pid(pid_file)
+    kill_strays.append(grandchild)
+    assert held.exit_code == 0 and held.stdout_tail == b"child done\n" and wait_gone(grandchild)
+    assert [e[: len(f"pid {grandchild} (")] for e in held.escaped] == [f"pid {grandchild} ("]
 
 
 def test_terminate_group_term_then_kill(tmp_path: Path, kill_strays: list[int]) -> None:
@@ -331,7 +351,77 @@ def test_shell_runs_through_bin_sh(tmp_path: Path) -> None:
     assert missing.exit_code == 127 and missing.start_error is None
 
 
-def test_cwd_and_env_are_honoured(tmp_path: Path) -> None:
+@pytest.fixture(params=["posix_spawn", "popen"])
+def start_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test both ways a child can start: os.posix_spawn (Linux), Popen (elsewhere, or where refused)."""
+    import evalrun.process
+
+    if request.param == "popen":
+        monkeypatch.setattr(evalrun.process, "_posix_spawn_works", False)
+    elif not evalrun.process._posix_spawn_works:
+        pytest.skip("os.posix_spawn is not used here")
+    return str(request.param)
+
+
+def in_thread(call):  # type: ignore[no-untyped-def]
+    """``call()`` in a thread of its own, as the run's workers start scorers."""
+    box = []
+    worker = threading.Thread(target=lambda: box.append(call()))
+    worker.start()
+    worker.join()
+    return box[0]
+
+
+def test_a_child_gets_its_three_descriptors_and_no_other(tmp_path: Path, start_path: str) -> None:
+    # As Popen's close_fds: a descriptor of ours that is inheritable (one evalrun was started with) stays ours.
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    try:
+        code = "import os; print(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))"
+        for run in (lambda c: c(), in_thread):
+            outcome = run(lambda: run_process(ProcessRequest(argv=("python", "-c", code), cwd=tmp_path, env=ENV,
+                                                             timeout=20)))
+            assert outcome.stdout_tail == b"[0, 1, 2, 3]\n"  # 3: the listing's own descriptor
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_child_starts_with_the_signals_evalrun_ignores_back_to_default(tmp_path: Path, start_path: str) -> None:
+    # Python ignores SIGPIPE and SIGXFSZ; a child of evalrun must not inherit that (Popen's restore_signals).
+    outcome = run_process(ProcessRequest(argv=("cat", "/proc/self/status"), cwd=tmp_path, env=ENV, timeout=20))
+    ignored = int(next(line for line in outcome.stdout_tail.decode().splitlines() if line.startswith("SigIgn:"))
+                  .split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))
+
+
+def test_a_child_runs_in_its_folder_and_no_other_thread_moves(tmp_path: Path, start_path: str) -> None:
+    here = os.getcwd()
+    env = {"PATH": ENV["PATH"], "EVALRUN_EVAL": "rls-isolation"}
+
+    def start() -> tuple[ProcessOutcome, str, str]:
+        outcome = run_process(request("print_cwd_env.py", cwd=tmp_path, env=env))
+        back = os.getcwd()  # where the starting thread is once the child runs
+        if start_path == "posix_spawn":  # it changed folders in a working directory of its own: others stay
+            os.chdir(tmp_path)
+        return outcome, back, os.getcwd()
+
+    outcome, back, moved = in_thread(start)
+    assert Path(json.loads(outcome.stdout_tail)["cwd"]).resolve() == tmp_path.resolve()
+    assert back == here and os.getcwd() == here
+    assert moved == (str(tmp_path) if start_path == "posix_spawn" else here)
+    missing = in_thread(lambda: run_process(ProcessRequest(argv=("./nope",), cwd=tmp_path, env=ENV, timeout=5)))
+    assert missing.start_error == "program not found: ./nope"
+
+
+def test_a_variable_with_an_empty_name_does_not_stop_the_start(tmp_path: Path) -> None:
+    # posix_spawn refuses it where Popen passes it on: the child starts either way, as it did.
+    outcome = run_process(ProcessRequest(argv=("sh", "-c", "echo started"), cwd=tmp_path, env={**ENV, "": "x"},
+                                         timeout=20))
+    assert (outcome.exit_code, outcome.stdout_tail, outcome.start_error) == (0, b"started\n", None)
+
+
+def test_cwd_and_env_are_honoured(tmp_path: Path, start_path: str) -> None:
     env = {"PATH": ENV["PATH"], "EVALRUN_EVAL": "rls-isolation"}
     outcome = run_process(request("print_cwd_env.py", cwd=tmp_path, env=env))
     seen = json.loads(outcome.stdout_tail)

@@ -94,6 +94,7 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
     folders: list[Path] = []
     janitor = Janitor()
     fixed_reports = FixedReports()
+    placeholders = placeholder_env(request.base_env)  # the same for every eval: worked out once
 
     def make_worker(i: int) -> Callable[[PlannedEval], EvalResult]:
         # Each worker's scratch is a folder of its own in the temporary folder, not a subfolder of one the
@@ -101,7 +102,7 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
         # report, never the report of the eval running beside it.
         folders.append(make_scratch())
         own = Scratch(folders[-1], janitor)
-        return lambda planned: _run_one(planned, request, own, cancel, fixed_reports)
+        return lambda planned: _run_one(planned, request, own, cancel, fixed_reports, placeholders)
 
     try:
         # Keyed by position: the repeats of one eval (evalrun.repeats) share its name.
@@ -125,7 +126,7 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
 
 def _run_one(
     planned: PlannedEval, request: ExecuteRequest, scratch: Scratch, cancel: threading.Event,
-    fixed_reports: FixedReports | None = None,
+    fixed_reports: FixedReports | None = None, placeholders: Mapping[str, str] | None = None,
 ) -> EvalResult:
     if cancel.is_set():
         return _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted")
@@ -139,7 +140,7 @@ def _run_one(
             request.on_start(planned.name)
         result = run_scorer(
             planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, request.pidfile_dir,
-            secrets=request.secrets, sandbox=request.sandbox, fixed_reports=fixed_reports,
+            secrets=request.secrets, sandbox=request.sandbox, fixed_reports=fixed_reports, placeholders=placeholders,
         )
     if request.finalize:
         result = request.finalize(planned, result)
@@ -159,10 +160,12 @@ def run_scorer(
     secrets: frozenset[str] = frozenset(),
     sandbox: Any = None,
     fixed_reports: FixedReports | None = None,
+    placeholders: Mapping[str, str] | None = None,
 ) -> EvalResult:
     """Run one scorer to its end and judge it; while it runs, its group has a pidfile in ``pidfile_dir``.
 
     ``fixed_reports``: the run's turns at the report paths its evals share (``FixedReports``).
+    ``placeholders``: ``placeholder_env(base_env)``, when the caller worked it out once for every eval.
 
     ``sandbox`` (``evalrun.sandbox.Sandbox``): the scorer starts from its restricted thread."""
     spec = planned.spec
@@ -178,7 +181,7 @@ def run_scorer(
     env.update(own_env)
     # The tier's key rule wins over anything an eval or service sets: in t1/t2 the
     # key variables keep the placeholder the base environment gave them.
-    env.update({name: value for name, value in base_env.items() if value == PLACEHOLDER})
+    env.update(placeholder_env(base_env) if placeholders is None else placeholders)
     model_endpoint_wins(env, extra_env)  # the scorer talks to the proxy, whatever its env says
     env.update(
         EVALRUN_REPORT=str(report_path),
@@ -262,6 +265,11 @@ class FixedReports:
 
 
 COLOR_VARIABLES = frozenset({"NO_COLOR", "FORCE_COLOR"})
+
+
+def placeholder_env(base_env: Mapping[str, str]) -> dict[str, str]:
+    """The key variables the base environment gives the placeholder (t1/t2): set over every eval's own env."""
+    return {name: value for name, value in base_env.items() if value == PLACEHOLDER}
 
 _pidfile_numbers = itertools.count()
 
