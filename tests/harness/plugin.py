@@ -8,6 +8,8 @@ package, importable through pyproject.toml's ``pythonpath``. Here:
 - the PostgreSQL fixtures (one embedded cluster per session, a fresh database
   per test) and ``history_env`` (each history test once on SQLite, once on it);
 - the leak gate: a test, or the session, that leaves a process running fails;
+  so does a test that leaves SIGINT's or SIGTERM's handler changed (the next
+  test in that process would inherit it: an ignored SIGINT makes Ctrl-C vanish);
 - the ``slow`` marker the quick subset leaves out, and the check that
   ``--dist loadgroup`` really keeps an ``xdist_group`` on one worker;
 - bytecode compiled once where the environment forbids writing it.
@@ -187,6 +189,22 @@ def _no_process_outlives_the_session():
     leaked = leftovers(before)
     if leaked:
         pytest.fail("processes left running at the end of the session:\n" + "\n".join(leaked), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_signal_handler_outlives_its_test():
+    """SIGINT and SIGTERM are handled after a test as they were before it; a test that changed one fails (and the
+    handler is put back, so the tests after it run as they would have)."""
+    import signal
+
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    changed = [(signum, handler) for signum, handler in before.items() if signal.getsignal(signum) != handler]
+    for signum, handler in changed:
+        signal.signal(signum, handler)
+    if changed:
+        pytest.fail("the test left signal handlers changed: " + ", ".join(
+            f"{signal.Signals(signum).name} was {handler!r}" for signum, handler in changed), pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 
@@ -45,7 +46,16 @@ def test_a_bug_in_the_work_or_in_on_result_is_raised_in_the_calling_thread() -> 
         run_pool([1, 2], 1, lambda _i: lambda item: item, cancel=threading.Event(), on_result=on_result)
 
 
-def test_ctrl_c_in_the_caller_cancels_keeps_what_finished_and_passes_nothing_more_on() -> None:
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt, as in a terminal: a process started in the background by a shell without job
+    control (``cmd &`` in a script, a CI step) starts with SIGINT ignored, and then interrupt_main does nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_in_the_caller_cancels_keeps_what_finished_and_passes_nothing_more_on(ctrl_c_raises) -> None:
     cancel = threading.Event()
     seen: list[int] = []
 
