@@ -32,9 +32,8 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING
 
 from evalrun.files import FileReadError, read_bounded
 from evalrun.process import terminate_group
@@ -56,8 +55,7 @@ _PIDFILE_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
 # ---------------------------------------------------------------- leftovers
 
 
-@dataclass(frozen=True)
-class Leftover:
+class Leftover(NamedTuple):
     """What became of one pidfile an earlier, dead invocation left (``reports_out.run_notes.leftover_line`` says it).
 
     ``outcome``: ``stopped`` (its process group was stopped), ``owner unknown`` (whether the run that started

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import Any, BinaryIO, IO, NamedTuple
 
 from evalrun.procfs import group_members, pipe_writers
 
@@ -84,8 +84,7 @@ class ProcessRequest:
             raise ValueError(f"tail_bytes must be > 0, got {self.tail_bytes!r}")
 
 
-@dataclass(frozen=True)
-class ProcessOutcome:
+class ProcessOutcome(NamedTuple):
     """What became of one ``ProcessRequest``.
 
     ``timed_out`` and ``cancelled`` mean the child itself was stopped by us;

@@ -7,12 +7,11 @@ an init never reaps from a process that still runs.
 
 from __future__ import annotations
 
+from typing import NamedTuple
 import os
-from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
-class ProcStat:
+class ProcStat(NamedTuple):
     pid: int
     state: str  # "R", "S", "Z" (zombie), "X" (dead), ...
     pgid: int

@@ -18,7 +18,7 @@ up as a vanished check, a regression.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalrun.results import CheckResult
 
@@ -39,8 +39,7 @@ def expected_failure_note(label: str, reason: str, *, failed: bool) -> str:
     return f"{head}: fails as expected" if failed else f"{head}: passes now; remove the {label}"
 
 
-@dataclass(frozen=True)
-class Skip:
+class Skip(NamedTuple):
     """A test the report lists but did not run (a skip, a todo): not a check, shown with its reason."""
 
     name: str

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalrun.leftovers import remove_pidfile, write_pidfile
 from evalrun.manifest import EvalSpec
@@ -53,8 +53,7 @@ Prepare = Callable[[PlannedEval], Preparation]
 Finalize = Callable[[PlannedEval, EvalResult], EvalResult]
 
 
-@dataclass(frozen=True)
-class ExecuteRequest:
+class ExecuteRequest(NamedTuple):
     evals: list[PlannedEval]
     tier: str
     jobs: int
