@@ -29,10 +29,10 @@ _SPENT_NOTE = " (cut: the results file has it all)"  # with it, at most 200 char
 GIT_TIMEOUT = 5.0  # seconds per git call: history must never hold up a run
 
 
-# Plain slotted dataclasses, not pydantic models: a report reads 30,000 of them back at once, and
-# they are only ever built here and in evalrun.history.sql from data evalrun itself wrote.
-@dataclass(slots=True, kw_only=True)
-class StoredCheck:
+# Plain records, not pydantic models: a report reads 30,000 checks back at once, and they are only ever built
+# here and in evalrun.history.sql from data evalrun itself wrote. A check is a NamedTuple (read-only, as small as
+# a slotted class); an eval and a run are slotted dataclasses.
+class StoredCheck(NamedTuple):
     eval: str
     name: str
     assertions: int
