@@ -14,7 +14,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from evalrun.errors import ReportError
@@ -235,7 +235,8 @@ def test_junit_any_xml_shaped_input(body: str, prolog: str) -> None:
 
 from pydantic import TypeAdapter  # noqa: E402
 
-from evalrun.reports_in.json_report import Report, _report_shape, _validator  # noqa: E402
+from evalrun.reports_in.json_report import Report, _fits, _report_shape, _validator  # noqa: E402
+from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, NAME_LIMIT  # noqa: E402
 
 
 def test_the_fast_shape_is_the_published_report_model() -> None:
@@ -261,6 +262,92 @@ def test_what_the_fast_shape_accepts_the_published_schema_accepts(value: object)
     except Exception:  # noqa: BLE001 - refused: jsonschema decides, as before
         return
     assert _validator().is_valid(value)
+
+
+# What a scorer writes: a report of exactly the schema's types.
+_plain_report = st.fixed_dictionaries(
+    {"checks": st.lists(st.fixed_dictionaries(
+        {"name": st.text(min_size=1, max_size=20), "assertions": st.integers(0, ASSERTIONS_LIMIT),
+         "passed": st.booleans()},
+        optional={"message": st.none() | st.text(max_size=20), "evidence": st.none() | st.text(max_size=20),
+                  "judge": st.none() | st.just("gpt-4o#0123456789ab")},
+    ), min_size=1, max_size=4)},
+    optional={"metrics": st.dictionaries(st.text(max_size=10), st.integers() | st.floats(allow_nan=False)
+                                         | st.text(max_size=5) | st.booleans(), max_size=3),
+              "running": st.none() | st.text(max_size=10)},
+)
+# One change at the schema's edge, where a plain-Python check most easily disagrees with pydantic's strict mode:
+# a bool or a float for a count, a name at its length limit, a judge with a final newline, a key the schema lacks.
+_EDGES = {
+    "assertions": [True, False, 3.0, -1, 0, ASSERTIONS_LIMIT, ASSERTIONS_LIMIT + 1, "1", None],
+    "name": ["", "a" * NAME_LIMIT, "é" * NAME_LIMIT, "a" * (NAME_LIMIT + 1), 5, None],
+    "passed": [0, 1, "true", None],
+    "message": [1, True, [], None, ""],
+    "evidence": [1, False, {}, None],
+    "judge": ["gpt#0123456789ab", "gpt#0123456789ab\n", "gpt#0123456789AB", "#0123456789ab", "m" * 100 + "#0123456789ab",
+              "m" * 101 + "#0123456789ab", "gpt#0123456789abc", 7, None],
+}
+
+
+@st.composite
+def _edge_report(draw: st.DrawFn) -> object:
+    report = json.loads(json.dumps(draw(_plain_report)))
+    check = report["checks"][draw(st.integers(0, len(report["checks"]) - 1))]
+    where = draw(st.sampled_from(["check", "drop", "extra-check", "extra-top", "metric-key", "metric-value",
+                                  "running", "checks", "top"]))
+    if where == "check":
+        key = draw(st.sampled_from(sorted(_EDGES)))
+        check[key] = draw(st.sampled_from(_EDGES[key]))
+    elif where == "drop":
+        check.pop(draw(st.sampled_from(["name", "assertions", "passed"])))
+    elif where == "extra-check":
+        check[draw(st.sampled_from(["extra", "Name", "rate"]))] = 1
+    elif where == "extra-top":
+        report[draw(st.sampled_from(["extra", "Checks", "version"]))] = 1
+    elif where == "metric-key":
+        report["metrics"] = {draw(st.sampled_from(["a" * NAME_LIMIT, "a" * (NAME_LIMIT + 1), ""])): 1}
+    elif where == "metric-value":
+        report["metrics"] = {"m": draw(st.sampled_from([None, [], {}, 1, 1.5, "x", True]))}
+    elif where == "running":
+        report["running"] = draw(st.sampled_from([1, None, "", [], True]))
+    elif where == "checks":
+        report["checks"] = draw(st.sampled_from([{}, "x", None, [], [[]], [None]]))
+    else:
+        return draw(st.sampled_from([[report], None, "x", {}]))
+    return report
+
+
+def _one(**change: object) -> dict:
+    check = {"name": "a", "assertions": 1, "passed": True}
+    top = {k: change.pop(k) for k in ("metrics", "running", "extra") if k in change}
+    return {"checks": [{**check, **change}], **top}
+
+
+@SETTINGS
+@given(_edge_report() | _report | _json)
+@example(_one(assertions=True)).via("a bool is no count")
+@example(_one(assertions=3.0)).via("nor a float")
+@example(_one(name="a" * (NAME_LIMIT + 1))).via("a name past its limit")
+@example(_one(name="")).via("an empty name")
+@example(_one(passed=0)).via("an int is no bool")
+@example(_one(message=1)).via("a message is text")
+@example(_one(judge="gpt#0123456789ab\n")).via("a judge with a final newline")
+@example(_one(rate=1)).via("a key a check does not have")
+@example(_one(extra=1)).via("a key a report does not have")
+@example(_one(metrics={"a" * (NAME_LIMIT + 1): 1})).via("a metric name past its limit")
+@example(_one(metrics={"m": None})).via("a metric of no type the schema has")
+@example(_one(running=1)).via("running is text")
+def test_what_the_plain_check_takes_the_strict_validator_takes(value: object) -> None:
+    # The plain check may send a good report to the validator, never pass one it would refuse.
+    if _fits(value):
+        _report_shape().validate_python(value, strict=True)
+
+
+@SETTINGS
+@given(_plain_report)
+def test_a_report_of_the_schema_s_own_types_takes_the_plain_check(report: dict) -> None:
+    # Not vacuous: what a scorer writes (the SDK's reports) never needs the validator built.
+    assert _fits(report)
 
 
 NOWHERE = "\x00never-in-any-report\x00"
