@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -214,6 +215,9 @@ class EvalResult(_Record):
         return {c.name: c.assertions for c in self.checks}
 
 
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what JSON text writes other than as it is (pydantic_core: not "/")
+
+
 def redact_result(result: EvalResult, secrets: set[str]) -> EvalResult:
     """``result`` with every secret scrubbed from every string a scorer or a process could put there.
 
@@ -222,7 +226,9 @@ def redact_result(result: EvalResult, secrets: set[str]) -> EvalResult:
     """
     if not secrets:
         return result
-    if all(s.isascii() for s in secrets):
+    # The cheap test looks for the secrets in the result's JSON, where only ASCII without a quote, a backslash or a
+    # control character is written as it is: a secret holding anything else is always scrubbed the long way.
+    if all(s.isascii() and not _JSON_ESCAPED.search(s) for s in secrets):
         try:  # cheap test first: most results hold no secret at all
             dumped = to_json(result, inf_nan_mode="null").decode()
         except PydanticSerializationError:

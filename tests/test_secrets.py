@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from harness import eval_entry
 
 from evalrun.secrets import FRAGMENT, PLACEHOLDER, REDACTED, scrub
@@ -157,3 +159,17 @@ def test_a_key_that_spells_part_of_a_field_name_or_a_status_is_redacted_from_the
             expected = [text.replace(secret, REDACTED) for text in expected]
         assert texts(clean) == expected
         assert clean.checks[0].rate == rate and clean.exit_code == 1
+
+
+@pytest.mark.parametrize("secret", ['ab"cd"ef"gh"ij', "k\\e\\y\\v\\a\\l\\u\\e", "tab\tin\tthe\tkey\tvalue", 'pass"word'])
+def test_a_key_whose_characters_json_escapes_is_redacted_from_a_result_too(secret: str) -> None:
+    # The cheap test first looks for the key in the result's JSON, where a quote, a backslash or a control
+    # character is written escaped: a key with one of them in every 8 characters was never found there, and the
+    # result was kept as it was, key and all.
+    from evalrun.results import CheckResult, EvalResult, Status, redact_result
+
+    result = EvalResult(name="e", tier="t1", dir="evals/e", status=Status.FAILED, message=f"auth {secret} refused",
+                        checks=[CheckResult(f"uses {secret}", 1, False, evidence=secret)])
+    clean = redact_result(result, {secret})
+    assert secret not in clean.message and secret not in clean.checks[0].name and secret not in clean.checks[0].evidence
+    assert REDACTED in clean.message
