@@ -108,8 +108,6 @@ def run_pool(
         with shared.lock:
             shared.quiet = True
         cancel.set()
-        for worker in workers:
-            worker.join()
     finally:
         for worker in workers:
             worker.join()

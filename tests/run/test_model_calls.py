@@ -5,38 +5,29 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from harness import an_eval
+from harness import manifest as build_manifest
 
 from evalrun.manifest import load_manifest
 from evalrun.run.model_calls import upstream_problems
 
-MANIFEST = """
-[[evals]]
-name = "offline"
-tier = "t1"
-dir = "evals/offline"
-run = ["python", "s.py"]
-env = {{ OPENAI_BASE_URL = "http://gw:1/v1/chat/completions" }}
-
-[[evals]]
-name = "live"
-tier = "t3"
-dir = "evals/live"
-run = ["python", "s.py"]
-model = true
-{env}
-"""
+ENDPOINT = {"OPENAI_BASE_URL": "http://gw:1/v1/chat/completions"}  # a full endpoint, where the SDKs want a base URL
 
 
-def _manifest(tmp_path: Path, env: str = "") -> Path:
+def _manifest(tmp_path: Path, live_env: dict[str, str] | None = None) -> Path:
+    """A t1 eval whose env names an endpoint (never called: t1 has no model) and a t3 eval with ``live_env``."""
+    live = {"env": live_env} if live_env is not None else {}
+    built = build_manifest(an_eval("offline", ["python", "s.py"], env=ENDPOINT),
+                     an_eval("live", ["python", "s.py"], tier="t3", model=True, **live))
     path = tmp_path / "manifest.toml"
-    path.write_text(MANIFEST.format(env=env))
+    path.write_text(built.text)
     for name in ("offline", "live"):
         (tmp_path / "evals" / name).mkdir(parents=True, exist_ok=True)
     return path
 
 
 def test_a_t3_eval_whose_env_names_an_endpoint_is_one_line_naming_the_eval(tmp_path: Path) -> None:
-    manifest = load_manifest(_manifest(tmp_path, 'env = { OPENAI_BASE_URL = "http://gw:1/v1/chat/completions" }'))
+    manifest = load_manifest(_manifest(tmp_path, ENDPOINT))
     [problem] = upstream_problems(manifest, {})
     assert problem.startswith('manifest.toml: evals[1] ("live")'), problem
     assert "is an endpoint, not a base URL" in problem and "\n" not in problem
@@ -50,7 +41,7 @@ def test_the_run_s_own_upstream_variables_are_checked_once(tmp_path: Path) -> No
 
 def test_base_urls_and_evals_that_never_call_a_provider_pass(tmp_path: Path) -> None:
     # t1's endpoint is never called (t1 has no model); t2 replays; a base URL is what the SDKs want.
-    manifest = load_manifest(_manifest(tmp_path, 'env = { OPENAI_BASE_URL = "http://gw:1/v1" }'))
+    manifest = load_manifest(_manifest(tmp_path, {"OPENAI_BASE_URL": "http://gw:1/v1"}))
     assert upstream_problems(manifest, {"ANTHROPIC_BASE_URL": "http://a:2"}) == []
 
 
@@ -59,7 +50,7 @@ def test_evalrun_check_refuses_the_manifest_s_endpoint_and_warns_of_the_machine_
 ) -> None:
     import evalrun.cli
 
-    path = _manifest(tmp_path, 'env = { OPENAI_BASE_URL = "http://gw:1/v1/chat/completions" }')
+    path = _manifest(tmp_path, ENDPOINT)
     assert evalrun.cli.main(["check", "--manifest", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith('evalrun: error: manifest.toml: evals[1] ("live")') and err.count("\n") == 1, err
