@@ -38,7 +38,9 @@ Modes.
   still under way. A call takes its
   index only once its answer reached the client whole: an attempt the client
   abandoned (timed out, disconnected) is not recorded, and its retry takes the
-  index. A gzip or deflate answer is decoded for the client and the fixture.
+  index. A stream takes it as its end event goes to the client, before the
+  upstream ends the stream: an SDK returns at that event and may call again at
+  once, and the next call comes after it, as the code made them. A gzip or deflate answer is decoded for the client and the fixture.
 - ``live`` (t3): relayed, nothing written; usage counted.
 
 Upstreams. A relayed call goes to the upstream of its API style, the eval's own
@@ -563,14 +565,31 @@ class ReplayProxy:
 
     def _settle_at_answer_end(
         self, state: EvalState, raw: bytearray, new: int, ended_early: list[tuple[BudgetMeter, ...]]
-    ) -> None:
+    ) -> bool:
         """Before the piece that holds a stream's end event reaches the client, make the call unsettled
         for its budgets: a call the client makes next waits for this one's tokens (a stream that never
-        says its end is unsettled from its last byte, as a plain answer is)."""
+        says its end is unsettled from its last byte, as a plain answer is). True for that piece."""
         if not ended_early and answer_ended(raw, new):
             meters = self._meters(state)
             begin_settling(meters)
             ended_early.append(meters)
+            return True
+        return False
+
+    @staticmethod
+    def _relay_piece(
+        handler: ProxyHandler, state: EvalState, session: str, piece: bytes, ends: bool, placed: list[int]
+    ) -> None:
+        """Send a piece of a stream on. The piece that ``ends`` the answer (its end event) first takes the
+        call's index in its session: an SDK returns at that event and may call again at once, while the
+        upstream has yet to end the stream, and that next call must come after this one, as the code made
+        them (a suite replayed by index depends on it). If the end never reached the client, the index is
+        given back (the attempt was abandoned; its retry takes the place)."""
+        if ends and not handler.client_gone():
+            placed.append(state.take_index(session))
+        handler.write_chunk(piece, watch=True)
+        if ends and placed and handler.client_gone():
+            state.give_back_index(session, placed.pop())
 
     def _pass_on(
         self, handler: ProxyHandler, state: EvalState, session: str, method: str, path: str,
@@ -588,6 +607,7 @@ class ReplayProxy:
         recordable = decoder is not None or not reply_headers.get("content-encoding", "").strip()
         recorded: RecordedResponse | None
         raw = bytearray()
+        placed: list[int] = []  # a stream's index, taken as its end event went to the client
         try:
             if streamed:
                 handler.start_stream(response.status, reply_headers)
@@ -595,13 +615,15 @@ class ReplayProxy:
                 for chunk in body_pieces(response):  # all that has arrived, in one send to the client
                     chunk = decoder.decompress(chunk) if decoder is not None else chunk
                     raw += chunk
-                    self._settle_at_answer_end(state, raw, len(chunk), ended_early)
+                    ended = self._settle_at_answer_end(state, raw, len(chunk), ended_early)
                     # relayed as it arrives, not when the call ends
-                    handler.write_chunk(kept.feed(chunk) if kept is not None else chunk, watch=True)
+                    self._relay_piece(handler, state, session, kept.feed(chunk) if kept is not None else chunk,
+                                      ended and response.status not in NOT_AN_ANSWER, placed)
                 if decoder is not None and (tail := decoder.flush()):
                     raw += tail
-                    self._settle_at_answer_end(state, raw, len(tail), ended_early)
-                    handler.write_chunk(kept.feed(tail) if kept is not None else tail, watch=True)
+                    ended = self._settle_at_answer_end(state, raw, len(tail), ended_early)
+                    self._relay_piece(handler, state, session, kept.feed(tail) if kept is not None else tail,
+                                      ended and response.status not in NOT_AN_ANSWER, placed)
                 if kept is not None:
                     handler.write_chunk(kept.flush(), watch=True)
                 recorded = None  # split into events once the client has the stream's end
@@ -626,12 +648,16 @@ class ReplayProxy:
             return
         self._pool.give_back(target.base_url, conn, response)
         # An attempt its client abandoned (timed out, disconnected) is no answer: its retry takes the index.
-        abandoned = handler.client_gone() if streamed else handler.peer_closed()
+        # A stream whose end event reached the client is answered whole, whatever the client did next.
+        abandoned = (handler.client_gone() and not placed) if streamed else handler.peer_closed()
         # Nor is an answer from the wrong place (a 404 from another provider's upstream, a refused key):
         # never recorded, so t2 cannot replay it as the answer; the eval fails, naming the URL called.
         wrong_place = NOT_AN_ANSWER.get(response.status)
         recording = self.mode == "record" and not abandoned and recordable and not wrong_place
-        index = state.take_index(session) if not (abandoned or wrong_place) else 0
+        if placed:
+            index = placed[0]
+        else:
+            index = state.take_index(session) if not (abandoned or wrong_place) else 0
         with self._settling(state, f"{state.name}/{session} call {index}"):
             try:
                 # The client has its last byte first; counting, notes and the fixture follow. A report

@@ -146,6 +146,12 @@ class EvalState:
             self.next_index[session] = index
             return index
 
+    def give_back_index(self, session: str, index: int) -> None:
+        """Undo ``take_index`` for a call that turned out abandoned, unless a later call took one since."""
+        with self.lock:
+            if self.next_index.get(session) == index:
+                self.next_index[session] = index - 1
+
     def begin_pending(self, what: str) -> int:
         """A call is answered (or about to be) and its counting or fixture writing is still to come.
 

@@ -104,3 +104,24 @@ def test_a_fixture_the_writer_cannot_encode_fails_the_eval_naming_it(tmp_path):
         report = proxy.eval_report("deep")
     assert not (tmp_path / "deep" / "0001.json").exists()
     assert report.missing and "deep/0001.json" in report.missing[0], report.missing
+
+
+def test_a_stream_takes_its_place_in_the_session_when_its_end_event_reaches_the_client(tmp_path):
+    """The openai SDK returns at a stream's ``[DONE]`` and calls again while the upstream still holds the
+    stream open: the stream is still the session's first call, the next one its second, so a suite replayed
+    by index (``replay_match = "index"``) gets each answer in the order the code made the calls."""
+    import openai
+
+    with FakeUpstream(hold_end=True) as upstream, ReplayProxy("record", upstream=upstream.url) as proxy:
+        client = openai.OpenAI(base_url=proxy.register_eval("order", tmp_path) + "/v1", api_key="sk-made-up",
+                               max_retries=0, timeout=WAIT_S)
+        streamed = client.chat.completions.create(model="gpt-4o-mini", messages=CHAT["messages"], stream=True)
+        assert [c for c in streamed] != []
+        assert client.chat.completions.create(model="gpt-4o-mini", messages=CHAT["messages"]).choices
+        assert len(upstream.requests) == 2 and not upstream.release.is_set()  # the stream is still open upstream
+        upstream.release.set()
+        report = proxy.eval_report("order")
+    assert report.calls == 2 and report.missing == (), report
+    first, second = (json.loads((tmp_path / "order" / f"000{n}.json").read_text()) for n in (1, 2))
+    assert first["request"]["body"]["stream"] is True and first["response"]["stream"][-1] == "data: [DONE]\n\n"
+    assert "stream" not in second["request"]["body"] and second["response"]["body"]["choices"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -95,9 +96,15 @@ def test_a_client_that_leaves_mid_stream_still_has_its_call_counted_but_not_reco
         while proxy.eval_report("gone").calls == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
         report = proxy.eval_report("gone")
-    assert report.calls == 1 and report.total_tokens == 18  # the upstream was paid: its usage counts
-    # An abandoned attempt is no answer: its retry, not it, takes index 1.
-    assert not (tmp_path / "gone" / "0001.json").exists()
+        assert report.calls == 1 and report.total_tokens == 18  # the upstream was paid: its usage counts
+        # An abandoned attempt is no answer: its retry, not it, takes index 1 (even though the attempt's
+        # end event came from the upstream after the client had left).
+        assert not (tmp_path / "gone" / "0001.json").exists()
+        retried = httpx.post(f"{base}/v1/chat/completions", json={**body, "stream": False}, trust_env=False, timeout=10)
+        assert retried.status_code == 200
+        proxy.eval_report("gone")
+    assert json.loads((tmp_path / "gone" / "0001.json").read_text())["response"]["body"]["choices"]
+    assert sorted(p.name for p in (tmp_path / "gone").iterdir()) == ["0001.json"]
 
 
 def test_a_client_that_closes_after_the_last_event_had_the_whole_answer_and_it_is_recorded(tmp_path):
@@ -209,3 +216,64 @@ def test_an_answer_from_the_wrong_upstream_is_never_recorded_and_fails_the_eval_
         "provider's base URL?); not recorded: check the anthropic upstream ([models] upstream.anthropic, "
         "EVALRUN_UPSTREAM_ANTHROPIC; the run's first lines say where it was set)"
     ]
+
+
+def test_a_stream_whose_end_event_comes_after_its_client_left_gives_its_place_to_the_retry(tmp_path):
+    """The stream's end event, arriving in one piece after the client left, would take the call's index
+    (an SDK may call again as soon as it has that event); the client never had it, so the index goes back
+    and the retry takes it: no hole in the session, which a suite replayed by index would trip on."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    left = threading.Event()
+    first = b'data: {"choices": [{"index": 0, "delta": {"content": "he"}}]}\n\n'
+    rest = b'data: {"choices": [{"index": 0, "delta": {"content": "llo"}}]}\n\ndata: [DONE]\n\n'
+
+    class Upstream(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if not body.get("stream"):
+                answer = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "again"}}],
+                                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(first), first))
+            self.wfile.flush()
+            left.wait(10)
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(rest), rest))  # the end event, in one piece
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        with ReplayProxy("record", upstream=f"http://127.0.0.1:{server.server_address[1]}") as proxy:
+            base = proxy.register_eval("gone", tmp_path)
+            body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+            with httpx.Client(timeout=10, trust_env=False) as client:
+                with client.stream("POST", f"{base}/v1/chat/completions", json=body) as response:
+                    next(response.iter_raw())
+            left.set()
+            deadline = time.monotonic() + 10
+            while proxy.eval_report("gone").calls == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            retried = httpx.post(f"{base}/v1/chat/completions", json={**body, "stream": False}, trust_env=False, timeout=10)
+            assert retried.status_code == 200
+            report = proxy.eval_report("gone")
+    finally:
+        server.shutdown()
+        server.server_close()
+        serving.join()
+    assert report.calls == 2
+    assert sorted(p.name for p in (tmp_path / "gone").iterdir()) == ["0001.json"]
+    assert json.loads((tmp_path / "gone" / "0001.json").read_text())["response"]["body"]["choices"][0]["message"]["content"] == "again"
