@@ -8,7 +8,7 @@ results by position. A KeyboardInterrupt in the calling thread sets ``cancel``
 what finished with ``interrupted=True``; results that come in after that are
 kept but not passed to ``on_result``. An exception raised by the work, or by
 ``on_result``, is a bug in evalrun: it is re-raised in the calling thread,
-and nothing more is passed on. What an item is, and what running one means,
+``cancel`` is set, no worker takes another item, and nothing more is passed on. What an item is, and what running one means,
 is the caller's.
 
 The calling thread sleeps until the last result (or Ctrl-C): waking it for
@@ -102,7 +102,8 @@ def run_pool(
             while not shared.finished.wait(_WAIT_S):
                 pass
         if shared.error is not None:
-            raise shared.error  # a bug in evalrun, not in a scorer: stop everything
+            cancel.set()  # a bug in evalrun, not in a scorer: stop everything (the work in flight too)
+            raise shared.error
     except KeyboardInterrupt:
         interrupted = True
         with shared.lock:
@@ -121,7 +122,7 @@ def _work(
     shared: _Shared[Result],
     work: Callable[[Item], Result],
 ) -> None:
-    while (entry := todo.get()) is not None:
+    while shared.error is None and (entry := todo.get()) is not None:  # after a bug, take nothing more
         index, item = entry
         try:
             outcome = work(item)

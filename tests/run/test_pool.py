@@ -46,6 +46,26 @@ def test_a_bug_in_the_work_or_in_on_result_is_raised_in_the_calling_thread() -> 
         run_pool([1, 2], 1, lambda _i: lambda item: item, cancel=threading.Event(), on_result=on_result)
 
 
+def test_a_bug_stops_the_pool_the_work_in_flight_is_cancelled_and_nothing_more_is_taken() -> None:
+    started: list[int] = []
+    cancel = threading.Event()
+    second_started = threading.Event()
+    saw_cancel: list[bool] = []
+
+    def work(item: int) -> int:
+        started.append(item)
+        if item == 0:
+            assert second_started.wait(10)
+            raise ZeroDivisionError("a bug in the work")
+        second_started.set()
+        saw_cancel.append(cancel.wait(10))  # a scorer in flight is stopped, not waited out
+        return item
+
+    with pytest.raises(ZeroDivisionError):
+        run_pool(list(range(20)), 2, lambda _i: work, cancel=cancel)
+    assert sorted(started) == [0, 1] and saw_cancel == [True]
+
+
 @pytest.fixture
 def ctrl_c_raises():
     """SIGINT raises KeyboardInterrupt, as in a terminal: a process started in the background by a shell without job
