@@ -10,11 +10,13 @@ by ``evalrun.git``, the one helper that runs it.
 
 from __future__ import annotations
 
+import posixpath
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from evalrun.errors import UsageError
 from evalrun.git import git_says, run_git, split_z
@@ -67,12 +69,16 @@ def _export_head(top: Path, export: Path, flag: str) -> None:
         proc = run_git(top, ["archive", "--format=tar", "HEAD"], flag, stdout=fh.fileno())
     if proc.returncode != 0:
         raise UsageError(f"{flag}: git archive HEAD failed in {top} ({git_says(proc)}); check the repository")
+    refused = getattr(tarfile, "FilterError", _Refused)
     try:
         with tarfile.open(archive) as tar:
             # The "data" filter refuses absolute paths, '..' and links leaving
             # the export: a committed link to the author's disk fails loudly here.
-            tar.extractall(export, filter="data")
-    except tarfile.FilterError as exc:
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(export, filter="data")
+            else:  # Python 3.11.0-3.11.3 (Debian 12's 3.11.2): the same refusals, checked before unpacking
+                tar.extractall(export, members=_checked(tar.getmembers()))
+    except (refused, _Refused) as exc:
         member = getattr(exc, "tarinfo", None)
         name = member.name if member is not None else "a file"
         raise UsageError(
@@ -84,6 +90,51 @@ def _export_head(top: Path, export: Path, flag: str) -> None:
         ) from None
     finally:
         archive.unlink(missing_ok=True)
+
+
+class _Refused(Exception):
+    """A member of the archive that would land, or link, outside the export (as tarfile's FilterError)."""
+
+    def __init__(self, message: str, tarinfo: Any) -> None:
+        super().__init__(message)
+        self.tarinfo = tarinfo
+
+
+def _checked(members: list[Any]) -> list[Any]:
+    """``members`` as tarfile's "data" filter would take them from ``git archive``, or ``_Refused``.
+
+    For a Python without extraction filters. Checked by the path's text alone, which is enough for what
+    git writes: a tree never holds a path beneath a link, so no member's folder is a link. Each member
+    stays inside the export, is a file, a folder or a link, and a link points inside; a file keeps
+    whether it is executable, as the filter leaves it (no set-id bits, no group or other write).
+    """
+    for member in members:
+        name = member.name
+        if name.startswith("/") or _leaves(name):
+            raise _Refused(f"{name!r} would be extracted outside the destination", member)
+        if member.issym():
+            if member.linkname.startswith("/"):
+                raise _Refused(f"{name!r} is a link to an absolute path", member)
+            if _leaves(posixpath.join(posixpath.dirname(name), member.linkname)):
+                raise _Refused(f"{name!r} would link to {member.linkname!r}, which is outside the destination", member)
+        elif member.islnk():
+            if member.linkname.startswith("/") or _leaves(member.linkname):
+                raise _Refused(f"{name!r} would link to {member.linkname!r}, which is outside the destination", member)
+        elif not (member.isfile() or member.isdir()):
+            raise _Refused(f"{name!r} is a special file", member)
+        if member.isfile() or member.islnk():
+            member.mode = (member.mode & 0o755) | 0o600
+            if not member.mode & 0o100:
+                member.mode &= ~0o111
+        elif member.isdir():
+            member.mode &= 0o755
+    return members
+
+
+def _leaves(path: str) -> bool:
+    """Whether a relative path, read as text, climbs above where it starts."""
+    normal = posixpath.normpath(path)
+    return normal == ".." or normal.startswith("../")
 
 
 def _lay_worktree(top: Path, export: Path, flag: str) -> None:
