@@ -6,10 +6,9 @@ run; a check name and evidence that are a script tag, for the HTML tests.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
 from typing import Any
 
+from harness.git import git
 from harness.manifest_builder import an_eval, manifest
 
 HOSTILE = "<script>alert(1)</script>"
@@ -40,18 +39,11 @@ def calc_project(state: str = "good", **tables: Any) -> dict[str, str | bytes]:
                     **tables).project()
 
 
-def git(root: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=root,
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip()
-
-
 def commit_state(project, state: str) -> str:
     project.write({"evals/calc/state.txt": state + "\n"})
     git(project.root, "add", "-A")
     git(project.root, "commit", "-qm", state)
-    return git(project.root, "rev-parse", "HEAD")
+    return git(project.root, "rev-parse", "HEAD").strip()
 
 
 def three_runs(project, env: dict[str, str]) -> list[tuple[str, int]]:
