@@ -9,24 +9,23 @@ error. It also finds the line that explains a crash, so users read
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalrun.reports_in.parsed import ParsedReport, Skip
 from evalrun.results import CheckResult, Status
 from evalrun.text import MESSAGE_LIMIT, plural, shorten
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """What the runner's rules make of one finished scorer."""
 
     status: Status
     message: str | None
     checks: list[CheckResult]
     metrics: dict[str, Any]
-    skips: list[Skip] = field(default_factory=list)  # the report's skipped tests: not checks, but reported
+    skips: list[Skip] | tuple[Skip, ...] = ()  # the report's skipped tests: not checks, but reported
 
 
 def judge(
@@ -43,7 +42,7 @@ def judge(
     names the innermost frame of its traceback in that folder, ``(at score.py:12)``.
     """
     verdict = _judge(parsed, report_error, exit_code, output, eval_dir, shown_dir)
-    return replace(verdict, skips=list(parsed.skips)) if parsed is not None and parsed.skips else verdict
+    return verdict._replace(skips=list(parsed.skips)) if parsed is not None and parsed.skips else verdict
 
 
 def _judge(
@@ -69,7 +68,7 @@ def _judge(
     checks = [_apply_check_rules(_representable_check(c)) for c in parsed.checks]
     metrics = _representable_metrics(parsed.metrics)
     if metrics is not parsed.metrics:
-        parsed = replace(parsed, metrics=metrics)
+        parsed = parsed._replace(metrics=metrics)
     names: set[str] = set()
     for c in checks:
         if c.name in names:

@@ -103,6 +103,7 @@ def _run_in_clean_checkout(request: RunRequest, session: Session) -> int:
             evals=[p for p in full.evals if p.name in keep],
             filtered_out=plan.filtered_out,
             filters={**plan.filters, "clean_checkout": ["worktree" if request.worktree else "HEAD"]},
+            rule_skips={},
             durations=plan.durations,
         )
         inner_request = request._replace(manifest_path=exported, clean_checkout=False, worktree=False)
