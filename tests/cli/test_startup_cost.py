@@ -76,6 +76,7 @@ NOT_FOR_A_PLAIN_T1_RUN = (
     "evalrun.models.failures",  # no model call failed (evalrun.run.model_calls)
     "evalrun.process_table",  # /proc is here: no ps (evalrun.leftovers)
     "evalrun.stats",  # nothing repeats, no judge has anchors (evalrun.repeats, evalrun.baseline.rates, evalrun.calibration)
+    "typer._adapters",  # plain option values: typer builds no pydantic adapter per option (evalrun.cli._plain_coercion)
 )
 
 
