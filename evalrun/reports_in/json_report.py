@@ -1,9 +1,10 @@
-"""The scorer contract's native JSON report: its model, its published schema, reading it.
+"""The scorer contract's native JSON report: reading it, and its published schema.
 
-This module owns the report's pydantic model (from which the published
-``report.schema.json`` is generated) and reading a report file into a
-``ParsedReport``; the rules applied to any report live in
-``evalrun.reports_in.rules``.
+This module reads a report file into a ``ParsedReport``; the report's pydantic
+model (from which the published ``report.schema.json`` is generated) is in
+``evalrun.reports_in.report_model``, imported only to write or test the schema
+(``Report`` and ``ReportCheck`` are reachable here too). The rules applied to
+any report live in ``evalrun.reports_in.rules``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_extensions' TypedDict on 3.11
 
 from evalrun.errors import ReportError
@@ -29,49 +30,6 @@ from evalrun.text import EVIDENCE_LIMIT, MESSAGE_LIMIT, cut, one_line, shorten, 
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "report.schema.json"
 JUDGE_PATTERN = f"^{JUDGE_ID}$"
-
-
-# ``ReportCheck`` and ``Report`` are the published schema (``evalrun schema report``); a run reads reports with the
-# TypedDicts below, so these two build their validators only when first used (``defer_build``), never in a run.
-class ReportCheck(BaseModel):
-    """One check as a scorer reports it."""
-
-    model_config = ConfigDict(extra="forbid", title="Check", defer_build=True)
-
-    name: str = Field(
-        min_length=1, max_length=NAME_LIMIT, description="Unique within the report; used in baselines."
-    )
-    assertions: int = Field(
-        ge=0, le=ASSERTIONS_LIMIT, description="How many assertions the check made. Zero fails the check."
-    )
-    passed: bool
-    message: str | None = Field(
-        default=None, description=f"Why it failed, in one line; kept up to {MESSAGE_LIMIT} characters."
-    )
-    evidence: str | None = Field(
-        default=None, description=f"What the scorer saw, for diagnosis; kept up to {EVIDENCE_LIMIT} bytes."
-    )
-    judge: str | None = Field(
-        default=None, pattern=JUDGE_PATTERN,
-        description="Who judged this check, when a model did: the model asked and a hash of its prompt and rubric "
-        "(MODEL#HASH, the SDK's judge() sets it); a judge swap is reported, not compared as a product change.",
-    )
-
-
-class Report(BaseModel):
-    """The JSON report a scorer writes to $EVALRUN_REPORT."""
-
-    model_config = ConfigDict(extra="forbid", title="evalrun scorer report", defer_build=True)
-
-    checks: list[ReportCheck]
-    metrics: dict[Annotated[str, StringConstraints(max_length=NAME_LIMIT)], float | int | str | bool] = Field(
-        default_factory=dict, description="Recorded and shown, never asserted."
-    )
-    running: str | None = Field(
-        default=None,
-        description="The check in progress when the report was written (the SDK sets it as a check starts); "
-        "named in the result if the scorer is stopped there.",
-    )
 
 
 # ``Report`` as TypedDicts: validating into dicts builds no model per check, five times
@@ -100,7 +58,18 @@ def _report_shape() -> TypeAdapter[_ReportShape]:
     return TypeAdapter(_ReportShape)
 
 
+def __getattr__(name: str) -> Any:
+    """``Report`` and ``ReportCheck``, the published model: defined on first use, never in a run (about 0.6 ms)."""
+    if name in ("Report", "ReportCheck"):
+        from evalrun.reports_in import report_model
+
+        return getattr(report_model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def generate_report_schema() -> dict[str, Any]:
+    from evalrun.reports_in.report_model import Report
+
     schema = Report.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://evalrun.invalid/schemas/report.schema.json"

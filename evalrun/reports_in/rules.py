@@ -132,37 +132,28 @@ def _apply_check_rules(check: CheckResult) -> CheckResult:
 
 _NODE_FILE_FAILED = "test failed"  # node --test's whole message for a test file that failed to load
 _TRACEBACK_START = "Traceback (most recent call last):"
-_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(: .*)?$")
-_ERRORISH = re.compile(
-    r"(error|exception|fatal|panic|failed|failure|not found|denied|refused|abort|cannot|can't|unable)",
-    re.IGNORECASE,
-)
 
 
 def explain_failure(output: str) -> str:
     """The line(s) that explain a crash: a Python traceback's final exception line,
     else a JavaScript/TypeScript error line (``crash_line``), else the last lines
     that look like an error (never a stack frame), else the last non-empty line."""
-    from evalrun.reports_in.crash_line import is_stack_frame, js_error_line  # local: only a crash is explained
+    from evalrun.reports_in.crash_line import (  # local: only a crash is explained
+        ERRORISH, EXCEPTION_LINE, is_stack_frame, js_error_line)
 
     lines = [ln.rstrip() for ln in output.splitlines()]
     if _TRACEBACK_START in lines:
         start = len(lines) - 1 - lines[::-1].index(_TRACEBACK_START)
         for ln in reversed(lines[start + 1 :]):
-            if ln and not ln.startswith((" ", "\t")) and _EXCEPTION_LINE.match(ln):
+            if ln and not ln.startswith((" ", "\t")) and EXCEPTION_LINE.match(ln):
                 return _clip(ln)
     if js := js_error_line(lines):
         return _clip(js)
-    errorish = [ln.strip() for ln in lines if ln.strip() and _ERRORISH.search(ln) and not is_stack_frame(ln)]
+    errorish = [ln.strip() for ln in lines if ln.strip() and ERRORISH.search(ln) and not is_stack_frame(ln)]
     if errorish:
         return _clip(" | ".join(errorish[-3:]))
     tail = [ln.strip() for ln in lines if ln.strip() and not is_stack_frame(ln)] or [ln.strip() for ln in lines if ln.strip()]
     return _clip(tail[-1]) if tail else ""
-
-
-# ``  File "/x/score.py", line 12, in main`` (Python); ``    at fn (/x/score.js:12:5)``, ``at file:///x/a.ts:3:1`` (JS/TS)
-_PYTHON_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
-_JS_FRAME = re.compile(r"^\s*at (?:.*?\()?(?:file://)?(?P<path>[^():]+):(?P<line>\d+):\d+\)?\s*$")
 
 
 def crash_place(output: str, eval_dir: Path, shown_dir: str = "") -> str | None:
@@ -171,13 +162,15 @@ def crash_place(output: str, eval_dir: Path, shown_dir: str = "") -> str | None:
     Python prints the innermost frame last, node first: the last traceback
     and the first stack of the output are the ones read.
     """
+    from evalrun.reports_in.crash_line import JS_FRAME, PYTHON_FRAME  # local: only a crash is placed
+
     lines = output.splitlines()
     if _TRACEBACK_START in lines:
         start = len(lines) - 1 - lines[::-1].index(_TRACEBACK_START)
-        frames = [m for ln in lines[start + 1 :] if (m := _PYTHON_FRAME.match(ln))]
+        frames = [m for ln in lines[start + 1 :] if (m := PYTHON_FRAME.match(ln))]
         frames.reverse()
     else:
-        frames = [m for ln in lines if (m := _JS_FRAME.match(ln))]
+        frames = [m for ln in lines if (m := JS_FRAME.match(ln))]
     # Python 3.11's resolve() raises RuntimeError, not OSError, on a symlink loop (a scorer can make one).
     try:
         root = eval_dir.resolve()
