@@ -251,18 +251,53 @@ def _main(
     """evalrun: run a tier of evals and gate on the result."""
 
 
+# The options of the four run commands (t1, t2, t3, run), made once for all four: only whether --tier and
+# --record are shown differs (an option's Annotated type costs about 10 microseconds to make, at every start).
+_TIER_OPTS = {
+    hidden: Annotated[
+        Optional[str], typer.Option("--tier", metavar="TIER", hidden=hidden, help="t1, t2 or t3.", callback=_tier)
+    ]
+    for hidden in (False, True)
+}
+_RECORD_OPTS = {
+    hidden: Annotated[
+        bool,
+        typer.Option("--record", metavar="", hidden=hidden, help="t3: record the model answers as replay fixtures."),
+    ]
+    for hidden in (False, True)
+}
+NoSkipsOpt = Annotated[bool, typer.Option("--no-skips", metavar="", help="Every skip of this run is a failure.")]
+CleanCheckoutOpt = Annotated[
+    bool, typer.Option("--clean-checkout", metavar="", help="Run from git archive HEAD in a temporary folder.")
+]
+WorktreeRunOpt = Annotated[
+    bool,
+    typer.Option("--worktree", metavar="", help="With --clean-checkout: lay uncommitted changes of tracked files on top."),
+]
+HtmlRunOpt = Annotated[
+    Optional[Path],
+    typer.Option("--html", metavar="PATH", help="Also write the HTML report (this run and the last runs) here."),
+]
+RepeatRunOpt = Annotated[
+    Optional[int],
+    typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times (overrides the manifest's repeat)."),
+]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", metavar="", help="Also print the output tail of every failing eval.")
+]
+LastFailedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--last-failed", "--lf", metavar="",
+        help="Only the evals that failed, errored or regressed in the tier's last run (all if none did).",
+    ),
+]
+
+
 def _run_command(fixed_tier: Optional[str], summary: str) -> None:
     """Register ``evalrun t1`` (tier fixed) or ``evalrun run --tier T``, with the options every run takes."""
-    TierOpt = Annotated[
-        Optional[str],
-        typer.Option("--tier", metavar="TIER", hidden=fixed_tier is not None, help="t1, t2 or t3.", callback=_tier),
-    ]
-    RecordOpt = Annotated[
-        bool,
-        typer.Option(
-            "--record", metavar="", hidden=fixed_tier in ("t1", "t2"), help="t3: record the model answers as replay fixtures."
-        ),
-    ]
+    TierOpt = _TIER_OPTS[fixed_tier is not None]
+    RecordOpt = _RECORD_OPTS[fixed_tier in ("t1", "t2")]
 
     def command(
         tier: TierOpt = fixed_tier,
@@ -273,37 +308,18 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
         jobs: JobsOpt = 0,
         json_path: JsonOpt = None,
         strict_baseline: StrictOpt = False,
-        no_skips: Annotated[bool, typer.Option("--no-skips", metavar="", help="Every skip of this run is a failure.")] = False,
+        no_skips: NoSkipsOpt = False,
         junit_path: JunitOpt = None,
         markdown_path: MarkdownOpt = None,
         changed_since: ChangedOpt = None,
         shard: ShardOpt = None,
-        clean_checkout: Annotated[
-            bool, typer.Option("--clean-checkout", metavar="", help="Run from git archive HEAD in a temporary folder.")
-        ] = False,
-        worktree: Annotated[
-            bool,
-            typer.Option("--worktree", metavar="", help="With --clean-checkout: lay uncommitted changes of tracked files on top."),
-        ] = False,
+        clean_checkout: CleanCheckoutOpt = False,
+        worktree: WorktreeRunOpt = False,
         record: RecordOpt = False,
-        html_path: Annotated[
-            Optional[Path],
-            typer.Option("--html", metavar="PATH", help="Also write the HTML report (this run and the last runs) here."),
-        ] = None,
-        repeat: Annotated[
-            Optional[int],
-            typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times (overrides the manifest's repeat)."),
-        ] = None,
-        verbose: Annotated[
-            bool, typer.Option("--verbose", "-v", metavar="", help="Also print the output tail of every failing eval.")
-        ] = False,
-        last_failed: Annotated[
-            bool,
-            typer.Option(
-                "--last-failed", "--lf", metavar="",
-                help="Only the evals that failed, errored or regressed in the tier's last run (all if none did).",
-            ),
-        ] = False,
+        html_path: HtmlRunOpt = None,
+        repeat: RepeatRunOpt = None,
+        verbose: VerboseOpt = False,
+        last_failed: LastFailedOpt = False,
     ) -> int:
         from evalrun.commands.run import run_tier
         from evalrun.run.requests import RunRequest
