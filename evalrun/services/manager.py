@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from evalrun.process import resolve_program, spawn
+from evalrun.results import _Record
 from evalrun.secrets import scrub
 from evalrun.services.spec import ServiceSpec
 from evalrun.leftovers import (
@@ -63,8 +64,8 @@ class StoppedService(NamedTuple):
     removed_cluster: bool = False
 
 
-@dataclass
-class _Running:
+@dataclass(eq=False, repr=False)
+class _Running(_Record):  # equality and repr from _Record: not compiled for this class at every start
     name: str
     kind: str  # "run" or "postgres": how to ask it to stop
     proc: subprocess.Popen[bytes]
