@@ -96,7 +96,8 @@ def _write_in_place(target: Path, pieces: Iterable[str | bytes]) -> None:
 def current_umask() -> int:
     """The process's umask, read without changing it where the kernel tells it (Linux >= 4.7)."""
     try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+        # UTF-8, whose codec every interpreter has loaded (ascii's is a module to load): the Umask line is ASCII.
+        with open("/proc/self/status", encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 if line.startswith("Umask:"):
                     return int(line.split()[1], 8)

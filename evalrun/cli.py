@@ -31,11 +31,96 @@ class _HelpWithoutType:
         option = super().get_help_option(ctx)  # type: ignore[misc]
         if option is not None:
             option.metavar = ""
+            _plain_coercion([option])
         return option
+
+    def parse_args(self, ctx, args):  # noqa: ANN001, ANN201 - click's signature
+        _plain_coercion(self.params)
+        return super().parse_args(ctx, args)  # type: ignore[misc]
 
 
 class _Command(_HelpWithoutType, typer.core.TyperCommand):
     pass
+
+
+def _plain_coercion(params: list) -> None:
+    """Typer (0.29+) coerces each parsed option through a pydantic ``TypeAdapter`` built for it there and then
+    (about 0.1 ms each, 1.5 ms for ``evalrun t1``). An option of a plain type (str, list of str, a non-negative
+    int, a Path given as its default) whose value is plainly of that type gets what the adapter would give,
+    without one; any other value, and any other type, goes to typer's own adapter, built then, as before."""
+    plain = _plain_runtime_param()
+    if plain is None:  # another typer: its own coercion throughout
+        return
+    for param in params:
+        if getattr(param, "_runtime_param", False) is None:  # typer's, and not built yet
+            kind = _plain_kind(param.type_descriptor)
+            if kind is not None:
+                param._runtime_param = plain(param.type_descriptor.parameter_info, param.type_descriptor.annotation,
+                                             kind)
+
+
+def _plain_kind(descriptor) -> Optional[str]:  # noqa: ANN001 - typer's TypeDescriptor
+    info, annotation = descriptor.parameter_info, descriptor.annotation
+    if info.parser is not None or descriptor.file_annotation is not None or getattr(info, "click_type", None):
+        return None
+    if annotation is bool:
+        return "bool"
+    if annotation is str:
+        return "str"
+    if annotation == list[str]:
+        return "list"
+    if annotation is int and not info.clamp and info.max is None:
+        return "int"
+    if annotation is Path and info.path_type is None:
+        return "path"
+    return None
+
+
+_PLAIN = []  # the class, made on first use (typer's RuntimeParam, if this typer has one)
+
+
+def _plain_runtime_param():  # noqa: ANN202
+    if not _PLAIN:
+        try:
+            from typer._coercion import RuntimeParam, build_runtime_param
+            from typer._param_types import coerce_cli_path
+        except ImportError:
+            _PLAIN.append(None)
+            return None
+
+        class Plain(RuntimeParam):
+            """Typer's coercion of a plain value, without building its adapter; else typer's own (see above)."""
+
+            __slots__ = ("kind",)
+
+            def __init__(self, parameter_info, annotation, kind: str) -> None:  # noqa: ANN001
+                super().__init__(parameter_info, annotation)
+                object.__setattr__(self, "kind", kind)
+
+            def _coerce_value(self, value, param, ctx):  # noqa: ANN001, ANN202 - typer's signature
+                kind = self.kind
+                if kind == "bool" and type(value) is bool:
+                    return value
+                if kind == "str" and type(value) is str:
+                    return value  # the adapter: str(value), then a str as it is
+                if kind == "list" and isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
+                    return list(value)
+                if kind == "int":
+                    number = value if type(value) is int else (
+                        int(value) if type(value) is str and value.isascii() and value.isdigit() else None)
+                    if number is not None and (self.parameter_info.min is None or number >= self.parameter_info.min):
+                        return number
+                if kind == "path" and isinstance(value, Path):
+                    try:
+                        return coerce_cli_path(value, self.parameter_info, path_type=Path, param=param, ctx=ctx)
+                    except Exception:  # noqa: BLE001 - typer's adapter says it, as before
+                        pass
+                typers = build_runtime_param(param.type_descriptor)
+                param._runtime_param = typers
+                return typers._coerce_value(value, param=param, ctx=ctx)
+
+        _PLAIN.append(Plain)
+    return _PLAIN[0]
 
 
 class _Group(_HelpWithoutType, typer.core.TyperGroup):
@@ -166,18 +251,53 @@ def _main(
     """evalrun: run a tier of evals and gate on the result."""
 
 
+# The options of the four run commands (t1, t2, t3, run), made once for all four: only whether --tier and
+# --record are shown differs (an option's Annotated type costs about 10 microseconds to make, at every start).
+_TIER_OPTS = {
+    hidden: Annotated[
+        Optional[str], typer.Option("--tier", metavar="TIER", hidden=hidden, help="t1, t2 or t3.", callback=_tier)
+    ]
+    for hidden in (False, True)
+}
+_RECORD_OPTS = {
+    hidden: Annotated[
+        bool,
+        typer.Option("--record", metavar="", hidden=hidden, help="t3: record the model answers as replay fixtures."),
+    ]
+    for hidden in (False, True)
+}
+NoSkipsOpt = Annotated[bool, typer.Option("--no-skips", metavar="", help="Every skip of this run is a failure.")]
+CleanCheckoutOpt = Annotated[
+    bool, typer.Option("--clean-checkout", metavar="", help="Run from git archive HEAD in a temporary folder.")
+]
+WorktreeRunOpt = Annotated[
+    bool,
+    typer.Option("--worktree", metavar="", help="With --clean-checkout: lay uncommitted changes of tracked files on top."),
+]
+HtmlRunOpt = Annotated[
+    Optional[Path],
+    typer.Option("--html", metavar="PATH", help="Also write the HTML report (this run and the last runs) here."),
+]
+RepeatRunOpt = Annotated[
+    Optional[int],
+    typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times (overrides the manifest's repeat)."),
+]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", metavar="", help="Also print the output tail of every failing eval.")
+]
+LastFailedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--last-failed", "--lf", metavar="",
+        help="Only the evals that failed, errored or regressed in the tier's last run (all if none did).",
+    ),
+]
+
+
 def _run_command(fixed_tier: Optional[str], summary: str) -> None:
     """Register ``evalrun t1`` (tier fixed) or ``evalrun run --tier T``, with the options every run takes."""
-    TierOpt = Annotated[
-        Optional[str],
-        typer.Option("--tier", metavar="TIER", hidden=fixed_tier is not None, help="t1, t2 or t3.", callback=_tier),
-    ]
-    RecordOpt = Annotated[
-        bool,
-        typer.Option(
-            "--record", metavar="", hidden=fixed_tier in ("t1", "t2"), help="t3: record the model answers as replay fixtures."
-        ),
-    ]
+    TierOpt = _TIER_OPTS[fixed_tier is not None]
+    RecordOpt = _RECORD_OPTS[fixed_tier in ("t1", "t2")]
 
     def command(
         tier: TierOpt = fixed_tier,
@@ -188,37 +308,18 @@ def _run_command(fixed_tier: Optional[str], summary: str) -> None:
         jobs: JobsOpt = 0,
         json_path: JsonOpt = None,
         strict_baseline: StrictOpt = False,
-        no_skips: Annotated[bool, typer.Option("--no-skips", metavar="", help="Every skip of this run is a failure.")] = False,
+        no_skips: NoSkipsOpt = False,
         junit_path: JunitOpt = None,
         markdown_path: MarkdownOpt = None,
         changed_since: ChangedOpt = None,
         shard: ShardOpt = None,
-        clean_checkout: Annotated[
-            bool, typer.Option("--clean-checkout", metavar="", help="Run from git archive HEAD in a temporary folder.")
-        ] = False,
-        worktree: Annotated[
-            bool,
-            typer.Option("--worktree", metavar="", help="With --clean-checkout: lay uncommitted changes of tracked files on top."),
-        ] = False,
+        clean_checkout: CleanCheckoutOpt = False,
+        worktree: WorktreeRunOpt = False,
         record: RecordOpt = False,
-        html_path: Annotated[
-            Optional[Path],
-            typer.Option("--html", metavar="PATH", help="Also write the HTML report (this run and the last runs) here."),
-        ] = None,
-        repeat: Annotated[
-            Optional[int],
-            typer.Option("--repeat", metavar="N", min=1, help="Run every planned eval N times (overrides the manifest's repeat)."),
-        ] = None,
-        verbose: Annotated[
-            bool, typer.Option("--verbose", "-v", metavar="", help="Also print the output tail of every failing eval.")
-        ] = False,
-        last_failed: Annotated[
-            bool,
-            typer.Option(
-                "--last-failed", "--lf", metavar="",
-                help="Only the evals that failed, errored or regressed in the tier's last run (all if none did).",
-            ),
-        ] = False,
+        html_path: HtmlRunOpt = None,
+        repeat: RepeatRunOpt = None,
+        verbose: VerboseOpt = False,
+        last_failed: LastFailedOpt = False,
     ) -> int:
         from evalrun.commands.run import run_tier
         from evalrun.run.requests import RunRequest

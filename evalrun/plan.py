@@ -16,7 +16,6 @@ comparison can say what it did not compare.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -90,16 +89,16 @@ def _cell_names(manifest: Manifest, spec: EvalSpec) -> list[tuple[str, str | Non
     return [(cell_name(spec.name, name), manifest.experiments[name].skip_reason(name, spec)) for name in columns]
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """What the selection chose, and what it left out and why. The manifest and tier it chose from are the
-    run's (``evalrun.run.context``): ``evalrun.selection`` narrows a plan with them as arguments."""
+    run's (``evalrun.run.context``): ``evalrun.selection`` narrows a plan with them as arguments (``_replace``).
+    Every field is given (no shared default: the filters and what they left out go into the results)."""
 
     evals: list[PlannedEval]
-    filtered_out: list[str] = field(default_factory=list)  # names of the tier's evals a filter left out
-    filters: dict[str, list[str]] = field(default_factory=dict)
-    rule_skips: dict[str, str] = field(default_factory=dict)  # cell -> why its column's skip rule leaves it out
-    durations: dict[str, float] = field(default_factory=dict)  # cell -> its recent seconds (evalrun.selection.timings)
+    filtered_out: list[str]  # names of the tier's evals a filter left out
+    filters: dict[str, list[str]]
+    rule_skips: dict[str, str]  # cell -> why its column's skip rule leaves it out
+    durations: dict[str, float]  # cell -> its recent seconds (evalrun.selection.timings)
 
     @property
     def is_filtered(self) -> bool:
@@ -157,4 +156,4 @@ def make_plan(
     filters = {"evals": list(evals), "tags": list(tags)}
     if experiments:
         filters["experiments"] = experiments
-    return Plan(evals=chosen, filtered_out=left_out, filters=filters, rule_skips=rule_skips)
+    return Plan(evals=chosen, filtered_out=left_out, filters=filters, rule_skips=rule_skips, durations={})

@@ -96,9 +96,18 @@ class _Record:
         return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__dataclass_fields__)})"
 
 
+class _FrozenRecord(_Record):
+    """A read-only record's equality and repr (``_Record``), and the hash a frozen dataclass makes: its fields'."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, n) for n in self.__dataclass_fields__))
+
+
 # A slotted dataclass: a run of 500 evals x 2,000 checks holds a million of these.
-@dataclass(slots=True, frozen=True)
-class CheckResult:
+@dataclass(slots=True, frozen=True, repr=False, eq=False)
+class CheckResult(_FrozenRecord):
     """One check of a scorer's report, after the runner's rules were applied."""
 
     __pydantic_config__ = _FORBID

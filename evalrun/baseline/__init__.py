@@ -30,8 +30,6 @@ from evalrun.baseline.store import (
     mark_written,
     update_command,
 )
-from evalrun.baseline.update import update_baseline
-from evalrun.baseline.write import write_baseline
 
 __all__ = [
     "BASELINE_LIMIT", "Baseline", "GateSettings", "RatedCount", "_read_whole_written_form", "_read_written_form",
@@ -39,3 +37,17 @@ __all__ = [
     "compare_to_baseline", "failed_before_scorer", "gate_settings", "load_baseline", "mark_written", "update_baseline",
     "update_command", "updated_judges", "updated_settings", "write_baseline",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``update_baseline`` and ``write_baseline``: loaded on first use, by ``baseline --update`` (a run never writes
+    its baseline, and so never loads them)."""
+    if name == "update_baseline":
+        from evalrun.baseline.update import update_baseline
+
+        return update_baseline
+    if name == "write_baseline":
+        from evalrun.baseline.write import write_baseline
+
+        return write_baseline
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

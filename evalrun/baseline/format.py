@@ -163,13 +163,22 @@ _COUNT = r"(0|[1-9][0-9]{0,17})"
 _FLOAT = r"((?:0|[1-9][0-9]*)(?:\.[0-9]+(?:e[+-]?[0-9]+)?|e[+-]?[0-9]+))"
 _SIGNED_FLOAT = "(-?" + _FLOAT[1:]
 
-_WRITTEN_TABLE = re.compile(r"\[" + _KEY + r"\]\Z")
-_COMMENT = re.compile(r"#[^\x00-\x08\x0a-\x1f\x7f]*")
-_WRITTEN_ENTRY = re.compile(_KEY + " = " + _COUNT + r"\Z")
+
+
+def _lazy(source: str | bytes, flags: int = 0) -> Callable[[], re.Pattern[Any]]:
+    """A pattern compiled where it is first used: those of the line reader, the judges table and escapes are
+    not needed by a run whose baseline reads whole and plain (the usual one), which so never compiles them."""
+    return functools.cache(lambda: re.compile(source, flags))
+
+
+# The line-by-line reader's (``read_written_form``), compiled when it first runs.
+_WRITTEN_TABLE = _lazy(r"\[" + _KEY + r"\]\Z")
+_COMMENT = _lazy(r"#[^\x00-\x08\x0a-\x1f\x7f]*")
+_WRITTEN_ENTRY = _lazy(_KEY + " = " + _COUNT + r"\Z")
 _HEAD = re.compile(r"(?:#[^\x00-\x08\x0a-\x1f\x7f]*\n|\n)*")
 _TABLE_AT = re.compile(r"\[(?:([A-Za-z0-9_-]+)|" + _BASIC_UNROLLED + r")\](?=\n|\Z)")
 _ENTRY_LINES = re.compile(r"^(?:([A-Za-z0-9_-]+)|" + _BASIC_UNROLLED + r") = " + _COUNT + "$", re.MULTILINE)
-_EMPTY_LINES = re.compile(r"^$", re.MULTILINE)
+_EMPTY_LINES = _lazy(r"^$", re.MULTILINE)
 _QUOTED_BLOCK = re.compile(r'\n(?:"' + _CHARS + r'" = (?:0|[1-9][0-9]{0,17})\n)*+\n?')
 
 
@@ -188,22 +197,142 @@ def _settings_entry() -> re.Pattern[str]:
 
 
 _STRING_IN_LIST = re.compile(BASIC)
+_NUMBER_CHARS = frozenset("0123456789.e+-")  # every character _SIGNED_FLOAT can match
+_SIGNED_FLOAT_WHOLE = _lazy(_SIGNED_FLOAT)
+
+
+def _settings_pieces(line: str) -> tuple[str | None, ...] | None:
+    """The groups ``_settings_entry()`` matches in ``line`` (or None), found piece by piece with the patterns
+    compiled anyway (a bare key, a basic string) and one small one (a float), without compiling the whole.
+
+    Each piece of the whole pattern has one possible end, so matching them in turn is matching the whole: a
+    basic string ends at its first unescaped quote; a count or a float at the first character that cannot be
+    one (what follows each starts with "," or " ", which neither holds); the optional parts start with
+    different words. ``tests/baseline/test_gate_settings.py`` holds the two equal.
+    """
+    bare = BARE_KEY.match(line)
+    if bare is not None:
+        groups: list[str | None] = [bare.group(), None]
+        at = bare.end()
+    else:
+        quoted = _STRING_IN_LIST.match(line)
+        if quoted is None:
+            return None
+        groups = [None, quoted.group(1)]
+        at = quoted.end()
+
+    def literal(text: str) -> bool:
+        nonlocal at
+        if not line.startswith(text, at):
+            return False
+        at += len(text)
+        return True
+
+    def basic() -> bool:
+        nonlocal at
+        found = _STRING_IN_LIST.match(line, at)
+        if found is None:
+            return False
+        groups.append(found.group(1))
+        at = found.end()
+        return True
+
+    def count() -> bool:
+        nonlocal at
+        end = at
+        while end < len(line) and "0" <= line[end] <= "9":
+            end += 1
+        digits = line[at:end]
+        if not (digits == "0" or (digits and digits[0] != "0" and len(digits) <= 18)):
+            return False
+        groups.append(digits)
+        at = end
+        return True
+
+    def number(signed: bool) -> bool:
+        nonlocal at
+        end = at
+        while end < len(line) and line[end] in _NUMBER_CHARS:
+            end += 1
+        if (not signed and line.startswith("-", at)) or _SIGNED_FLOAT_WHOLE().fullmatch(line, at, end) is None:
+            return False
+        groups.append(line[at:end])
+        at = end
+        return True
+
+    def strings() -> bool:  # [] or ["a", "b\\u0041"]: the text between the brackets
+        nonlocal at
+        if not literal("["):
+            return False
+        start = at
+        if not literal("]"):
+            while True:
+                found = _STRING_IN_LIST.match(line, at)
+                if found is None:
+                    return False
+                at = found.end()
+                if literal("]"):
+                    break
+                if not literal(", "):
+                    return False
+        groups.append(line[start : at - 1])
+        return True
+
+    def choice(*words: str) -> bool:
+        for word in words:
+            if literal(word):
+                groups.append(word)
+                return True
+        return False
+
+    if not (literal(" = { tier = ") and basic() and literal(", repeat = ") and count()
+            and literal(", min_pass_rate = ") and number(False) and literal(", alpha = ") and number(False)
+            and literal(", stop = ") and basic() and literal(", skips = ") and basic()
+            and literal(", requires = ") and strings() and literal(", strict = ") and choice("true", "false")):
+        return None
+    groups.append("fail" if literal(', too_little_data = "fail"') else None)
+    for name in (", min_kappa = ", ", min_ac1 = "):
+        if literal(name):
+            if not number(True):
+                return None
+        else:
+            groups.append(None)
+    if literal(', network = "'):
+        if not (choice("loopback", "host") and literal('", require_isolation = ') and choice("true", "false")
+                and literal(", key_vars = ") and strings() and literal(', replay_match = "')
+                and choice("request", "index") and literal('", strict_replay = ') and choice("true", "false")):
+            return None
+    else:
+        groups.extend((None,) * 5)
+    return tuple(groups) if line[at:] == " }" else None
 # Exactly what ``judges_line`` writes.
 _ID = f'"({JUDGE_ID})"'
-JUDGES_ENTRY = re.compile(_KEY + r" = \[((?:" + _ID + r"(?:, " + _ID + r")*)?)\]\Z")
-_ID_IN_LIST = re.compile(_ID)
+_JUDGES_ENTRY = _lazy(_KEY + r" = \[((?:" + _ID + r"(?:, " + _ID + r")*)?)\]\Z")
+_ID_IN_LIST = _lazy(_ID)
 
 
 # --- reading: one line -----------------------------------------------------------
 
 
+# The first settings lines a process reads are matched piece by piece (``_settings_pieces``): compiling the
+# whole-line pattern costs about 1 ms, a run's start reads one line per eval, and most baselines have a few
+# evals. From this many lines on, the pattern is compiled and matches each line at once.
+PIECEWISE_LINES = 64
+_piecewise_read = [0]
+
+
 def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
     """``(eval, the table tomllib would read)`` for a line of the settings table, else None."""
-    match = _settings_entry().match(line)
-    if match is None:
+    if _piecewise_read[0] < PIECEWISE_LINES:
+        _piecewise_read[0] += 1
+        groups = _settings_pieces(line)
+    else:
+        match = _settings_entry().match(line)
+        groups = None if match is None else match.groups()
+    if groups is None:
         return None
     (bare, quoted, tier, repeat, floor, alpha, stop, skips, requires, strict, little, kappa, ac1,
-     network, isolation, key_vars, replay_match, strict_replay) = match.groups()
+     network, isolation, key_vars, replay_match, strict_replay) = groups
     key = bare if bare is not None else _unescape(quoted)
     optional: dict[str, Any] = {}
     if little is not None:
@@ -231,12 +360,12 @@ def read_settings_entry(line: str) -> tuple[str, dict[str, Any]] | None:
 
 def read_judges_entry(line: str) -> tuple[str, list[str]] | None:
     """``(eval, the list tomllib would read)`` for a line of the judges table, else None."""
-    match = JUDGES_ENTRY.match(line)
+    match = _JUDGES_ENTRY().match(line)
     if match is None:
         return None
     bare, quoted, ids = match.group(1), match.group(2), match.group(3)
     key = bare if bare is not None else _unescape(quoted)
-    return key, [m.group(1) for m in _ID_IN_LIST.finditer(ids)]
+    return key, [m.group(1) for m in _ID_IN_LIST().finditer(ids)]
 
 
 # The tables of one line per eval, each with its own line reader.
@@ -292,7 +421,7 @@ def _read_whole(text: str) -> dict[str, dict[str, Any]] | None:
         # Every line of the block that is not empty must be an entry (a match never spans lines).
         # Empty lines: evalrun writes one between tables, so count pairs of line breaks; a longer run is rare.
         if "\n\n\n" in block:
-            empty = len(_EMPTY_LINES.findall(block))
+            empty = len(_EMPTY_LINES().findall(block))
         else:  # each pair of line breaks holds one empty line; so may either end
             empty = block.count("\n\n") + (not block or block.startswith("\n")) + block.endswith("\n")
         if len(found) != block.count("\n") + 1 - empty:
@@ -349,8 +478,9 @@ def _read_lines(text: str) -> dict[str, dict[str, Any]] | None:
     data: dict[str, dict[str, Any]] = {}
     current: dict[str, Any] | None = None
     read_entry: Callable[[str], tuple[str, Any] | None] | None = None  # in the settings or judges table
+    comment, written_entry, written_table = _COMMENT(), _WRITTEN_ENTRY(), _WRITTEN_TABLE()
     for line in text.split("\n"):  # TOML's only line break (str.splitlines knows many more)
-        if not line or (line.startswith("#") and _COMMENT.fullmatch(line)):
+        if not line or (line.startswith("#") and comment.fullmatch(line)):
             continue
         if read_entry is not None and not line.startswith("["):
             entry = read_entry(line)
@@ -358,14 +488,14 @@ def _read_lines(text: str) -> dict[str, dict[str, Any]] | None:
                 return None
             current[entry[0]] = entry[1]
             continue
-        counted = _WRITTEN_ENTRY.match(line)
+        counted = written_entry.match(line)
         if counted is not None:
             key = counted.group(1) if counted.group(1) is not None else _unescape(counted.group(2))
             if current is None or key in current:
                 return None
             current[key] = int(counted.group(3))
             continue
-        table = _WRITTEN_TABLE.match(line)
+        table = written_table.match(line)
         if table is None:
             return None
         name = table.group(1) if table.group(1) is not None else _unescape(table.group(2))
@@ -380,7 +510,7 @@ class _NotScalar(ValueError):
     """A ``\\uXXXX`` escape of a surrogate: TOML forbids it (JSON allows it); tomllib then names the line."""
 
 
-_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)")
+_ESCAPE = _lazy(r"\\(u[0-9A-Fa-f]{4}|.)")
 
 
 def _unescape(body: str) -> str:
@@ -388,7 +518,7 @@ def _unescape(body: str) -> str:
     # a Unicode scalar value: a surrogate, even one of a pair JSON would join, is not TOML.
     if "\\" not in body:
         return body
-    for escape in _ESCAPE.finditer(body):
+    for escape in _ESCAPE().finditer(body):
         code = escape.group(1)
         if len(code) == 5 and 0xD800 <= int(code[1:], 16) <= 0xDFFF:
             raise _NotScalar(code)

@@ -165,7 +165,7 @@ def _run_one(run: BiteRun, tier: str, request: BitesRequest, session: Session,
             bitten = spec.model_copy(update={"env": {**spec.env, **bite.env}})
             cell = next(p for p in make_plan(inner, tier, [run.planned.name], []).evals if p.name == run.planned.name)
             planned = cell._replace(spec=bitten)
-            plan = Plan(evals=[planned])
+            plan = Plan(evals=[planned], filtered_out=[], filters={}, rule_skips={}, durations={})
             quiet = Console(stream=io.StringIO(), env={})
             context = RunContext.build(session, tier, inner)  # each bite is a run of its own, in its own copy
             collected = collect(context, plan, CollectOptions(jobs=1), quiet)

@@ -59,7 +59,7 @@ def dry(request: DryRequest, session: Session) -> int:
     tiers = [tier] if tier else sorted({p.spec.tier for p in plan.evals})
     # Each tier's probes see what its scorers would: no provider key in t1/t2.
     probe_envs = {t: RunContext.build(session, t).probe_env() for t in tiers} if probe else {}
-    pre = Preconditions()
+    pre = Preconditions({})
     if probe:
         for t in tiers:
             of_tier = [p for p in plan.evals if p.spec.tier == t]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from evalrun.secrets import scrub
-from evalrun.results import RunResults, Status
+from evalrun.results import RunResults, Status, _Record
 
 MESSAGE_CHARS = 2_000  # a message is one explaining line; keep more than enough of it
 EVIDENCE_CHARS = 4_000  # evidence can be a whole state dump; the results file keeps the rest
@@ -31,7 +31,8 @@ GIT_TIMEOUT = 5.0  # seconds per git call: history must never hold up a run
 
 # Plain records, not pydantic models: a report reads 30,000 checks back at once, and they are only ever built
 # here and in evalrun.history.sql from data evalrun itself wrote. A check is a NamedTuple (read-only, as small as
-# a slotted class); an eval and a run are slotted dataclasses.
+# a slotted class); an eval and a run are slotted dataclasses, with the equality and repr of the results' records
+# (``evalrun.results._Record``: the same as a dataclass makes, not compiled again per class at every start).
 class StoredCheck(NamedTuple):
     eval: str
     name: str
@@ -44,8 +45,8 @@ class StoredCheck(NamedTuple):
     judge: str | None = None  # who judged it, when a model did (model#hash)
 
 
-@dataclass(slots=True, kw_only=True)
-class StoredEval:
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class StoredEval(_Record):
     name: str  # eval[experiment] under an experiment
     status: str
     experiment: str | None = None
@@ -66,8 +67,8 @@ class StoredEval:
         return Status(self.status).is_unchecked
 
 
-@dataclass(slots=True, kw_only=True)
-class StoredRun:
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
+class StoredRun(_Record):
     run_id: str
     tier: str
     started_at: str

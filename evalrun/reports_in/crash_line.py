@@ -22,6 +22,17 @@ _ERROR = re.compile(  # Error: x / TypeError: x / Error [ERR_X]: x / Uncaught Sy
 _CODE = re.compile(r"^\s*\[(?!(?:INFO|DEBUG|TRACE|NOTE|WARN|WARNING|ERROR|FATAL)\])[A-Z][A-Z0-9_]{2,}\]\s+\S")
 _TSC = re.compile(r"\berror TS\d+:\s*\S")
 
+# Python's final exception line, and the words of an error line (``evalrun.reports_in.rules.explain_failure``).
+EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(: .*)?$")
+ERRORISH = re.compile(
+    r"(error|exception|fatal|panic|failed|failure|not found|denied|refused|abort|cannot|can't|unable)",
+    re.IGNORECASE,
+)
+# ``  File "/x/score.py", line 12, in main`` (Python); ``    at fn (/x/score.js:12:5)``, ``at file:///x/a.ts:3:1`` (JS/TS):
+# the frames ``evalrun.reports_in.rules.crash_place`` reads.
+PYTHON_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
+JS_FRAME = re.compile(r"^\s*at (?:.*?\()?(?:file://)?(?P<path>[^():]+):(?P<line>\d+):\d+\)?\s*$")
+
 
 def is_stack_frame(line: str) -> bool:
     return bool(_FRAME.match(_ANSI.sub("", line)))

@@ -42,7 +42,7 @@ _LINE_CHARS = 400
 def parse_exit(name: str, exit_code: int, output: str, secrets: Iterable[str] = ()) -> ParsedReport:
     """The one check of an eval whose exit code is its verdict; ``output`` is its kept output tail."""
     if exit_code == 0:
-        return ParsedReport(checks=[CheckResult(name=name, assertions=1, passed=True)], source="exit code")
+        return ParsedReport(checks=[CheckResult(name=name, assertions=1, passed=True)], metrics={}, source="exit code")
     secrets = tuple(secrets)
     lines = [_ANSI.sub("", line).rstrip() for line in scrub(output, secrets).splitlines()]
     errors = error_lines(lines)
@@ -56,7 +56,7 @@ def parse_exit(name: str, exit_code: int, output: str, secrets: Iterable[str] = 
         message = why or "no output"
         evidence = None
     check = CheckResult(name=name, assertions=1, passed=False, message=one_line(message), evidence=evidence)
-    return ParsedReport(checks=[check], source="exit code")
+    return ParsedReport(checks=[check], metrics={}, source="exit code")
 
 
 def error_lines(lines: list[str]) -> list[str]:

@@ -1,9 +1,10 @@
-"""The scorer contract's native JSON report: its model, its published schema, reading it.
+"""The scorer contract's native JSON report: reading it, and its published schema.
 
-This module owns the report's pydantic model (from which the published
-``report.schema.json`` is generated) and reading a report file into a
-``ParsedReport``; the rules applied to any report live in
-``evalrun.reports_in.rules``.
+This module reads a report file into a ``ParsedReport``; the report's pydantic
+model (from which the published ``report.schema.json`` is generated) is in
+``evalrun.reports_in.report_model``, imported only to write or test the schema
+(``Report`` and ``ReportCheck`` are reachable here too). The rules applied to
+any report live in ``evalrun.reports_in.rules``.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
-from typing_extensions import NotRequired, TypedDict  # pydantic reads typing_extensions' TypedDict on 3.11
+from pydantic import TypeAdapter, ValidationError
 
 from evalrun.errors import ReportError
 from evalrun.files import FileReadError, read_bounded
@@ -28,79 +28,29 @@ from evalrun.secrets import scrub
 from evalrun.text import EVIDENCE_LIMIT, MESSAGE_LIMIT, cut, one_line, shorten, truncate
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "report.schema.json"
-JUDGE_PATTERN = f"^{JUDGE_ID}$"
-
-
-# ``ReportCheck`` and ``Report`` are the published schema (``evalrun schema report``); a run reads reports with the
-# TypedDicts below, so these two build their validators only when first used (``defer_build``), never in a run.
-class ReportCheck(BaseModel):
-    """One check as a scorer reports it."""
-
-    model_config = ConfigDict(extra="forbid", title="Check", defer_build=True)
-
-    name: str = Field(
-        min_length=1, max_length=NAME_LIMIT, description="Unique within the report; used in baselines."
-    )
-    assertions: int = Field(
-        ge=0, le=ASSERTIONS_LIMIT, description="How many assertions the check made. Zero fails the check."
-    )
-    passed: bool
-    message: str | None = Field(
-        default=None, description=f"Why it failed, in one line; kept up to {MESSAGE_LIMIT} characters."
-    )
-    evidence: str | None = Field(
-        default=None, description=f"What the scorer saw, for diagnosis; kept up to {EVIDENCE_LIMIT} bytes."
-    )
-    judge: str | None = Field(
-        default=None, pattern=JUDGE_PATTERN,
-        description="Who judged this check, when a model did: the model asked and a hash of its prompt and rubric "
-        "(MODEL#HASH, the SDK's judge() sets it); a judge swap is reported, not compared as a product change.",
-    )
-
-
-class Report(BaseModel):
-    """The JSON report a scorer writes to $EVALRUN_REPORT."""
-
-    model_config = ConfigDict(extra="forbid", title="evalrun scorer report", defer_build=True)
-
-    checks: list[ReportCheck]
-    metrics: dict[Annotated[str, StringConstraints(max_length=NAME_LIMIT)], float | int | str | bool] = Field(
-        default_factory=dict, description="Recorded and shown, never asserted."
-    )
-    running: str | None = Field(
-        default=None,
-        description="The check in progress when the report was written (the SDK sets it as a check starts); "
-        "named in the result if the scorer is stopped there.",
-    )
-
-
-# ``Report`` as TypedDicts: validating into dicts builds no model per check, five times
-# faster at 2,000 checks. A test keeps the two accepting exactly the same.
-class _CheckShape(TypedDict):
-    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
-
-    name: Annotated[str, StringConstraints(min_length=1, max_length=NAME_LIMIT)]
-    assertions: Annotated[int, Field(ge=0, le=ASSERTIONS_LIMIT)]
-    passed: bool
-    message: NotRequired[str | None]
-    evidence: NotRequired[str | None]
-    judge: NotRequired[Annotated[str, StringConstraints(pattern=JUDGE_PATTERN)] | None]
-
-
-class _ReportShape(TypedDict):
-    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
-
-    checks: list[_CheckShape]
-    metrics: NotRequired[dict[Annotated[str, StringConstraints(max_length=NAME_LIMIT)], float | int | str | bool]]
-    running: NotRequired[str | None]
 
 
 @lru_cache(maxsize=1)
-def _report_shape() -> TypeAdapter[_ReportShape]:
+def _report_shape() -> TypeAdapter[Any]:
+    """The validator of ``report_model._ReportShape``: built (and the shape defined) only for a report ``_fits``
+    cannot take."""
+    from evalrun.reports_in.report_model import _ReportShape
+
     return TypeAdapter(_ReportShape)
 
 
+def __getattr__(name: str) -> Any:
+    """``Report`` and ``ReportCheck``, the published model: defined on first use, never in a run (about 0.6 ms)."""
+    if name in ("Report", "ReportCheck"):
+        from evalrun.reports_in import report_model
+
+        return getattr(report_model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def generate_report_schema() -> dict[str, Any]:
+    from evalrun.reports_in.report_model import Report
+
     schema = Report.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://evalrun.invalid/schemas/report.schema.json"
@@ -186,7 +136,7 @@ def _check_shape(data: Any) -> None:
 
     A report of exactly the schema's types (what scorers write) passes ``_fits``, plain Python, and no validator
     is built. Otherwise the fast path is the pydantic model the published schema is generated from,
-    as ``TypedDict``s (``_ReportShape``: the same constraints, no model objects
+    as ``TypedDict``s (``report_model._ReportShape``: the same constraints, no model objects
     built) in strict mode (a 2,000-check report in about a millisecond, where
     jsonschema takes tens of ms); strict mode accepts no more than the schema does. Only a report it
     refuses goes to jsonschema, whose verdict decides and whose message names the
@@ -213,9 +163,9 @@ _METRIC_TYPES = (float, int, str, bool)
 def _fits(data: Any) -> bool:
     """Whether ``data`` is a report of exactly the schema's types, checked in plain Python: what a scorer writes.
 
-    True only where ``_ReportShape`` in strict mode accepts too (a Hypothesis test holds the two to that), so a
-    run whose reports all fit never builds that validator (about 2 ms of every run's start); anything else, a
-    refusal included, is left to the validator and then jsonschema, as before.
+    True only where ``report_model._ReportShape`` in strict mode accepts too (a Hypothesis test holds the two to
+    that), so a run whose reports all fit never builds that validator (about 2 ms of every run's start), nor loads
+    that module; anything else, a refusal included, is left to the validator and then jsonschema, as before.
     """
     if type(data) is not dict or "checks" not in data or not data.keys() <= _REPORT_KEYS:
         return False

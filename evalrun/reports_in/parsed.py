@@ -17,7 +17,6 @@ up as a vanished check, a regression.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from evalrun.results import CheckResult
@@ -49,18 +48,21 @@ class Skip(NamedTuple):
         return f"{self.name} ({self.reason})" if self.reason else self.name
 
 
-@dataclass(frozen=True)
-class ParsedReport:
-    """A report in any format (JSON, TAP, JUnit), before the runner's rules."""
+class ParsedReport(NamedTuple):
+    """A report in any format (JSON, TAP, JUnit), before the runner's rules.
+
+    Read-only (``_replace`` makes a changed copy); the metrics are given by every reader (no shared default:
+    they become the result's), the lists default to empty tuples.
+    """
 
     checks: list[CheckResult]
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any]
     problem: str | None = None  # an eval-level failure: "Bail out! db gone", "planned 3, ran 2"
-    skips: list[Skip] = field(default_factory=list)  # each skipped test, in report order: not checks
+    skips: list[Skip] | tuple[Skip, ...] = ()  # each skipped test, in report order: not checks
     skip_all: str | None = None  # the whole stream was skipped (TAP "1..0 # SKIP why"): the reason
     source: str = ""  # "TAP" or "JUnit", for messages
     running: str | None = None  # the check in progress when the report was written (JSON, from the SDK)
-    notes: list[str] = field(default_factory=list)  # what the reader could not tell, said with the eval's message
+    notes: list[str] | tuple[str, ...] = ()  # what the reader could not tell, said with the eval's message
 
     @property
     def skipped(self) -> list[str]:

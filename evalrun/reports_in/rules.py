@@ -9,24 +9,23 @@ error. It also finds the line that explains a crash, so users read
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalrun.reports_in.parsed import ParsedReport, Skip
 from evalrun.results import CheckResult, Status
 from evalrun.text import MESSAGE_LIMIT, plural, shorten
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """What the runner's rules make of one finished scorer."""
 
     status: Status
     message: str | None
     checks: list[CheckResult]
     metrics: dict[str, Any]
-    skips: list[Skip] = field(default_factory=list)  # the report's skipped tests: not checks, but reported
+    skips: list[Skip] | tuple[Skip, ...] = ()  # the report's skipped tests: not checks, but reported
 
 
 def judge(
@@ -43,7 +42,7 @@ def judge(
     names the innermost frame of its traceback in that folder, ``(at score.py:12)``.
     """
     verdict = _judge(parsed, report_error, exit_code, output, eval_dir, shown_dir)
-    return replace(verdict, skips=list(parsed.skips)) if parsed is not None and parsed.skips else verdict
+    return verdict._replace(skips=list(parsed.skips)) if parsed is not None and parsed.skips else verdict
 
 
 def _judge(
@@ -69,7 +68,7 @@ def _judge(
     checks = [_apply_check_rules(_representable_check(c)) for c in parsed.checks]
     metrics = _representable_metrics(parsed.metrics)
     if metrics is not parsed.metrics:
-        parsed = replace(parsed, metrics=metrics)
+        parsed = parsed._replace(metrics=metrics)
     names: set[str] = set()
     for c in checks:
         if c.name in names:
@@ -133,37 +132,28 @@ def _apply_check_rules(check: CheckResult) -> CheckResult:
 
 _NODE_FILE_FAILED = "test failed"  # node --test's whole message for a test file that failed to load
 _TRACEBACK_START = "Traceback (most recent call last):"
-_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(: .*)?$")
-_ERRORISH = re.compile(
-    r"(error|exception|fatal|panic|failed|failure|not found|denied|refused|abort|cannot|can't|unable)",
-    re.IGNORECASE,
-)
 
 
 def explain_failure(output: str) -> str:
     """The line(s) that explain a crash: a Python traceback's final exception line,
     else a JavaScript/TypeScript error line (``crash_line``), else the last lines
     that look like an error (never a stack frame), else the last non-empty line."""
-    from evalrun.reports_in.crash_line import is_stack_frame, js_error_line  # local: only a crash is explained
+    from evalrun.reports_in.crash_line import (  # local: only a crash is explained
+        ERRORISH, EXCEPTION_LINE, is_stack_frame, js_error_line)
 
     lines = [ln.rstrip() for ln in output.splitlines()]
     if _TRACEBACK_START in lines:
         start = len(lines) - 1 - lines[::-1].index(_TRACEBACK_START)
         for ln in reversed(lines[start + 1 :]):
-            if ln and not ln.startswith((" ", "\t")) and _EXCEPTION_LINE.match(ln):
+            if ln and not ln.startswith((" ", "\t")) and EXCEPTION_LINE.match(ln):
                 return _clip(ln)
     if js := js_error_line(lines):
         return _clip(js)
-    errorish = [ln.strip() for ln in lines if ln.strip() and _ERRORISH.search(ln) and not is_stack_frame(ln)]
+    errorish = [ln.strip() for ln in lines if ln.strip() and ERRORISH.search(ln) and not is_stack_frame(ln)]
     if errorish:
         return _clip(" | ".join(errorish[-3:]))
     tail = [ln.strip() for ln in lines if ln.strip() and not is_stack_frame(ln)] or [ln.strip() for ln in lines if ln.strip()]
     return _clip(tail[-1]) if tail else ""
-
-
-# ``  File "/x/score.py", line 12, in main`` (Python); ``    at fn (/x/score.js:12:5)``, ``at file:///x/a.ts:3:1`` (JS/TS)
-_PYTHON_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
-_JS_FRAME = re.compile(r"^\s*at (?:.*?\()?(?:file://)?(?P<path>[^():]+):(?P<line>\d+):\d+\)?\s*$")
 
 
 def crash_place(output: str, eval_dir: Path, shown_dir: str = "") -> str | None:
@@ -172,13 +162,15 @@ def crash_place(output: str, eval_dir: Path, shown_dir: str = "") -> str | None:
     Python prints the innermost frame last, node first: the last traceback
     and the first stack of the output are the ones read.
     """
+    from evalrun.reports_in.crash_line import JS_FRAME, PYTHON_FRAME  # local: only a crash is placed
+
     lines = output.splitlines()
     if _TRACEBACK_START in lines:
         start = len(lines) - 1 - lines[::-1].index(_TRACEBACK_START)
-        frames = [m for ln in lines[start + 1 :] if (m := _PYTHON_FRAME.match(ln))]
+        frames = [m for ln in lines[start + 1 :] if (m := PYTHON_FRAME.match(ln))]
         frames.reverse()
     else:
-        frames = [m for ln in lines if (m := _JS_FRAME.match(ln))]
+        frames = [m for ln in lines if (m := JS_FRAME.match(ln))]
     # Python 3.11's resolve() raises RuntimeError, not OSError, on a symlink loop (a scorer can make one).
     try:
         root = eval_dir.resolve()

@@ -138,9 +138,17 @@ def write_html(results: RunResults, context: RunContext, outputs: Outputs, histo
         console.warn(warning)
 
 
+def maybe_positional(name: str) -> bool:
+    """False only for a name ``find_positional`` can never count: one without "[" and without "test"
+    (a parametrize id is ``stem[ids]``; a numbered one holds ``test N`` or ``testcase N``)."""
+    return "[" in name or "test" in name
+
+
 def positional_warnings(results: RunResults, baseline: Baseline | None, console: Console) -> None:
     """Warn of each eval whose checks are named by position, on every run: the baseline cannot see a case
     replaced at the same position, so a run that passes is no evidence; a vanished position is named too."""
+    if not any(maybe_positional(c.name) for r in results.evals for c in r.checks):
+        return  # no name can be one: the finder (and its patterns) is not loaded
     from evalrun.reports_in.positional import find_positional
     from evalrun.reports_out.positional import positional_warning
 

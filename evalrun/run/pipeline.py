@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from evalrun.baseline import Baseline, baseline_path, compare_tier, load_baseline, update_command
-from evalrun.calibration import calibrate
 from evalrun.errors import ExitCode
 from evalrun.manifest import load_manifest
 from evalrun.plan import Plan, make_plan
@@ -71,7 +70,10 @@ def judge(results: RunResults, context: RunContext, baseline: Baseline | None, *
     Hints name the manifest the user ran (``context.shown``), not a clean copy's export.
     """
     manifest = context.manifest
-    results = calibrate(results, manifest)  # judges measured on their anchors: an eval may fail here
+    if any(spec.anchors is not None for spec in manifest.evals):  # else calibrate changes nothing: not loaded
+        from evalrun.calibration import calibrate
+
+        results = calibrate(results, manifest)  # judges measured on their anchors: an eval may fail here
     comparison = compare_tier(
         manifest,
         results,
@@ -103,6 +105,7 @@ def _run_in_clean_checkout(request: RunRequest, session: Session) -> int:
             evals=[p for p in full.evals if p.name in keep],
             filtered_out=plan.filtered_out,
             filters={**plan.filters, "clean_checkout": ["worktree" if request.worktree else "HEAD"]},
+            rule_skips={},
             durations=plan.durations,
         )
         inner_request = request._replace(manifest_path=exported, clean_checkout=False, worktree=False)

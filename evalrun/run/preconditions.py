@@ -12,7 +12,6 @@ no provider key in t1/t2.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from evalrun.errors import TierGuardError
@@ -34,9 +33,8 @@ class Decision(NamedTuple):
         return self.skip is None and self.fail is None
 
 
-@dataclass(frozen=True)
-class Preconditions:
-    decisions: dict[str, Decision] = field(default_factory=dict)
+class Preconditions(NamedTuple):
+    decisions: dict[str, Decision]  # eval -> why it will not run; an eval not named runs
 
     def for_eval(self, name: str) -> Decision:
         return self.decisions.get(name, Decision())

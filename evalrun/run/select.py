@@ -7,7 +7,6 @@ from durations every shard reads alike (``evalrun.selection.timings``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,7 +58,7 @@ def select(request: RunRequest, session: Session) -> tuple[Plan, ChangedSelectio
         console.note(last_failed_note(last))
     timings = _timings(manifest, request, plan, environ, shard is not None, session.locate_history)
     if timings is None:  # nothing they would change (never under --shard): no durations
-        return replace(plan, durations={}), changed
+        return plan._replace(durations={}), changed
     if shard is not None:
         from evalrun.reports_out.shards import shard_note
         from evalrun.selection.shards import select_shard
@@ -73,7 +72,7 @@ def select(request: RunRequest, session: Session) -> tuple[Plan, ChangedSelectio
 
         console.warn(history_unread(timings.problem))
     # The evals start longest first (-j N finishes sooner); results stay in plan order.
-    plan = replace(plan, durations=timings.only([p.name for p in plan.evals]).durations)
+    plan = plan._replace(durations=timings.only([p.name for p in plan.evals]).durations)
     return plan, changed
 
 

@@ -100,8 +100,7 @@ def select_changed(plan: Plan, manifest: Manifest, ref: str, package_dir: Path |
         reasons.append(replace(why, eval=planned.name, ref=ref))
     kept = {r.eval for r in reasons if r.selected}
     unchanged = [p.name for p in plan.evals if p.name not in kept]
-    narrowed = replace(
-        plan,
+    narrowed = plan._replace(
         evals=[p for p in plan.evals if p.name in kept],
         filtered_out=[*plan.filtered_out, *unchanged],
         filters={**plan.filters, "changed_since": [ref], "unchanged": unchanged},

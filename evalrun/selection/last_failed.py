@@ -10,7 +10,7 @@ is a filtered one in the history).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalrun.errors import EvalrunError, file_label
@@ -53,8 +53,7 @@ def select_last_failed(plan: Plan, tier: str, path: Path) -> LastFailedSelection
     if not kept:
         return LastFailedSelection(plan, tier, source, True, [], len(plan.evals))
     left = [p.name for p in plan.evals if p.name not in names]
-    narrowed = replace(
-        plan,
+    narrowed = plan._replace(
         evals=kept,
         filtered_out=[*plan.filtered_out, *left],
         filters={**plan.filters, "last_failed": [source]},

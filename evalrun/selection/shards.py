@@ -13,7 +13,7 @@ import json
 import re
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun.errors import UsageError
@@ -138,8 +138,7 @@ def select_shard(plan: Plan, shard: Shard, durations: dict[str, float] | None) -
     split = assign_shards([p.name for p in plan.evals], shard.total, durations)
     mine = set(split[shard.index - 1])
     others = [p.name for p in plan.evals if p.name not in mine]
-    return replace(
-        plan,
+    return plan._replace(
         evals=[p for p in plan.evals if p.name in mine],
         filtered_out=[*plan.filtered_out, *others],
         filters={**plan.filters, "shard": [str(shard)], "shard_split": [split_fingerprint(split)]},

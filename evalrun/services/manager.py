@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from evalrun.process import resolve_program, spawn
+from evalrun.results import _Record
 from evalrun.secrets import scrub
 from evalrun.services.spec import ServiceSpec
-from evalrun.services.postgres import PostgresUnavailable, free_port, postgres_bin_dir, postgres_ready, postgres_user
-from evalrun.services.postgres_cache import staged_bin_dir
 from evalrun.leftovers import (
     DEFAULT_GRACE, MARKER, remove_data_dir, remove_pidfile, stop_group, write_pidfile,
 )
@@ -65,8 +64,8 @@ class StoppedService(NamedTuple):
     removed_cluster: bool = False
 
 
-@dataclass
-class _Running:
+@dataclass(eq=False, repr=False)
+class _Running(_Record):  # equality and repr from _Record: not compiled for this class at every start
     name: str
     kind: str  # "run" or "postgres": how to ask it to stop
     proc: subprocess.Popen[bytes]
@@ -191,10 +190,16 @@ class ServiceManager:
             log_path.write_bytes(b"")
             deadline = begun + spec.ready_timeout
             if spec.postgres:
-                env, running = self._launch_postgres(spec, log_path, deadline)
+                # local: only a run with a postgres service loads the embedded server's modules
+                from evalrun.services.postgres import PostgresUnavailable
+
+                try:
+                    env, running = self._launch_postgres(spec, log_path, deadline)
+                except PostgresUnavailable as exc:
+                    raise _StartFailed(str(exc)) from exc
             else:
                 env, running = self._launch_run(spec, log_path, deadline)
-        except (_StartFailed, PostgresUnavailable) as exc:
+        except _StartFailed as exc:
             self._drop(spec.name)
             return ServiceState(spec.name, False, scrub(str(exc), self._secrets), {}, log_path)
         except OSError as exc:  # a log or state folder we cannot write
@@ -222,6 +227,9 @@ class ServiceManager:
         return exports, running
 
     def _launch_postgres(self, spec: ServiceSpec, log_path: Path, deadline: float) -> tuple[dict[str, str], _Running]:
+        from evalrun.services.postgres import free_port, postgres_bin_dir, postgres_user
+        from evalrun.services.postgres_cache import staged_bin_dir
+
         bin_dir = postgres_bin_dir(spec.name)
         user = postgres_user(spec.name)
         if user is not None:  # the server user may not reach the venv (a mode-700 /root): use a readable copy
@@ -325,6 +333,8 @@ class ServiceManager:
                 )
             ok = True
             if postgres is not None:
+                from evalrun.services.postgres import postgres_ready
+
                 ok, reason = postgres_ready(*postgres)
             if ok and requirement is not None:
                 ok, reason = self._check(requirement, env)

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from harness import eval_entry, json_scorer
 from evalrun.baseline import load_baseline, write_baseline
-from evalrun.baseline.format import read_whole_written_form, read_written_form
+from evalrun.baseline.format import (
+    _settings_entry, _settings_pieces, read_whole_written_form, read_written_form, settings_line, toml_key)
 from evalrun.baseline.settings import GateSettings
 
 # --- the written form, read fast and by tomllib alike --------------------------------
@@ -80,23 +81,24 @@ def test_settings_written_are_toml_and_the_fast_readers_read_them_as_tomllib_doe
     assert loaded.settings == (recorded or None)
 
 
+_LINES = [
+    '["/settings"]', "[a]", 'x = 1',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
+    '"b c" = { tier = "t2", repeat = 3, min_pass_rate = 0.8, alpha = 1e-05, stop = "decided", skips = "skip", requires = ["env:K", "tcp:\\u0041"], strict = true }',
+    'a = { tier = "t1", repeat = 01, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = ["x",], strict = false }',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = False }',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, too_little_data = "fail", min_kappa = -0.5 }',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_ac1 = 0.6 }',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_kappa = 1 }',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, network = "host", require_isolation = false, key_vars = ["K", "\\u004b"], replay_match = "index", strict_replay = true }',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, network = "host", key_vars = [], replay_match = "index", strict_replay = true }',
+    'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_kappa = -1.0, network = "wide", require_isolation = false, key_vars = [], replay_match = "index", strict_replay = true }',
+    "", "# note",
+]
 line_parts = st.lists(
-    st.sampled_from([
-        '["/settings"]', "[a]", 'x = 1',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
-        '"b c" = { tier = "t2", repeat = 3, min_pass_rate = 0.8, alpha = 1e-05, stop = "decided", skips = "skip", requires = ["env:K", "tcp:\\u0041"], strict = true }',
-        'a = { tier = "t1", repeat = 01, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false }',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = ["x",], strict = false }',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = False }',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, too_little_data = "fail", min_kappa = -0.5 }',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_ac1 = 0.6 }',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_kappa = 1 }',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, network = "host", require_isolation = false, key_vars = ["K", "\\u004b"], replay_match = "index", strict_replay = true }',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, network = "host", key_vars = [], replay_match = "index", strict_replay = true }',
-        'a = { tier = "t1", repeat = 1, min_pass_rate = 1.0, alpha = 0.05, stop = "never", skips = "fail", requires = [], strict = false, min_kappa = -1.0, network = "wide", require_isolation = false, key_vars = [], replay_match = "index", strict_replay = true }',
-        "", "# note",
-    ]),
+    st.sampled_from(_LINES),
     max_size=8,
 )
 
@@ -110,6 +112,61 @@ def test_the_fast_readers_never_accept_a_settings_table_tomllib_reads_differentl
         if fast is None:
             continue  # tomllib decides
         assert tomllib.loads(text) == fast
+
+
+def _by_pattern(line: str) -> tuple | None:
+    match = _settings_entry().match(line)
+    return None if match is None else match.groups()
+
+
+_SETTINGS_LINES = [part for part in _LINES if " = { " in part]
+assert len(_SETTINGS_LINES) == 12
+_GOOD = _SETTINGS_LINES[0]
+_SETTINGS_LINES += [  # one piece wrong each (the reader must refuse what the pattern refuses, no more, no less)
+    _GOOD.replace("min_pass_rate = 1.0", "min_pass_rate = -1.0"),
+    _GOOD.replace("alpha = 0.05", "alpha = -0.05"),
+    _GOOD.replace("alpha = 0.05", "alpha = 5e-2"),
+    _GOOD.replace("alpha = 0.05", "alpha = .05"),
+    _GOOD.replace("alpha = 0.05", "alpha = 1.e5"),
+    _GOOD.replace("repeat = 1", "repeat = 1234567890123456789"),
+    _GOOD.replace("repeat = 1", "repeat = 123456789012345678"),
+    _GOOD.replace("repeat = 1", "repeat = 0"),
+    _GOOD.replace("repeat = 1", "repeat = -1"),
+    _GOOD.replace("strict = false }", "strict = false, min_kappa = -0 }"),
+    _GOOD.replace("strict = false }", "strict = false, min_ac1 = 1e-5, min_kappa = 0.5 }"),
+    _GOOD.replace("strict = false }", 'strict = false, too_little_data = "note" }'),
+    _GOOD.replace("strict = false }", "strict = false }\n"),
+    _GOOD.replace("a = {", '"a\\"b" = {'),
+    _GOOD.replace("a = {", '"a\\q" = {'),
+    _GOOD.replace('tier = "t1"', 'tier = "t\\u0031"'),
+    _GOOD.replace("requires = []", 'requires = ["a", "b"]'),
+    _GOOD.replace("requires = []", 'requires = ["a" , "b"]'),
+    _GOOD.replace("requires = []", 'requires = ["a"'),
+]
+_EDITS = st.tuples(st.one_of(st.integers(0, 80), st.integers(0, 400)), st.integers(0, 3),
+                   st.sampled_from(['"', "\\", " ", ",", "-", "0", "1", "e", "]", "[", "}", "x", "\\u0041", "\t", "é"]))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(st.sampled_from(_SETTINGS_LINES), st.tuples(names, gate).map(lambda p: settings_line(toml_key(p[0]), p[1]))),
+       st.lists(_EDITS, max_size=3))
+def test_the_settings_line_read_piece_by_piece_is_the_whole_line_pattern(line: str, edits: list) -> None:
+    # A run's first settings lines are matched piece by piece (no 1 ms compile of the whole pattern): the same
+    # groups, or None, for every line the writer makes and for every small edit of one.
+    for at, cut, text in edits:
+        at = min(at, len(line))
+        line = line[:at] + text + line[at + cut :]
+    assert _settings_pieces(line) == _by_pattern(line), line
+
+
+def test_the_piecewise_reader_reads_what_the_writer_writes() -> None:
+    line = settings_line("a", GateSettings(tier="t1", repeat=3, min_pass_rate=0.8, alpha=1e-05, stop="never", skips="skip",
+                                           requires=("env:K", 'q"uote'), strict=True, min_kappa=-0.5,
+                                           network="loopback", require_isolation=True, key_vars=("K",),
+                                           replay_match="request", strict_replay=False))
+    assert _settings_pieces(line) == _by_pattern(line) == (
+        "a", None, "t1", "3", "0.8", "1e-05", "never", "skip", '"env:K", "q\\"uote"', "true", None, "-0.5", None,
+        "loopback", "true", '"K"', "request", "false")
 
 
 def test_a_baseline_without_settings_still_reads_and_records_none(tmp_path: Path) -> None:

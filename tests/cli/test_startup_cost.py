@@ -76,6 +76,12 @@ NOT_FOR_A_PLAIN_T1_RUN = (
     "evalrun.models.failures",  # no model call failed (evalrun.run.model_calls)
     "evalrun.process_table",  # /proc is here: no ps (evalrun.leftovers)
     "evalrun.stats",  # nothing repeats, no judge has anchors (evalrun.repeats, evalrun.baseline.rates, evalrun.calibration)
+    "evalrun.reports_in.report_model",  # the report's published model: only the schema (evalrun.reports_in.json_report)
+    "evalrun.reports_in.positional",  # no check name can be a position (evalrun.run.deliver.maybe_positional)
+    "evalrun.baseline.update", "evalrun.baseline.write",  # a run never writes its baseline (evalrun.baseline)
+    "evalrun.calibration",  # no eval has anchors (evalrun.run.pipeline.judge)
+    "evalrun.services.postgres", "evalrun.services.postgres_cache",  # no postgres service (evalrun.services.manager)
+    "typer._adapters",  # plain option values: typer builds no pydantic adapter per option (evalrun.cli._plain_coercion)
 )
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalrun.reports_in.positional import Positional, find_positional
+from evalrun.run.deliver import maybe_positional
 from harness import an_eval, manifest
 
 
@@ -27,6 +30,17 @@ from harness import an_eval, manifest
 )
 def test_positional_names_by_tool(names: list[str], expected: Positional) -> None:
     assert find_positional(names) == expected
+    assert all(maybe_positional(n) for n in names)  # the run's cheap test lets each through to the finder
+
+
+_PIECES = st.sampled_from(["test", "testcase", "case", "[", "]", "-", " ", "> ", ".", ": ", "0", "1", "12", "x", "T"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_PIECES, max_size=8).map("".join), min_size=1, max_size=4))
+def test_a_name_the_runs_cheap_test_passes_over_is_never_positional(names: list[str]) -> None:
+    # A run skips the finder (and loading it) when no check name passes ``maybe_positional``: it must miss none.
+    assert all(maybe_positional(n) for n in names) or find_positional([n for n in names if not maybe_positional(n)]) is None
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from evalrun.results import CheckResult, Status
 
 
 def _parsed(*checks: tuple[str, int, bool], problem: str | None = None) -> ParsedReport:
-    return ParsedReport(checks=[CheckResult(name=n, assertions=a, passed=p) for n, a, p in checks], problem=problem)
+    return ParsedReport(checks=[CheckResult(name=n, assertions=a, passed=p) for n, a, p in checks], metrics={}, problem=problem)
 
 
 def test_all_passing_report_with_exit_zero_passes() -> None:
@@ -63,7 +63,8 @@ def test_failed_check_message_counts_the_rest() -> None:
             CheckResult(name="a", assertions=1, passed=False, message="expected 3, got 2"),
             CheckResult(name="b", assertions=1, passed=False),
             CheckResult(name="c", assertions=1, passed=False),
-        ]
+        ],
+        metrics={},
     )
     assert judge(parsed, None, 0, "").message == 'check "a" failed: expected 3, got 2 (and 2 more failed checks)'
 
@@ -176,6 +177,6 @@ def test_explain_never_picks_a_stack_frame_among_error_looking_lines() -> None:
 
 def test_every_test_skipped_is_a_skip_with_the_reasons() -> None:
     """pytest -k selecting only skipped tests: not checked (exit 4), never "no checks" (exit 1)."""
-    parsed = ParsedReport(checks=[], skips=[Skip("t.test_a", "no gpu"), Skip("t.test_b")], source="JUnit")
+    parsed = ParsedReport(checks=[], metrics={}, skips=[Skip("t.test_a", "no gpu"), Skip("t.test_b")], source="JUnit")
     v = judge(parsed, None, 0, "")
     assert (v.status, v.message) == (Status.SKIPPED, "everything skipped in JUnit: t.test_a (no gpu); t.test_b")

@@ -26,7 +26,7 @@ def _planned(**fields: object) -> PlannedEval:
 def test_the_header_and_an_evals_settings_read_as_listed() -> None:
     planned = _planned(run=["make check"], shell=True, requires=["env:X"], services=["db"], tags=["fast"])
     out = io.StringIO()
-    print_dry(DryListing("t1", Plan([planned], filtered_out=["b", "c"]), [DryEval(planned, "run")]), Console(out, env={}))
+    print_dry(DryListing("t1", Plan([planned], ["b", "c"], {}, {}, {}), [DryEval(planned, "run")]), Console(out, env={}))
     assert out.getvalue().splitlines() == [
         "planned in t1: 1 eval (nothing is run)",
         "a: would run",
@@ -39,8 +39,8 @@ def test_the_header_and_an_evals_settings_read_as_listed() -> None:
 
 
 def test_all_tiers_and_nothing_selected_name_the_scope_and_the_filters() -> None:
-    assert nothing_selected(None, Plan([])) == "nothing selected to run in all tiers (the tier has no evals in the manifest)"
-    assert nothing_selected("t2", Plan([], filters={"tags": ["x"]})) == "nothing selected to run in t2 (filters: --tag x)"
+    assert nothing_selected(None, Plan([], [], {}, {}, {})) == "nothing selected to run in all tiers (the tier has no evals in the manifest)"
+    assert nothing_selected("t2", Plan([], [], {"tags": ["x"]}, {}, {})) == "nothing selected to run in t2 (filters: --tag x)"
 
 
 def test_replay_without_recordings_would_fail_and_says_who_records_them() -> None:
