@@ -31,96 +31,11 @@ class _HelpWithoutType:
         option = super().get_help_option(ctx)  # type: ignore[misc]
         if option is not None:
             option.metavar = ""
-            _plain_coercion([option])
         return option
-
-    def parse_args(self, ctx, args):  # noqa: ANN001, ANN201 - click's signature
-        _plain_coercion(self.params)
-        return super().parse_args(ctx, args)  # type: ignore[misc]
 
 
 class _Command(_HelpWithoutType, typer.core.TyperCommand):
     pass
-
-
-def _plain_coercion(params: list) -> None:
-    """Typer (0.29+) coerces each parsed option through a pydantic ``TypeAdapter`` built for it there and then
-    (about 0.1 ms each, 1.5 ms for ``evalrun t1``). An option of a plain type (str, list of str, a non-negative
-    int, a Path given as its default) whose value is plainly of that type gets what the adapter would give,
-    without one; any other value, and any other type, goes to typer's own adapter, built then, as before."""
-    plain = _plain_runtime_param()
-    if plain is None:  # another typer: its own coercion throughout
-        return
-    for param in params:
-        if getattr(param, "_runtime_param", False) is None:  # typer's, and not built yet
-            kind = _plain_kind(param.type_descriptor)
-            if kind is not None:
-                param._runtime_param = plain(param.type_descriptor.parameter_info, param.type_descriptor.annotation,
-                                             kind)
-
-
-def _plain_kind(descriptor) -> Optional[str]:  # noqa: ANN001 - typer's TypeDescriptor
-    info, annotation = descriptor.parameter_info, descriptor.annotation
-    if info.parser is not None or descriptor.file_annotation is not None or getattr(info, "click_type", None):
-        return None
-    if annotation is bool:
-        return "bool"
-    if annotation is str:
-        return "str"
-    if annotation == list[str]:
-        return "list"
-    if annotation is int and not info.clamp and info.max is None:
-        return "int"
-    if annotation is Path and info.path_type is None:
-        return "path"
-    return None
-
-
-_PLAIN = []  # the class, made on first use (typer's RuntimeParam, if this typer has one)
-
-
-def _plain_runtime_param():  # noqa: ANN202
-    if not _PLAIN:
-        try:
-            from typer._coercion import RuntimeParam, build_runtime_param
-            from typer._param_types import coerce_cli_path
-        except ImportError:
-            _PLAIN.append(None)
-            return None
-
-        class Plain(RuntimeParam):
-            """Typer's coercion of a plain value, without building its adapter; else typer's own (see above)."""
-
-            __slots__ = ("kind",)
-
-            def __init__(self, parameter_info, annotation, kind: str) -> None:  # noqa: ANN001
-                super().__init__(parameter_info, annotation)
-                object.__setattr__(self, "kind", kind)
-
-            def _coerce_value(self, value, param, ctx):  # noqa: ANN001, ANN202 - typer's signature
-                kind = self.kind
-                if kind == "bool" and type(value) is bool:
-                    return value
-                if kind == "str" and type(value) is str:
-                    return value  # the adapter: str(value), then a str as it is
-                if kind == "list" and isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
-                    return list(value)
-                if kind == "int":
-                    number = value if type(value) is int else (
-                        int(value) if type(value) is str and value.isascii() and value.isdigit() else None)
-                    if number is not None and (self.parameter_info.min is None or number >= self.parameter_info.min):
-                        return number
-                if kind == "path" and isinstance(value, Path):
-                    try:
-                        return coerce_cli_path(value, self.parameter_info, path_type=Path, param=param, ctx=ctx)
-                    except Exception:  # noqa: BLE001 - typer's adapter says it, as before
-                        pass
-                typers = build_runtime_param(param.type_descriptor)
-                param._runtime_param = typers
-                return typers._coerce_value(value, param=param, ctx=ctx)
-
-        _PLAIN.append(Plain)
-    return _PLAIN[0]
 
 
 class _Group(_HelpWithoutType, typer.core.TyperGroup):

@@ -81,7 +81,6 @@ NOT_FOR_A_PLAIN_T1_RUN = (
     "evalrun.baseline.update", "evalrun.baseline.write",  # a run never writes its baseline (evalrun.baseline)
     "evalrun.calibration",  # no eval has anchors (evalrun.run.pipeline.judge)
     "evalrun.services.postgres", "evalrun.services.postgres_cache",  # no postgres service (evalrun.services.manager)
-    "typer._adapters",  # plain option values: typer builds no pydantic adapter per option (evalrun.cli._plain_coercion)
 )
 
 
