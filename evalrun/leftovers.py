@@ -167,7 +167,9 @@ class _ProcessTable:
         return False  # a later process under that pid: the record's is gone
 
 
-def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None) -> None:
+def write_pidfile(
+    pidfile: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None, *, start: int | None = None
+) -> None:
     """Write the pidfile of a group just spawned (``kind``: "run" or "postgres" services, "scorer"), so
     ``reap_leftovers`` can stop it if we die.
 
@@ -175,7 +177,8 @@ def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data
     file of our own, then a rename over the name (which replaces whatever is
     there, a symlink included, and never follows it). No fsync: after a power
     cut there is nothing left to stop. The temporary file names its owner, so a
-    kill mid-write leaves nothing the next run keeps.
+    kill mid-write leaves nothing the next run keeps. ``start``: ``pid``'s start time in ``/proc``'s ticks when
+    the caller knows it (``evalrun.procfs.start_ticks_between``); else ``/proc`` is read.
     """
     owner, owner_start = _own_start()
     lock = _owner_lock(pidfile)
@@ -185,7 +188,7 @@ def write_pidfile(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data
         "kind": kind,
         "pid": pid,
         "pgid": pgid,
-        "proc_start": start_ticks(pid) or 0,
+        "proc_start": start if start is not None else start_ticks(pid) or 0,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "spawned_at": time.time(),  # with ps's start times, tells our process from a reused pid where there is no /proc
         "owner_pid": owner,

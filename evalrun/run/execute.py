@@ -300,15 +300,15 @@ def _run_tracked(
     pidfile: Path | None,
     sandbox: Any = None,
 ) -> ProcessOutcome:
-    def remember(pid: int) -> None:
+    def remember(pid: int, start: int | None) -> None:
         if pidfile is None:
             return
         try:
             try:
-                write_pidfile(pidfile, planned.name, "scorer", pid, pid, None)
+                write_pidfile(pidfile, planned.name, "scorer", pid, pid, None, start=start)
             except FileNotFoundError:  # the state folder is made by the first scorer (or again, if one removed it)
                 pidfile.parent.mkdir(parents=True, exist_ok=True)
-                write_pidfile(pidfile, planned.name, "scorer", pid, pid, None)
+                write_pidfile(pidfile, planned.name, "scorer", pid, pid, None, start=start)
         except OSError:
             pass  # an unwritable state folder costs the sweep after a kill, not the eval
 
@@ -325,7 +325,7 @@ def _run_tracked(
             sandbox=sandbox,
         ),
         cancel,
-        on_spawn=remember,
+        on_spawned=remember,
     )
 
 
