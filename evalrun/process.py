@@ -69,10 +69,13 @@ class ProcessRequest:
     sandbox: Any = None  # an evalrun.sandbox.Sandbox: the program starts from its restricted thread
 
     def __post_init__(self) -> None:
-        # Accept lists and str paths from callers, store the declared types.
-        object.__setattr__(self, "argv", tuple(self.argv))
-        object.__setattr__(self, "cwd", Path(self.cwd))
-        if self.stdout_path is not None:
+        # Accept lists and str paths from callers, store the declared types (one request per scorer: what is of
+        # its type already is kept, not copied).
+        if type(self.argv) is not tuple:
+            object.__setattr__(self, "argv", tuple(self.argv))
+        if not isinstance(self.cwd, Path):
+            object.__setattr__(self, "cwd", Path(self.cwd))
+        if self.stdout_path is not None and not isinstance(self.stdout_path, Path):
             object.__setattr__(self, "stdout_path", Path(self.stdout_path))
         if not self.argv or not all(isinstance(a, str) for a in self.argv):
             raise ValueError(f"argv must be a non-empty sequence of str, got {self.argv!r}")
