@@ -170,3 +170,46 @@ def test_a_start_time_is_told_only_when_both_clock_readings_fall_in_one_tick(bef
     else:
         assert told is None
     assert start_ticks_between(None, before) is None and start_ticks_between(before, None) is None
+
+
+def test_a_workers_slot_is_rewritten_in_place_blanked_between_scorers_and_made_again_if_removed(
+    tmp_path: Path,
+) -> None:
+    from evalrun.leftovers import PidfileSlot
+
+    slot_path = tmp_path / f"scorer.{os.getpid()}.7.json"
+    slot = PidfileSlot(slot_path)
+    children = [subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                                 start_new_session=True) for _ in range(3)]
+    try:
+        slot.write("a-rather-long-eval-name", children[0].pid)
+        first = json.loads(slot_path.read_text())
+        assert (first["name"], first["pid"], first["pgid"]) == ("a-rather-long-eval-name", children[0].pid, children[0].pid)
+        assert first["proc_start"] == start_ticks(children[0].pid)
+        inode = slot_path.stat().st_ino
+        slot.blank()  # the scorer's group is gone: the record names nothing, and this live run's slot is left alone
+        assert slot_path.read_bytes().strip() == b""
+        assert reaped(tmp_path) == [] and slot_path.exists()
+        slot.write("e2", children[1].pid, start=start_ticks(children[1].pid))  # shorter: padded with blanks
+        second = json.loads(slot_path.read_text())
+        assert (second["name"], second["pid"], second["owner_pid"]) == ("e2", children[1].pid, os.getpid())
+        assert slot_path.stat().st_ino == inode  # written in place, no file made
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([second["owner_lock"], slot_path.name])
+        slot_path.unlink()  # removed behind its back (another run's sweep, the user): the next record is whole again
+        slot.write("e3", children[2].pid)
+        assert json.loads(slot_path.read_text())["pid"] == children[2].pid
+        slot.close()
+        assert list(tmp_path.iterdir()) == []  # the slot and the owner lock go with the worker
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+
+
+def test_a_dead_runs_blank_slot_is_removed_a_live_ones_kept(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid no process has now: a run that is gone
+    (tmp_path / f"scorer.{gone.pid}.0.json").write_text(" " * 300)
+    (tmp_path / f"scorer.{os.getpid()}.0.json").write_text(" " * 300)  # this live run's, between two scorers
+    assert reaped(tmp_path) == []
+    assert [p.name for p in tmp_path.iterdir()] == [f"scorer.{os.getpid()}.0.json"]
