@@ -184,11 +184,11 @@ def write_pidfile(
     kill mid-write leaves nothing the next run keeps. ``start``: ``pid``'s start time in ``/proc``'s ticks when
     the caller knows it (``evalrun.procfs.start_ticks_between``); else ``/proc`` is read.
     """
-    os.close(_write_whole(pidfile, _record(pidfile, name, kind, pid, pgid, data_dir, start)))
+    os.close(_write_whole(pidfile, _record(name, kind, pid, pgid, data_dir, start, _owner_lock(pidfile))))
 
 
-def _record(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data_dir: Path | None,
-            start: int | None) -> bytes:
+def _record(name: str, kind: str, pid: int, pgid: int, data_dir: Path | None, start: int | None,
+            lock: str | None) -> bytes:
     owner, owner_start = _own_start()
     fields = {
         "version": PIDFILE_VERSION,
@@ -201,7 +201,7 @@ def _record(pidfile: Path, name: str, kind: str, pid: int, pgid: int, data_dir: 
         "spawned_at": time.time(),  # with ps's start times, tells our process from a reused pid where there is no /proc
         "owner_pid": owner,
         "owner_start": owner_start,
-        "owner_lock": _owner_lock(pidfile),
+        "owner_lock": lock,
         "data_dir": str(data_dir) if data_dir else None,
     }
     return (json.dumps(fields) + "\n").encode("utf-8")
@@ -246,10 +246,13 @@ class PidfileSlot:
         self.path = path
         self._fd: int | None = None
         self._size = 0
+        self._lock: str | None = None  # the owner lock its records name, held from its first record to close
 
     def write(self, name: str, pid: int, *, start: int | None = None) -> None:
         """Record the scorer group ``pid`` just spawned (``start``: as ``write_pidfile``'s)."""
-        data = _record(self.path, name, "scorer", pid, pid, None, start)
+        if self._fd is None:
+            self._lock = _owner_lock(self.path)
+        data = _record(name, "scorer", pid, pid, None, start, self._lock)
         if self._fd is not None:
             padded = data + b" " * (self._size - len(data))
             try:
@@ -259,7 +262,7 @@ class PidfileSlot:
             except OSError:
                 pass
             self._forget()
-        self._fd = _write_whole(self.path, data)
+        self._fd = _write_whole(self.path, data)  # on failure it lets go of the lock: the next record holds it again
         self._size = len(data)
 
     def blank(self) -> None:
