@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, IO, NamedTuple
 
-from evalrun.procfs import group_members, pipe_writers
+from evalrun.procfs import boot_clock_ns, group_members, pipe_writers, start_ticks_between
 
 CHUNK_BYTES = 64 * 1024
 # After the child exits, a grandchild may still hold the pipes (a server left
@@ -69,10 +69,13 @@ class ProcessRequest:
     sandbox: Any = None  # an evalrun.sandbox.Sandbox: the program starts from its restricted thread
 
     def __post_init__(self) -> None:
-        # Accept lists and str paths from callers, store the declared types.
-        object.__setattr__(self, "argv", tuple(self.argv))
-        object.__setattr__(self, "cwd", Path(self.cwd))
-        if self.stdout_path is not None:
+        # Accept lists and str paths from callers, store the declared types (one request per scorer: what is of
+        # its type already is kept, not copied).
+        if type(self.argv) is not tuple:
+            object.__setattr__(self, "argv", tuple(self.argv))
+        if not isinstance(self.cwd, Path):
+            object.__setattr__(self, "cwd", Path(self.cwd))
+        if self.stdout_path is not None and not isinstance(self.stdout_path, Path):
             object.__setattr__(self, "stdout_path", Path(self.stdout_path))
         if not self.argv or not all(isinstance(a, str) for a in self.argv):
             raise ValueError(f"argv must be a non-empty sequence of str, got {self.argv!r}")
@@ -171,12 +174,15 @@ def run_process(
     request: ProcessRequest,
     cancel: threading.Event | None = None,
     on_spawn: Callable[[int], None] | None = None,
+    *,
+    on_spawned: Callable[[int, int | None], None] | None = None,
 ) -> ProcessOutcome:
     """Run one program to completion, deadline, or cancel; never raise for the child.
 
     ``on_spawn(pid)`` is called as soon as the child exists (its pid is its
     group id), e.g. to record it so a later run can stop it if we are killed;
-    by the time ``run_process`` returns, the group is gone.
+    by the time ``run_process`` returns, the group is gone. ``on_spawned(pid, start_ticks)`` likewise, with the
+    child's start time as ``/proc/<pid>/stat`` gives it when the start itself told it (None: read it there).
     """
     if not os.path.isdir(request.cwd):
         return _not_started(request, f"working directory not found: {request.cwd}")
@@ -219,9 +225,12 @@ def run_process(
     finally:
         os.close(out_write)  # the child has its own copies: EOF comes when the last holder closes them
         os.close(err_write)
-    if on_spawn is not None:
+    if on_spawn is not None or on_spawned is not None:
         try:
-            on_spawn(proc.pid)
+            if on_spawn is not None:
+                on_spawn(proc.pid)
+            if on_spawned is not None:
+                on_spawned(proc.pid, getattr(proc, "start_ticks", None))
         except BaseException:
             os.close(out_read)
             os.close(err_read)
@@ -359,11 +368,12 @@ class _Spawned:
     """A child started by ``os.posix_spawn``: what supervision asks of a Popen (``pid``, ``returncode``,
     ``poll``, ``wait``), with Popen's answers (a child reaped elsewhere reads as exit 0)."""
 
-    __slots__ = ("pid", "returncode")
+    __slots__ = ("pid", "returncode", "start_ticks")
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, start_ticks: int | None = None) -> None:
         self.pid = pid
         self.returncode: int | None = None
+        self.start_ticks = start_ticks  # what /proc/<pid>/stat says, when the spawn's clock readings tell it
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -408,11 +418,13 @@ def _posix_spawn(
         return None
     os.chdir(cwd)
     try:
+        before = boot_clock_ns()
         pid = os.posix_spawn(
             executable, argv, env, setsid=True, setsigdef=_RESTORED_SIGNALS,
             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, stdout, 1),
                           (os.POSIX_SPAWN_DUP2, stderr, 2)],
         )
+        after = boot_clock_ns()
     except NotImplementedError:  # no POSIX_SPAWN_SETSID in this C library
         _posix_spawn_works = False
         return None
@@ -423,7 +435,7 @@ def _posix_spawn(
             os.chdir(home)
         except OSError:
             pass  # gone: this thread only ever uses absolute paths, and the next spawn changes it again
-    return _Spawned(pid)
+    return _Spawned(pid, start_ticks_between(before, after))
 
 
 def _own_working_directory() -> str | None:

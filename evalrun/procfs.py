@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 import os
+import time
 
 
 class ProcStat(NamedTuple):
@@ -58,6 +59,27 @@ def start_ticks(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot), or None when it is gone."""
     stat = proc_stat(pid)
     return stat.start_ticks if stat else None
+
+
+# /proc's start times count clock ticks (USER_HZ) of CLOCK_BOOTTIME, rounded down: a process forked between two
+# readings of that clock in one tick started in that tick. The clock is Linux's: elsewhere nothing is worked out.
+_CLOCK_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
+_TICK_NS = 10**9 // os.sysconf("SC_CLK_TCK") if _CLOCK_BOOTTIME is not None else 0
+
+
+def boot_clock_ns() -> int | None:
+    """CLOCK_BOOTTIME in nanoseconds, the clock ``/proc``'s start times count; None where there is none."""
+    return time.clock_gettime_ns(_CLOCK_BOOTTIME) if _CLOCK_BOOTTIME is not None else None
+
+
+def start_ticks_between(before_ns: int | None, after_ns: int | None) -> int | None:
+    """The start time ``/proc/<pid>/stat`` gives a process forked between two ``boot_clock_ns`` readings, when
+    both fall in one clock tick (exact: the kernel rounds the fork's instant down to its tick); None when they
+    do not (the caller reads ``/proc``) or there is no such clock. Spares a ``/proc`` read per scorer."""
+    if before_ns is None or after_ns is None or not _TICK_NS:
+        return None
+    tick = before_ns // _TICK_NS
+    return tick if after_ns // _TICK_NS == tick else None
 
 
 def group_members(pgid: int) -> list[ProcStat] | None:

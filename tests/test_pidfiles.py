@@ -9,11 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.said import reaped
 from evalrun.leftovers import remove_pidfile, write_pidfile
+import evalrun.procfs
 from evalrun.procfs import start_ticks
 
 
@@ -124,3 +126,90 @@ def test_parse_stat_reads_state_group_and_start_whatever_the_name_holds(comm, st
     cut = b"42 (" + comm + b") " + state.encode() + b" " + b" ".join(str(n).encode() for n in numbers[:18])
     assert parse_stat(42, cut) is None  # a record cut before its start time is none, never a misread
     assert parse_stat(42, b"") is None
+
+
+def test_a_scorers_start_time_comes_from_its_spawn_and_is_what_proc_says(tmp_path: Path, monkeypatch) -> None:
+    # The spawn reads CLOCK_BOOTTIME either side of it: within one tick, that tick is the child's start time as
+    # /proc/<pid>/stat gives it, and the pidfile is written without reading /proc; across a tick, /proc is read.
+    import evalrun.leftovers
+    import evalrun.process
+    from evalrun.process import ProcessRequest, run_process
+
+    if not evalrun.process._posix_spawn_works or evalrun.procfs.boot_clock_ns() is None:
+        pytest.skip("os.posix_spawn and CLOCK_BOOTTIME are Linux's")
+    seen: list[tuple[int, int | None, int | None]] = []
+
+    def spawned(pid: int, start: int | None) -> None:
+        seen.append((pid, start, start_ticks(pid)))
+        write_pidfile(tmp_path / f"{len(seen)}.json", "e1", "scorer", pid, pid, None, start=start)
+
+    script = "import sys; sys.stdin.read()"  # stdin is /dev/null: ends at once, after /proc was read above
+    for _ in range(20):
+        run_process(ProcessRequest(argv=("python", "-c", script), cwd=tmp_path, env=dict(os.environ), timeout=30),
+                    on_spawned=spawned)
+    told = [(start, proc) for _, start, proc in seen if start is not None]
+    assert len(seen) == 20 and told  # a spawn takes well under a tick (10 ms): most are told
+    assert all(start == proc for start, proc in told)
+    records = [json.loads((tmp_path / f"{i}.json").read_text()) for i in range(1, 21)]
+    assert [r["proc_start"] for r in records] == [proc for _, _, proc in seen]
+
+    monkeypatch.setattr(evalrun.leftovers, "start_ticks", lambda pid: pytest.fail("read /proc for a known start"))
+    write_pidfile(tmp_path / "known.json", "e1", "scorer", os.getpid(), os.getpgid(0), None, start=12345)
+    assert json.loads((tmp_path / "known.json").read_text())["proc_start"] == 12345
+
+
+@given(st.integers(0, 2**62), st.integers(0, 10**9))
+def test_a_start_time_is_told_only_when_both_clock_readings_fall_in_one_tick(before: int, spread: int) -> None:
+    from evalrun.procfs import _TICK_NS, start_ticks_between
+
+    told = start_ticks_between(before, before + spread)
+    if not _TICK_NS:
+        assert told is None
+    elif before // _TICK_NS == (before + spread) // _TICK_NS:
+        assert told == before // _TICK_NS
+    else:
+        assert told is None
+    assert start_ticks_between(None, before) is None and start_ticks_between(before, None) is None
+
+
+def test_a_workers_slot_is_rewritten_in_place_blanked_between_scorers_and_made_again_if_removed(
+    tmp_path: Path,
+) -> None:
+    from evalrun.leftovers import PidfileSlot
+
+    slot_path = tmp_path / f"scorer.{os.getpid()}.7.json"
+    slot = PidfileSlot(slot_path)
+    children = [subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                                 start_new_session=True) for _ in range(3)]
+    try:
+        slot.write("a-rather-long-eval-name", children[0].pid)
+        first = json.loads(slot_path.read_text())
+        assert (first["name"], first["pid"], first["pgid"]) == ("a-rather-long-eval-name", children[0].pid, children[0].pid)
+        assert first["proc_start"] == start_ticks(children[0].pid)
+        inode = slot_path.stat().st_ino
+        slot.blank()  # the scorer's group is gone: the record names nothing, and this live run's slot is left alone
+        assert slot_path.read_bytes().strip() == b""
+        assert reaped(tmp_path) == [] and slot_path.exists()
+        slot.write("e2", children[1].pid, start=start_ticks(children[1].pid))  # shorter: padded with blanks
+        second = json.loads(slot_path.read_text())
+        assert (second["name"], second["pid"], second["owner_pid"]) == ("e2", children[1].pid, os.getpid())
+        assert slot_path.stat().st_ino == inode  # written in place, no file made
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([second["owner_lock"], slot_path.name])
+        slot_path.unlink()  # removed behind its back (another run's sweep, the user): the next record is whole again
+        slot.write("e3", children[2].pid)
+        assert json.loads(slot_path.read_text())["pid"] == children[2].pid
+        slot.close()
+        assert list(tmp_path.iterdir()) == []  # the slot and the owner lock go with the worker
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+
+
+def test_a_dead_runs_blank_slot_is_removed_a_live_ones_kept(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid no process has now: a run that is gone
+    (tmp_path / f"scorer.{gone.pid}.0.json").write_text(" " * 300)
+    (tmp_path / f"scorer.{os.getpid()}.0.json").write_text(" " * 300)  # this live run's, between two scorers
+    assert reaped(tmp_path) == []
+    assert [p.name for p in tmp_path.iterdir()] == [f"scorer.{os.getpid()}.0.json"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from evalrun.leftovers import remove_pidfile, write_pidfile
+from evalrun.leftovers import PidfileSlot, remove_pidfile, write_pidfile
 from evalrun.manifest import EvalSpec
 from evalrun.run.outcome import INSPECT_LOG_DIR_NAME, judge_outcome, note_escaped
 from evalrun.plan import PlannedEval
@@ -91,6 +91,7 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
     assert cancel is not None
     sweep_scratch()  # what SIGKILLed runs left; a live run's scratch is never touched
     folders: list[Path] = []
+    slots: list[PidfileSlot] = []  # each worker's scorers' pidfile
     janitor = Janitor()
     fixed_reports = FixedReports()
     placeholders = placeholder_env(request.base_env)  # the same for every eval: worked out once
@@ -101,7 +102,11 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
         # report, never the report of the eval running beside it.
         folders.append(make_scratch())
         own = Scratch(folders[-1], janitor)
-        return lambda planned: _run_one(planned, request, own, cancel, fixed_reports, placeholders)
+        slot = None
+        if request.pidfile_dir is not None:
+            slot = PidfileSlot(request.pidfile_dir / f"scorer.{os.getpid()}.{next(_pidfile_numbers)}.json")
+            slots.append(slot)
+        return lambda planned: _run_one(planned, request, own, cancel, fixed_reports, placeholders, slot)
 
     try:
         # Keyed by position: the repeats of one eval (evalrun.repeats) share its name.
@@ -109,6 +114,8 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
         pooled = run_pool([request.evals[i] for i in order], request.jobs, make_worker, cancel=cancel,
                           on_result=request.on_finish)
     finally:
+        for slot in slots:  # every worker has joined: no scorer of theirs runs
+            slot.close()
         janitor.close()
         for folder in folders:
             drop_scratch(folder)
@@ -126,6 +133,7 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
 def _run_one(
     planned: PlannedEval, request: ExecuteRequest, scratch: Scratch, cancel: threading.Event,
     fixed_reports: FixedReports | None = None, placeholders: Mapping[str, str] | None = None,
+    slot: PidfileSlot | None = None,
 ) -> EvalResult:
     if cancel.is_set():
         return _unchecked(planned, request.tier, Status.INTERRUPTED, "not run: interrupted")
@@ -140,6 +148,7 @@ def _run_one(
         result = run_scorer(
             planned, request.tier, request.base_env, prep.env, scratch, request.grace, cancel, request.pidfile_dir,
             secrets=request.secrets, sandbox=request.sandbox, fixed_reports=fixed_reports, placeholders=placeholders,
+            slot=slot,
         )
     if request.finalize:
         result = request.finalize(planned, result)
@@ -160,11 +169,13 @@ def run_scorer(
     sandbox: Any = None,
     fixed_reports: FixedReports | None = None,
     placeholders: Mapping[str, str] | None = None,
+    slot: PidfileSlot | None = None,
 ) -> EvalResult:
     """Run one scorer to its end and judge it; while it runs, its group has a pidfile in ``pidfile_dir``.
 
     ``fixed_reports``: the run's turns at the report paths its evals share (``FixedReports``).
     ``placeholders``: ``placeholder_env(base_env)``, when the caller worked it out once for every eval.
+    ``slot``: the worker's ``PidfileSlot``, its record in place of a pidfile of its own in ``pidfile_dir``.
 
     ``sandbox`` (``evalrun.sandbox.Sandbox``): the scorer starts from its restricted thread."""
     spec = planned.spec
@@ -208,12 +219,16 @@ def run_scorer(
                 pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
         argv = tuple(spec.run)
         started = time.monotonic()
-        pidfile = pidfile_dir / f"scorer.{os.getpid()}.{next(_pidfile_numbers)}.json" if pidfile_dir is not None else None
+        pidfile = None
+        if pidfile_dir is not None and slot is None:
+            pidfile = pidfile_dir / f"scorer.{os.getpid()}.{next(_pidfile_numbers)}.json"
         try:
-            outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile, sandbox)
+            outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile, sandbox, slot)
         finally:
             if pidfile is not None:
                 remove_pidfile(pidfile)
+            elif slot is not None:
+                slot.blank()  # its group is gone
         result = judge_outcome(
             planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets, workdir=workdir
         )
@@ -299,16 +314,25 @@ def _run_tracked(
     cancel: threading.Event,
     pidfile: Path | None,
     sandbox: Any = None,
+    slot: PidfileSlot | None = None,
 ) -> ProcessOutcome:
-    def remember(pid: int) -> None:
-        if pidfile is None:
+    def write(pid: int, start: int | None) -> None:
+        if slot is not None:
+            slot.write(planned.name, pid, start=start)
+        elif pidfile is not None:
+            write_pidfile(pidfile, planned.name, "scorer", pid, pid, None, start=start)
+
+    record = slot.path if slot is not None else pidfile
+
+    def remember(pid: int, start: int | None) -> None:
+        if record is None:
             return
         try:
             try:
-                write_pidfile(pidfile, planned.name, "scorer", pid, pid, None)
+                write(pid, start)
             except FileNotFoundError:  # the state folder is made by the first scorer (or again, if one removed it)
-                pidfile.parent.mkdir(parents=True, exist_ok=True)
-                write_pidfile(pidfile, planned.name, "scorer", pid, pid, None)
+                record.parent.mkdir(parents=True, exist_ok=True)
+                write(pid, start)
         except OSError:
             pass  # an unwritable state folder costs the sweep after a kill, not the eval
 
@@ -325,7 +349,7 @@ def _run_tracked(
             sandbox=sandbox,
         ),
         cancel,
-        on_spawn=remember,
+        on_spawned=remember,
     )
 
 

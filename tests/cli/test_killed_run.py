@@ -30,6 +30,12 @@ os.replace(here / "sleeper.tmp", here / "sleeper.pid")
 time.sleep(3600)
 """
 
+QUICK = """
+from evalrun import scorer
+with scorer.check("quick") as c:
+    c.true(True)
+"""
+
 
 def alive(pid: int) -> bool:
     try:
@@ -58,12 +64,15 @@ def test_a_sigkilled_run_leaves_no_scorer_group_and_no_scratch_after_the_next_ru
     # macOS (simulated: no /proc, both runs): the killed run's locks tell it is dead, ps that its scorer runs on.
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proj = project(manifest(an_eval("hangs", dir="e", files={"score.py": SCORER})).project())
+    # One worker (-j 1), a quick eval first: the hanging scorer's record is the second its worker's pidfile
+    # slot holds, written over the first one's blanked record (evalrun.leftovers.PidfileSlot).
+    proj = project(manifest(an_eval("quick", dir="q", files={"score.py": QUICK}),
+                            an_eval("hangs", dir="e", files={"score.py": SCORER})).project())
     env = proj.env({"TMPDIR": str(tmp)})
     if platform != "linux":
         env = simulated_env(platform, env)
     # fresh, not forked: SIGKILLed mid-run
-    first = subprocess.Popen([sys.executable, "-m", "evalrun", "t1"], cwd=proj.root, env=env,
+    first = subprocess.Popen([sys.executable, "-m", "evalrun", "t1", "-j", "1"], cwd=proj.root, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pid_file = proj.root / "e" / "sleeper.pid"
     try:
