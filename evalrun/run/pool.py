@@ -8,8 +8,8 @@ results by position. A KeyboardInterrupt in the calling thread sets ``cancel``
 what finished with ``interrupted=True``; results that come in after that are
 kept but not passed to ``on_result``. An exception raised by the work, or by
 ``on_result``, is a bug in evalrun: it is re-raised in the calling thread,
-``cancel`` is set, no worker takes another item, and nothing more is passed on. What an item is, and what running one means,
-is the caller's.
+``cancel`` is set, no worker takes another item, and nothing more is passed
+on. What an item is, and what running one means, is the caller's.
 
 The calling thread sleeps until the last result (or Ctrl-C): waking it for
 each result, then handing the GIL back and forth with the worker that had

@@ -40,7 +40,8 @@ Modes.
   abandoned (timed out, disconnected) is not recorded, and its retry takes the
   index. A stream takes it as its end event goes to the client, before the
   upstream ends the stream: an SDK returns at that event and may call again at
-  once, and the next call comes after it, as the code made them. A gzip or deflate answer is decoded for the client and the fixture.
+  once, and the next call comes after it, as the code made them. A gzip or
+  deflate answer is decoded for the client and the fixture.
 - ``live`` (t3): relayed, nothing written; usage counted.
 
 Upstreams. A relayed call goes to the upstream of its API style, the eval's own
@@ -608,6 +609,7 @@ class ReplayProxy:
         recorded: RecordedResponse | None
         raw = bytearray()
         placed: list[int] = []  # a stream's index, taken as its end event went to the client
+        placeable = response.status not in NOT_AN_ANSWER  # an answer from the wrong place takes no index
         try:
             if streamed:
                 handler.start_stream(response.status, reply_headers)
@@ -618,12 +620,12 @@ class ReplayProxy:
                     ended = self._settle_at_answer_end(state, raw, len(chunk), ended_early)
                     # relayed as it arrives, not when the call ends
                     self._relay_piece(handler, state, session, kept.feed(chunk) if kept is not None else chunk,
-                                      ended and response.status not in NOT_AN_ANSWER, placed)
+                                      ended and placeable, placed)
                 if decoder is not None and (tail := decoder.flush()):
                     raw += tail
                     ended = self._settle_at_answer_end(state, raw, len(tail), ended_early)
                     self._relay_piece(handler, state, session, kept.feed(tail) if kept is not None else tail,
-                                      ended and response.status not in NOT_AN_ANSWER, placed)
+                                      ended and placeable, placed)
                 if kept is not None:
                     handler.write_chunk(kept.flush(), watch=True)
                 recorded = None  # split into events once the client has the stream's end
