@@ -238,10 +238,7 @@ def redact_result(result: EvalResult, secrets: set[str]) -> EvalResult:
     # The cheap test looks for the secrets in the result's JSON, where only ASCII without a quote, a backslash or a
     # control character is written as it is: a secret holding anything else is always scrubbed the long way.
     if all(s.isascii() and not _JSON_ESCAPED.search(s) for s in secrets):
-        try:  # cheap test first: most results hold no secret at all
-            dumped = to_json(result, inf_nan_mode="null").decode()
-        except PydanticSerializationError:
-            dumped = to_json(_lossy_keys(result), inf_nan_mode="null").decode()
+        dumped = _dump(result).decode()  # cheap test first: most results hold no secret at all
         if not any(s[i : i + FRAGMENT] in dumped for s in secrets for i in range(max(1, len(s) - FRAGMENT + 1))):
             return result
 
@@ -252,7 +249,7 @@ def redact_result(result: EvalResult, secrets: set[str]) -> EvalResult:
             return {clean(k): clean(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):  # a list field given a tuple holds it as given
             return type(value)(clean(v) for v in value)
-        if type(value) in _RECORDS:  # a record inside: the same record, its text scrubbed
+        if isinstance(value, _Record):  # a record inside: the same record, its text scrubbed
             return type(value)(**{name: clean(getattr(value, name)) for name in value.__dataclass_fields__})
         return value
 
@@ -395,10 +392,6 @@ class RunResults(_Record):
     network: NetworkIsolation | None = None
 
 
-_RECORDS = frozenset({CheckResult, CheckRate, RepeatRun, RepeatSummary, SkippedTest, EvalResult, BaselineChange,
-                      NetworkIsolation, JudgeCalibration, BaselineComparison, RunResults})
-
-
 def run_stamp(started_at: str) -> str:
     """``20261201T025030``: the start of a run to the second, as its id begins."""
     return "".join(ch for ch in started_at[:19] if ch.isdigit() or ch == "T")
@@ -448,10 +441,7 @@ def results_json_pieces(results: RunResults) -> Iterator[str]:
     # for byte what it wrote (its history id is a hash of these bytes, evalrun.history.records.run_id_for).
     exclude = {"evals"} | (set() if results.run_id else {"run_id"}) | ({"kind"} if results.kind == "run" else set())
     exclude |= {"network"} if results.network is None else set()
-    try:
-        head = json.loads(to_json(results, exclude=exclude, inf_nan_mode="null"))
-    except PydanticSerializationError:  # a lone surrogate in a key: as the models wrote it, or their same error
-        head = json.loads(to_json(_lossy_keys(results), exclude=exclude, inf_nan_mode="null"))
+    head = json.loads(_dump(results, exclude=exclude))
     yield "{\n"
     for key, value in head.items():
         yield f"  {json.dumps(key)}: {_indented(json.dumps(value, indent=2, ensure_ascii=False))},\n"
@@ -462,12 +452,17 @@ def results_json_pieces(results: RunResults) -> Iterator[str]:
 
 
 def _eval_json(result: EvalResult) -> str:
-    # Inferred from the dataclasses, enums and floats themselves, byte for byte what the pydantic models wrote
-    # (NaN and infinities as null, text as UTF-8).
+    return _dump(result, indent=2).decode()
+
+
+def _dump(record: Any, **options: Any) -> bytes:
+    """``record``'s JSON, inferred from the dataclasses, enums and floats themselves: byte for byte what the
+    pydantic models wrote (NaN and infinities as null, text as UTF-8; a lone surrogate in a key as they wrote
+    it, or their same error)."""
     try:
-        return to_json(result, indent=2, inf_nan_mode="null").decode()
+        return to_json(record, inf_nan_mode="null", **options)
     except PydanticSerializationError:
-        return to_json(_lossy_keys(result), indent=2, inf_nan_mode="null").decode()
+        return to_json(_lossy_keys(record), inf_nan_mode="null", **options)
 
 
 # The records' dict fields whose keys the pydantic models wrote lossily (a lone surrogate as U+FFFD, one a byte of

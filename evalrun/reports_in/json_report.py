@@ -2,9 +2,8 @@
 
 This module reads a report file into a ``ParsedReport``; the report's pydantic
 model (from which the published ``report.schema.json`` is generated) is in
-``evalrun.reports_in.report_model``, imported only to write or test the schema
-(``Report`` and ``ReportCheck`` are reachable here too). The rules applied to
-any report live in ``evalrun.reports_in.rules``.
+``evalrun.reports_in.report_model``, imported only to write or test the schema.
+The rules applied to any report live in ``evalrun.reports_in.rules``.
 """
 
 from __future__ import annotations
@@ -37,15 +36,6 @@ def _report_shape() -> TypeAdapter[Any]:
     from evalrun.reports_in.report_model import _ReportShape
 
     return TypeAdapter(_ReportShape)
-
-
-def __getattr__(name: str) -> Any:
-    """``Report`` and ``ReportCheck``, the published model: defined on first use, never in a run (about 0.6 ms)."""
-    if name in ("Report", "ReportCheck"):
-        from evalrun.reports_in import report_model
-
-        return getattr(report_model, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def generate_report_schema() -> dict[str, Any]:

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from evalrun.process import resolve_program, spawn
-from evalrun.results import _Record
 from evalrun.secrets import scrub
 from evalrun.services.spec import ServiceSpec
 from evalrun.leftovers import (
@@ -65,7 +64,7 @@ class StoppedService(NamedTuple):
 
 
 @dataclass(eq=False, repr=False)
-class _Running(_Record):  # equality and repr from _Record: not compiled for this class at every start
+class _Running:  # a process handle: compared by identity, never printed
     name: str
     kind: str  # "run" or "postgres": how to ask it to stop
     proc: subprocess.Popen[bytes]

@@ -235,7 +235,8 @@ def test_junit_any_xml_shaped_input(body: str, prolog: str) -> None:
 
 from pydantic import TypeAdapter  # noqa: E402
 
-from evalrun.reports_in.json_report import Report, _fits, _report_shape, _validator  # noqa: E402
+from evalrun.reports_in.json_report import _fits, _report_shape, _validator  # noqa: E402
+from evalrun.reports_in.report_model import Report  # noqa: E402
 from evalrun.reports_in.parsed import ASSERTIONS_LIMIT, NAME_LIMIT  # noqa: E402
 
 
