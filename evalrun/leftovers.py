@@ -50,7 +50,8 @@ PIDFILE_LIMIT = 64 * 1024  # bytes read of one pidfile: it holds a few short fie
 # Only folders holding this marker are ever deleted, whatever a pidfile says.
 MARKER = ".evalrun-service"
 # A pidfile's temporary file while it is written: a SIGKILL at that moment leaves it behind.
-_SLOT_NAME = re.compile(r"scorer\.(\d+)\.\d+\.json\Z")  # a scorer's pidfile: its owner's pid, a number
+_SLOT_NAME = re.compile(r"scorer\.(\d+)\.\d+\.json\Z")  # a scorer's pidfile (scorer_pidfile): its owner's pid, a number
+_scorer_pidfiles = itertools.count()
 _PIDFILE_TMP = re.compile(r"\..+\.json\.owner-(\d+)-(\d+)\.[^/]*\.tmp\Z")
 
 
@@ -230,6 +231,11 @@ def _write_whole(pidfile: Path, data: bytes) -> int:
     return fd
 
 
+def scorer_pidfile(folder: Path) -> Path:
+    """A new name for a scorer's pidfile in ``folder``, as ``_SLOT_NAME`` reads it: this process's pid, a number."""
+    return folder / f"scorer.{os.getpid()}.{next(_scorer_pidfiles)}.json"
+
+
 class PidfileSlot:
     """The pidfile of one worker's scorers, one after the other: rewritten in place for each, blanked between.
 
@@ -239,13 +245,16 @@ class PidfileSlot:
     file's length, and a finished scorer's record is blanked: a blank record names no process, and every
     reader passes over it (``reap_leftovers`` leaves a blank slot of a live run alone and removes a dead
     run's). Should the name be gone (another run's sweep, the user), the next record is written whole again.
-    ``close`` removes it and lets go of the owner lock.
+    ``close`` removes it and lets go of the owner lock, unless its scorer was never blanked (a second Ctrl-C
+    left the worker supervising it): then the record and the lock stay, so the next run stops that group once
+    this process has died.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
         self._size = 0
+        self._live = False  # the record names a scorer group not yet gone
         self._lock: str | None = None  # the owner lock its records name, held from its first record to close
 
     def write(self, name: str, pid: int, *, start: int | None = None) -> None:
@@ -258,15 +267,18 @@ class PidfileSlot:
             try:
                 if os.fstat(self._fd).st_nlink and os.pwrite(self._fd, padded, 0) == len(padded):
                     self._size = len(padded)
+                    self._live = True
                     return
             except OSError:
                 pass
             self._forget()
         self._fd = _write_whole(self.path, data)  # on failure it lets go of the lock: the next record holds it again
         self._size = len(data)
+        self._live = True
 
     def blank(self) -> None:
         """The scorer's group is gone: its record names nothing any more."""
+        self._live = False
         if self._fd is None:
             return
         try:
@@ -281,6 +293,8 @@ class PidfileSlot:
     def close(self) -> None:
         """No scorer runs from this slot any more: remove it and let go of the owner lock."""
         self._forget()
+        if self._live:  # its scorer may still run: the record stays for the next run, the lock for our life
+            return
         with contextlib.suppress(OSError):  # what cannot be removed is a blank record: the next run's sweep removes it
             self.path.unlink(missing_ok=True)
         let_go_owner_lock(self.path.parent, str(self.path))

@@ -194,6 +194,8 @@ def run_process(
         if resolved is None:
             return _not_started(request, problem)
         argv, executable = list(request.argv), resolved
+        if argv[0] in PYTHON_NAMES:  # evalrun's interpreter by its path, so the child finds its virtualenv (as spawn)
+            argv[0] = sys.executable
     if cancel is not None and cancel.is_set():
         return _not_started(request, None, cancelled=True)
 
@@ -216,12 +218,12 @@ def run_process(
         if proc is None:
             proc = spawn(argv, request.cwd, request.env, executable=executable, stdout=out_write, stderr=err_write,
                          sandbox=request.sandbox)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a variable's name or value the system cannot pass (a NUL)
         os.close(out_read)
         os.close(err_read)
         if sink is not None:
             sink.close()
-        return _not_started(request, f"could not start {request.argv[0]}: {exc.strerror or exc}")
+        return _not_started(request, f"could not start {request.argv[0]}: {getattr(exc, 'strerror', None) or exc}")
     finally:
         os.close(out_write)  # the child has its own copies: EOF comes when the last holder closes them
         os.close(err_write)
@@ -392,7 +394,7 @@ class _Spawned:
             self.returncode = 0
             return
         if pid == self.pid:
-            self.returncode = -os.WSTOPSIG(status) if os.WIFSTOPPED(status) else os.waitstatus_to_exitcode(status)
+            self.returncode = os.waitstatus_to_exitcode(status)  # no WUNTRACED: a stopped child is never reported
 
 
 def _posix_spawn(
@@ -409,9 +411,6 @@ def _posix_spawn(
         home = _own_working_directory()
         if home is None:
             return None
-    if argv[0] in PYTHON_NAMES:
-        argv = [sys.executable, *argv[1:]]
-        executable = sys.executable
     devnull = _devnull()
     if _close_range_cloexec() != 0:
         _posix_spawn_works = False  # ENOSYS (Linux < 5.11) or EPERM: Popen closes what it must itself

@@ -198,12 +198,35 @@ def test_a_workers_slot_is_rewritten_in_place_blanked_between_scorers_and_made_a
         slot_path.unlink()  # removed behind its back (another run's sweep, the user): the next record is whole again
         slot.write("e3", children[2].pid)
         assert json.loads(slot_path.read_text())["pid"] == children[2].pid
+        slot.blank()
         slot.close()
         assert list(tmp_path.iterdir()) == []  # the slot and the owner lock go with the worker
     finally:
         for child in children:
             child.kill()
             child.wait()
+
+
+def test_a_slot_closed_while_its_scorer_may_still_run_keeps_its_record_and_lock(tmp_path: Path) -> None:
+    """A second Ctrl-C leaves a worker supervising its scorer while the run ends: the record stays (and the lock,
+    which this process's death lets go), so the next run stops that group instead of never hearing of it."""
+    from evalrun.leftovers import PidfileSlot
+
+    slot_path = tmp_path / f"scorer.{os.getpid()}.8.json"
+    slot = PidfileSlot(slot_path)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                             start_new_session=True)
+    try:
+        slot.write("still-running", child.pid)
+        slot.close()
+        record = json.loads(slot_path.read_text())
+        assert record["pid"] == child.pid and (tmp_path / record["owner_lock"]).exists()
+    finally:
+        child.kill()
+        child.wait()
+    slot.blank()  # what the worker does once the group is gone; then the slot goes as usual
+    slot.close()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_dead_runs_blank_slot_is_removed_a_live_ones_kept(tmp_path: Path) -> None:

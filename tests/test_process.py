@@ -421,6 +421,17 @@ def test_a_variable_with_an_empty_name_does_not_stop_the_start(tmp_path: Path) -
     assert (outcome.exit_code, outcome.stdout_tail, outcome.start_error) == (0, b"started\n", None)
 
 
+def test_a_variable_the_system_cannot_pass_fails_that_start_alone_and_leaks_no_descriptor(tmp_path: Path) -> None:
+    # A NUL in a value (a TOML "\u0000" escape): both starts refuse it; the eval is not started, named, and the
+    # pipes made for it are closed.
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        outcome = run_process(ProcessRequest(argv=("sh", "-c", "echo started"), cwd=tmp_path,
+                                             env={**ENV, "BAD": "a\0b"}, timeout=20, stdout_path=tmp_path / "out"))
+        assert outcome.exit_code is None and "could not start sh: " in (outcome.start_error or ""), outcome
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_cwd_and_env_are_honoured(tmp_path: Path, start_path: str) -> None:
     env = {"PATH": ENV["PATH"], "EVALRUN_EVAL": "rls-isolation"}
     outcome = run_process(request("print_cwd_env.py", cwd=tmp_path, env=env))

@@ -15,7 +15,6 @@ eval must not run, and a ``finalize`` hook that may amend a result.
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 import time
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from evalrun.leftovers import PidfileSlot, remove_pidfile, write_pidfile
+from evalrun.leftovers import PidfileSlot, remove_pidfile, scorer_pidfile, write_pidfile
 from evalrun.manifest import EvalSpec
 from evalrun.run.outcome import INSPECT_LOG_DIR_NAME, judge_outcome, note_escaped
 from evalrun.plan import PlannedEval
@@ -104,7 +103,7 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
         own = Scratch(folders[-1], janitor)
         slot = None
         if request.pidfile_dir is not None:
-            slot = PidfileSlot(request.pidfile_dir / f"scorer.{os.getpid()}.{next(_pidfile_numbers)}.json")
+            slot = PidfileSlot(scorer_pidfile(request.pidfile_dir))
             slots.append(slot)
         return lambda planned: _run_one(planned, request, own, cancel, fixed_reports, placeholders, slot)
 
@@ -114,7 +113,7 @@ def execute(request: ExecuteRequest, cancel: threading.Event | None = None) -> E
         pooled = run_pool([request.evals[i] for i in order], request.jobs, make_worker, cancel=cancel,
                           on_result=request.on_finish)
     finally:
-        for slot in slots:  # every worker has joined: no scorer of theirs runs
+        for slot in slots:  # a slot whose scorer may still run (a second Ctrl-C) keeps its record
             slot.close()
         janitor.close()
         for folder in folders:
@@ -221,7 +220,7 @@ def run_scorer(
         started = time.monotonic()
         pidfile = None
         if pidfile_dir is not None and slot is None:
-            pidfile = pidfile_dir / f"scorer.{os.getpid()}.{next(_pidfile_numbers)}.json"
+            pidfile = scorer_pidfile(pidfile_dir)
         try:
             outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile, sandbox, slot)
         finally:
@@ -285,7 +284,6 @@ def placeholder_env(base_env: Mapping[str, str]) -> dict[str, str]:
     """The key variables the base environment gives the placeholder (t1/t2): set over every eval's own env."""
     return {name: value for name, value in base_env.items() if value == PLACEHOLDER}
 
-_pidfile_numbers = itertools.count()
 
 
 def program_problem(planned: PlannedEval, environ: Mapping[str, str]) -> str | None:
