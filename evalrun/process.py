@@ -173,16 +173,15 @@ def _decode_tail(name: str, tail: bytes, total: int) -> str:
 def run_process(
     request: ProcessRequest,
     cancel: threading.Event | None = None,
-    on_spawn: Callable[[int], None] | None = None,
     *,
     on_spawned: Callable[[int, int | None], None] | None = None,
 ) -> ProcessOutcome:
     """Run one program to completion, deadline, or cancel; never raise for the child.
 
-    ``on_spawn(pid)`` is called as soon as the child exists (its pid is its
-    group id), e.g. to record it so a later run can stop it if we are killed;
-    by the time ``run_process`` returns, the group is gone. ``on_spawned(pid, start_ticks)`` likewise, with the
-    child's start time as ``/proc/<pid>/stat`` gives it when the start itself told it (None: read it there).
+    ``on_spawned(pid, start_ticks)`` is called as soon as the child exists (its pid is its group id), e.g. to
+    record it so a later run can stop it if we are killed, with the child's start time as ``/proc/<pid>/stat``
+    gives it when the start itself told it (None: read it there); by the time ``run_process`` returns, the
+    group is gone.
     """
     if not os.path.isdir(request.cwd):
         return _not_started(request, f"working directory not found: {request.cwd}")
@@ -227,12 +226,9 @@ def run_process(
     finally:
         os.close(out_write)  # the child has its own copies: EOF comes when the last holder closes them
         os.close(err_write)
-    if on_spawn is not None or on_spawned is not None:
+    if on_spawned is not None:
         try:
-            if on_spawn is not None:
-                on_spawn(proc.pid)
-            if on_spawned is not None:
-                on_spawned(proc.pid, getattr(proc, "start_ticks", None))
+            on_spawned(proc.pid, getattr(proc, "start_ticks", None))
         except BaseException:
             os.close(out_read)
             os.close(err_read)

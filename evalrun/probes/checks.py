@@ -210,7 +210,8 @@ def _run(
     """Run argv in root under the probe's deadline; the whole group is stopped after it."""
     request = ProcessRequest(argv=argv, cwd=root, env=env, timeout=timeout, grace=_STOP_GRACE_S, tail_bytes=4096)
     spawned = getattr(cancel, "spawned", None)  # a run's ProbeCancel keeps the groups it must stop on Ctrl-C
-    return run_process(request, cancel, on_spawn=spawned.add if spawned is not None else None)
+    record = (lambda pid, _start: spawned.add(pid)) if spawned is not None else None
+    return run_process(request, cancel, on_spawned=record)
 
 
 def _last_line(outcome: ProcessOutcome) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from evalrun.leftovers import PidfileSlot, remove_pidfile, scorer_pidfile, write_pidfile
+from evalrun.leftovers import PidfileSlot, scorer_pidfile
 from evalrun.manifest import EvalSpec
 from evalrun.run.outcome import INSPECT_LOG_DIR_NAME, judge_outcome, note_escaped
 from evalrun.plan import PlannedEval
@@ -218,16 +218,16 @@ def run_scorer(
                 pass  # a folder is never removed here: reading it says "is a directory", failing this eval alone
         argv = tuple(spec.run)
         started = time.monotonic()
-        pidfile = None
-        if pidfile_dir is not None and slot is None:
-            pidfile = scorer_pidfile(pidfile_dir)
+        own_slot = slot is None and pidfile_dir is not None  # a scorer run alone: a slot of its own, for it only
+        if own_slot:
+            slot = PidfileSlot(scorer_pidfile(pidfile_dir))
         try:
-            outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, pidfile, sandbox, slot)
+            outcome = _run_tracked(planned, argv, env, spec, stdout_path, grace, cancel, sandbox, slot)
         finally:
-            if pidfile is not None:
-                remove_pidfile(pidfile)
-            elif slot is not None:
+            if slot is not None:
                 slot.blank()  # its group is gone
+                if own_slot:
+                    slot.close()
         result = judge_outcome(
             planned, tier, outcome, report_path, stdout_path, time.monotonic() - started, secrets=secrets, workdir=workdir
         )
@@ -310,27 +310,18 @@ def _run_tracked(
     stdout_path: Path | None,
     grace: float,
     cancel: threading.Event,
-    pidfile: Path | None,
     sandbox: Any = None,
     slot: PidfileSlot | None = None,
 ) -> ProcessOutcome:
-    def write(pid: int, start: int | None) -> None:
-        if slot is not None:
-            slot.write(planned.name, pid, start=start)
-        elif pidfile is not None:
-            write_pidfile(pidfile, planned.name, "scorer", pid, pid, None, start=start)
-
-    record = slot.path if slot is not None else pidfile
-
     def remember(pid: int, start: int | None) -> None:
-        if record is None:
+        if slot is None:
             return
         try:
             try:
-                write(pid, start)
+                slot.write(planned.name, pid, start=start)
             except FileNotFoundError:  # the state folder is made by the first scorer (or again, if one removed it)
-                record.parent.mkdir(parents=True, exist_ok=True)
-                write(pid, start)
+                slot.path.parent.mkdir(parents=True, exist_ok=True)
+                slot.write(planned.name, pid, start=start)
         except OSError:
             pass  # an unwritable state folder costs the sweep after a kill, not the eval
 
